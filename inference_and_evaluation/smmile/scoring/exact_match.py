@@ -1,0 +1,136 @@
+"""Exact-match scoring of open-format result CSVs (spec §4.4, §4.5).
+
+The CSV is read with pandas' DEFAULT NA semantics (empty cells, ``NA``, ``None``, ``nan``... become
+NaN), exactly as the original did; ``normalize_answer`` then turns NaN into the string ``"nan"``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import string
+from typing import Any, Sequence
+
+from smmile.scoring.naming import get_model_info
+
+REQUIRED_COLUMNS = ("problem_id", "true_answer", "generated_answer")
+EXCLUDED_PROBLEM_IDS: frozenset = frozenset()  # the original's (empty) exclusion set
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+_WHITESPACE = re.compile(r"\s+")
+
+
+class ResultFileError(ValueError):
+    """A result file cannot be scored (missing, empty, unreadable, wrong columns)."""
+
+
+def normalize_answer(value: Any) -> str:
+    """§4.4: str() non-strings (NaN → "nan"), lowercase, drop ASCII punctuation, collapse whitespace."""
+    text = value if isinstance(value, str) else str(value)
+    if not text:
+        return ""
+    text = text.lower().translate(_PUNCTUATION)
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+def read_result_csv(csv_path: str | os.PathLike, required: Sequence[str] = REQUIRED_COLUMNS):
+    """Read a result CSV with pandas defaults; raise ``ResultFileError`` with a one-line reason."""
+    import pandas as pd
+
+    path = os.fspath(csv_path)
+    if os.path.isdir(path):
+        raise ResultFileError(f"{path}: is a directory, not a CSV file")
+    try:
+        frame = pd.read_csv(path)
+    except FileNotFoundError:
+        raise ResultFileError(f"{path}: file not found") from None
+    except pd.errors.EmptyDataError:
+        raise ResultFileError(f"{path}: empty file (no header)") from None
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ResultFileError(f"{path}: cannot read CSV ({reason})") from None
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise ResultFileError(f"{path}: missing required column(s): {', '.join(missing)}")
+    return frame
+
+
+def flexible_matches(frame) -> list[bool]:
+    """Normalised ``true_answer`` == normalised ``generated_answer``, per row (CSV order)."""
+    truth = frame["true_answer"].map(normalize_answer)
+    generated = frame["generated_answer"].map(normalize_answer)
+    return [bool(x) for x in (truth == generated)]
+
+
+def strict_matches(frame) -> list[bool]:
+    """Raw cell equality (NaN never equals anything)."""
+    return [bool(x) for x in (frame["true_answer"] == frame["generated_answer"])]
+
+
+def err_count(frame) -> int:
+    """Rows whose ``str(generated_answer)`` contains ``ERROR`` (case-sensitive)."""
+    return sum("ERROR" in str(v) for v in frame["generated_answer"])
+
+
+def word_count(frame) -> float:
+    """Mean number of whitespace tokens of ``str(generated_answer)`` (NaN → "nan" → 1 token)."""
+    counts = frame["generated_answer"].map(lambda v: len(str(v).split()))
+    return float(counts.mean())
+
+
+def problem_accuracies(frame, matches: Sequence[bool]) -> dict:
+    """Mean match ×100 per problem_id, in groupby (sorted problem_id) order."""
+    scored = frame.assign(_match=list(matches))
+    means = scored.groupby("problem_id")["_match"].mean() * 100
+    return {_plain(k): float(v) for k, v in means.items()}
+
+
+def incorrect_examples(frame, matches: Sequence[bool]) -> list:
+    """problem_ids of the non-matching rows, CSV order."""
+    return [_plain(pid) for pid, ok in zip(frame["problem_id"], matches) if not ok]
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalar → Python scalar (so json.dump accepts it)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def exclude_problems(frame):
+    """Apply the (empty) exclusion set; returns (kept frame, excluded count)."""
+    keep = ~frame["problem_id"].isin(list(EXCLUDED_PROBLEM_IDS))
+    return frame[keep].reset_index(drop=True), int((~keep).sum())
+
+
+def summarize(frame, matches: Sequence[bool], model: str, mode: str, original_count: int,
+              excluded_count: int, extra: dict | None = None) -> dict:
+    """The §4.5 statistics dict in its exact key order. ``extra`` (e.g. the judge's
+    ``llm_err_count``) is inserted right after ``excluded_count``, as §5 orders it."""
+    total = len(frame)
+    correct = int(sum(matches))
+    stats = {"model": model, "inference_mode": mode, "total_examples": total,
+             "original_count": original_count, "excluded_count": excluded_count}
+    stats.update(extra or {})
+    stats.update({
+        "correct_examples": correct,
+        "accuracy": correct / total * 100 if total > 0 else 0,
+        "err_count": err_count(frame),
+        "problem_accuracies": problem_accuracies(frame, matches),
+        "incorrect_examples": incorrect_examples(frame, matches),
+        "word_count": word_count(frame),
+    })
+    return stats
+
+
+def calculate_exact_match(csv_path: str | os.PathLike, strict: bool = False) -> dict:
+    """Score one open-format result CSV; model and mode come from its file name (§4.3)."""
+    info = get_model_info(csv_path)
+    raw = read_result_csv(csv_path)
+    frame, excluded = exclude_problems(raw)
+    matches = strict_matches(frame) if strict else flexible_matches(frame)
+    return summarize(frame, matches, info.model, info.mode, len(raw), excluded)
+
+
+def write_json(obj: Any, path: str | os.PathLike) -> None:
+    """Default ``json.dump`` (no indent, no trailing newline), as the original wrote its JSONs."""
+    with open(path, "w") as handle:
+        json.dump(obj, handle)
