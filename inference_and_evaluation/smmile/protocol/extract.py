@@ -1,0 +1,188 @@
+"""MCQA letter extractors E1-E4 (spec §2.4).
+
+All four functions return a single character string (normally an upper-case
+letter, but quirks can yield e.g. ``"."`` or ``"("``) or ``EXTRACTION_FAILED``.
+The quirks marked KEEP in the spec are replicated on purpose:
+
+* IGNORECASE patterns let ``[A-Z]`` match lower-case letters ("the answer is
+  based" -> ``B``; "options" -> ``S``);
+* a prompt's own ``<answer>Correct letter.</answer>``-style example can be
+  matched, yielding ``.`` or ``C``;
+* the standalone-capital fallback catches "I" / "A" in prose;
+* E3 cuts at the last plain ``assistant`` substring;
+* E4 returns the first character inside ``<answer>`` (may be ``(``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+
+logger = logging.getLogger(__name__)
+
+EXTRACTION_FAILED = "EXTRACTION_FAILED"
+
+# The 21 patterns of E1/E2 (verbatim, in order). E3 uses patterns 3-14.
+ANSWER_PATTERNS: tuple[str, ...] = (
+    r"answer is:?\s*([A-Z])[.\s]",
+    r"\banswer:?\s*([A-Z])[.\s]",
+    r"\*\*Answer:\*\*\s*([A-Za-z])(?:\.\s*\w+|\.|\s+|$)",
+    r"\*\*Answer\*\*:\s*([A-Za-z])(?:\.\s*\w+|\.|\s+|$)",
+    r"\*Answer\*:\s*([A-Za-z])(?:\.\s*\w+|\.|\s+|$)",
+    r"Answer:\s*([A-Za-z])(?:\.\s*\w+|\.|\s+|$)",
+    r"The correct answer is\s*([A-Za-z])(?:\.\s*\w+|\.|\s+|$)",
+    r"The answer(?:\s+is)?:?\s*([A-Za-z])(?:\.\s*\w+|\.|\s+|$)",
+    r"The correct answer(?:\s+is)?:?\s*([A-Za-z])(?:\.\s*\w+|\.|\s+|$)",
+    r"answer\s*is\s*([A-Za-z])(?:\.\s*\w+|\.|\s+|$)",
+    r"([A-Za-z])\s*is the (?:correct )?answer",
+    r"option\s*([A-Za-z])\b",
+    r"choice\s*([A-Za-z])\b",
+    r"select\s*([A-Za-z])\b",
+    r"best answer is:?\s*([A-Z])[.\s]",
+    r"choice\s*([A-Z])[.\s]",
+    r"option\s*([A-Z])[.\s]",
+    r"select\s*([A-Z])[.\s]",
+    r"chose\s*([A-Z])[.\s]",
+    r"choose\s*([A-Z])[.\s]",
+    r"final answer:?\s*([A-Z])",
+)
+E3_PATTERNS: tuple[str, ...] = ANSWER_PATTERNS[2:14]
+
+ASSISTANT_MARKERS: tuple[str, ...] = (
+    "ASSISTANT:", "Assistant:", "assistant:", "ASSISTANT ", "Assistant ", "assistant ",
+)
+USER_MARKERS: tuple[str, ...] = ("USER:", "User:", "user:", "USER ", "User ", "user ")
+
+_PATTERNS_RE = tuple(re.compile(p, re.IGNORECASE) for p in ANSWER_PATTERNS)
+_E3_PATTERNS_RE = _PATTERNS_RE[2:14]
+_TAG_RE = re.compile(r"<answer>(.*?)</answer>|<answer>(.*?)($|\n\n)", re.DOTALL)
+_EMPHASIS_RE = re.compile(r"[*_](([A-Z])[*_])", re.IGNORECASE)
+_CAPITAL_RE = re.compile(r"\b([A-Z])\b")
+_UPPER_LETTER_RE = re.compile(r"([A-Z])")
+_E3_TAG_RE = re.compile(r"<answer>([A-Za-z])</answer>", re.IGNORECASE)
+_E4_TAG_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_E4_LETTER_RE = re.compile(r"\b([A-J])\b")
+
+
+def _after_assistant_marker(response: str) -> str | None:
+    """Text after the last assistant marker, truncated at the first user marker.
+
+    Returns None when no assistant marker occurs. The marker with the strictly
+    largest last-occurrence position wins; ties go to the earlier marker.
+    """
+    best_pos, best_marker = -1, None
+    for marker in ASSISTANT_MARKERS:
+        pos = response.rfind(marker)
+        if pos > best_pos:
+            best_pos, best_marker = pos, marker
+    if best_marker is None:
+        return None
+    text = response[best_pos + len(best_marker):].strip()
+    for marker in USER_MARKERS:
+        if marker in text:
+            return text[: text.index(marker)].strip()
+    return text
+
+
+def _from_tag(text: str) -> str | None:
+    """Step 3 of E1/E2: the first ``<answer>`` tag (closed or open-ended)."""
+    match = _TAG_RE.search(text)
+    if not match:
+        return None
+    group = match.group(1) if match.group(1) is not None else match.group(2)
+    if group is None:
+        return EXTRACTION_FAILED
+    candidate = group.strip()
+    if not candidate:
+        return None
+    letter = _UPPER_LETTER_RE.search(candidate.upper())
+    return letter.group(1) if letter else candidate[0].upper()
+
+
+def _from_patterns(text: str) -> str | None:
+    """Steps 4-6 of E1/E2 on already stripped text."""
+    for pattern in _PATTERNS_RE:
+        match = pattern.search(text)
+        if match:
+            return match.group(1).upper()
+    match = _EMPHASIS_RE.search(text)
+    if match:
+        return match.group(2).upper()
+    match = _CAPITAL_RE.search(text)
+    if match:
+        return match.group(1)
+    return None
+
+
+def _from_option_text(text: str, options: Mapping[str, str] | None) -> str | None:
+    """Step 7: option text equal to, then contained in, ``text`` (display order)."""
+    if not options or not text:
+        return None
+    lowered = text.lower()
+    for letter, answer in options.items():
+        option = str(answer).strip().lower()
+        if option == lowered:
+            return letter
+        if option and option in lowered:
+            return letter
+    return None
+
+
+def _cascade(processed: str, fallback_text: str, options: Mapping[str, str] | None) -> str:
+    result = _from_tag(processed)
+    if result is None:
+        result = _from_patterns(processed.strip())
+    if result is None:
+        result = _from_option_text(fallback_text, options)
+    if result is None:
+        logger.debug("No answer pattern matched. Extraction failed.")
+        return EXTRACTION_FAILED
+    return result
+
+
+def extract_e1(response: object, options: Mapping[str, str] | None = None) -> str:
+    """E1: cascade with speaker markers (qwen, llava_mcqa, llavamed_mcqa, llama33textonly_mcqa)."""
+    if not isinstance(response, str):
+        return EXTRACTION_FAILED
+    after_marker = _after_assistant_marker(response)
+    processed = response if after_marker is None else after_marker
+    return _cascade(processed, after_marker or "", options)
+
+
+def extract_e2(response: object, options: Mapping[str, str] | None = None) -> str:
+    """E2: cascade without speaker markers (anthropic, openai)."""
+    if not isinstance(response, str):
+        return EXTRACTION_FAILED
+    return _cascade(response, response.strip(), options)
+
+
+def extract_e3(response: object) -> str:
+    """E3: ``<answer>X</answer>`` then patterns 3-14 (llama32v, medgemma)."""
+    if not isinstance(response, str) or not response.strip():
+        logger.debug("Empty or invalid response; extraction failed.")
+        return EXTRACTION_FAILED
+    pos = response.rfind("assistant")
+    processed = response[pos + len("assistant"):].strip() if pos != -1 else response
+    hits = _E3_TAG_RE.findall(processed)
+    if hits:
+        return hits[0].upper()
+    for pattern in _E3_PATTERNS_RE:
+        hits = pattern.findall(processed)
+        if hits:
+            return hits[0].upper()
+    logger.debug("No answer pattern matched. Extraction failed.")
+    return EXTRACTION_FAILED
+
+
+def extract_e4(response: object) -> str:
+    """E4: MedVLM-R1 extractor, applied to the generated text only."""
+    if not isinstance(response, str):
+        return EXTRACTION_FAILED
+    match = _E4_TAG_RE.search(response)
+    if match and match.group(1).strip():
+        return match.group(1).strip()[0].upper()
+    match = _E4_LETTER_RE.search(response)
+    if match:
+        return match.group(1)
+    return EXTRACTION_FAILED
