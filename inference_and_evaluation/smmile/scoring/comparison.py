@@ -1,0 +1,126 @@
+"""Console reports (spec §4.5) and the comparison report ``model_comparison*.txt`` (spec §4.6).
+
+``results`` everywhere is an insertion-ordered mapping ``"<display>:<mode>" -> stats dict`` (the
+dicts written to ``*_evaluation.json`` / ``*_evaluationllm.json``), in file-discovery order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Iterable, Mapping
+
+RULE_WIDTH = 60
+SUMMARY_WIDTH = 80
+FILE_RULE_WIDTH = 70
+EM_TITLE = "EXACT MATCH"
+EM_LABEL = "Exact Match"
+PER_PROBLEM_MODES = ("0-shot", "ICL")
+
+
+# -- per-file console report (§4.5) ---------------------------------------------------------------
+def format_file_report(stats: Mapping, title: str = EM_TITLE, label: str = EM_LABEL,
+                       extra_lines: Iterable[str] = ()) -> str:
+    """The per-file console block: counts, accuracy, per-problem accuracy, incorrect ids."""
+    lines = ["=" * RULE_WIDTH,
+             f"{title} EVALUATION RESULTS FOR {stats['model']} ({stats['inference_mode']})",
+             "=" * RULE_WIDTH,
+             f"Original examples: {stats['original_count']}"]
+    if stats["excluded_count"] > 0:
+        lines.append(f"Excluded examples: {stats['excluded_count']}")
+    lines += [f"Total examples evaluated: {stats['total_examples']}",
+              f"Correct answers: {stats['correct_examples']}", *extra_lines,
+              f"{label} accuracy: {stats['accuracy']:.2f}%", "-" * RULE_WIDTH]
+    lines += _per_problem_lines(stats["problem_accuracies"])
+    lines += _incorrect_lines(stats["incorrect_examples"])
+    lines.append("=" * RULE_WIDTH)
+    return "\n".join(lines)
+
+
+def _per_problem_lines(accuracies: Mapping) -> list[str]:
+    if len(accuracies) <= 1:
+        return []
+    return ["Per-problem accuracy:"] + [f"  Problem {pid}: {acc:.2f}%" for pid, acc in accuracies.items()]
+
+
+def _incorrect_lines(incorrect: Iterable) -> list[str]:
+    counts = Counter(incorrect)
+    if not counts:
+        return []
+    return ["Problem IDs with incorrect answers:"] + [
+        f"  Problem {pid}: {counts[pid]} incorrect" for pid in sorted(counts)]
+
+
+# -- comparison (§4.6) ----------------------------------------------------------------------------
+def sort_results(results: Mapping[str, Mapping]) -> list[tuple[str, Mapping]]:
+    """0-shot keys first, then by descending accuracy; ties keep insertion order (stable sort)."""
+    return sorted(results.items(), key=lambda kv: (0 if "0-shot" in kv[0] else 1, -kv[1]["accuracy"]))
+
+
+def _row(stats: Mapping, word_count: float) -> str:
+    share = f"{stats['excluded_count']}/{stats['original_count']}"
+    return (f"{stats['model']:<26} | {stats['inference_mode']:<10} | {stats['accuracy']:<12.2f} | "
+            f"{share:<15} | {word_count:<10.2f}")
+
+
+def format_console_summary(results: Mapping[str, Mapping], label: str = EM_LABEL) -> str:
+    """Console table: each row shows its own word count and the error count."""
+    header = (f"{'Model':<26} | {'Mode':<10} | {'Accuracy (%)':<12} | {'Excluded/Total':<15} | "
+              f"{'Word Count':<10} | {'Error Count':<15}")
+    lines = ["=" * SUMMARY_WIDTH, f"MODEL COMPARISON SUMMARY ({label.upper()})", "=" * SUMMARY_WIDTH,
+             header, "-" * SUMMARY_WIDTH]
+    previous = None
+    for _, stats in sort_results(results):
+        if previous is not None and stats["inference_mode"] != previous:
+            lines.append("-" * SUMMARY_WIDTH)
+        previous = stats["inference_mode"]
+        lines.append(f"{_row(stats, stats['word_count'])} | {stats['err_count']:<15}")
+    return "\n".join(lines)
+
+
+def format_comparison_file(results: Mapping[str, Mapping], keep_word_count_bug: bool = True) -> str:
+    """Text of ``model_comparison*.txt``.
+
+    KEEP (spec §9 item 33): every file row shows the word count of the LAST row in sorted order,
+    because the original reused the console loop's variable. ``keep_word_count_bug=False`` prints
+    each row's own value instead.
+    """
+    ordered = sort_results(results)
+    last_word_count = ordered[-1][1]["word_count"] if ordered else 0.0
+    header = (f"{'Model':<26} | {'Mode':<10} | {'Accuracy (%)':<12} | {'Excluded/Total':<15} | "
+              f"{'Word Count':<15}")
+    lines = ["MODEL COMPARISON SUMMARY", "=" * RULE_WIDTH, "", header, "-" * FILE_RULE_WIDTH]
+    previous = None
+    for _, stats in ordered:
+        if previous is not None and stats["inference_mode"] != previous:
+            lines.append("-" * FILE_RULE_WIDTH)
+        previous = stats["inference_mode"]
+        lines.append(_row(stats, last_word_count if keep_word_count_bug else stats["word_count"]))
+    text = "\n".join(lines) + "\n\n"
+    return text + "".join(_per_problem_block(results, mode) for mode in PER_PROBLEM_MODES)
+
+
+def _per_problem_block(results: Mapping[str, Mapping], mode: str) -> str:
+    """Per-problem accuracies of every model with ``mode`` (insertion order), or "" if <2 models
+    or <2 problems."""
+    models = [stats for stats in results.values() if stats["inference_mode"] == mode]
+    problem_ids = set()
+    for stats in models:
+        problem_ids.update(stats["problem_accuracies"])
+    if len(models) <= 1 or len(problem_ids) <= 1:
+        return ""
+    header = f"{'Problem ID':<12} | " + " | ".join(f"{s['model']:<12}" for s in models)
+    lines = ["", f"PER-PROBLEM ACCURACY COMPARISON (%) - {mode}", "-" * RULE_WIDTH, header, "-" * len(header)]
+    for pid in sorted(problem_ids):
+        cells = "".join(f"{s['problem_accuracies'].get(pid, 0):<12.2f} | " for s in models)
+        lines.append(f"{pid!s:<12} | {cells}".rstrip(" |"))
+    return "\n".join(lines) + "\n\n"
+
+
+def write_comparison(results: Mapping[str, Mapping], results_dir: str | os.PathLike,
+                     filename: str = "model_comparison.txt") -> str:
+    """Write the comparison file into ``results_dir``; returns its path."""
+    path = os.path.join(os.fspath(results_dir), filename)
+    with open(path, "w") as handle:
+        handle.write(format_comparison_file(results))
+    return path
