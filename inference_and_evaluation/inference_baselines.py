@@ -1,0 +1,8 @@
+"""Random and majority baselines (original flags; see `--help`)."""
+
+import sys
+
+from smmile.baseline_cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

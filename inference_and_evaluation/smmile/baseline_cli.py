@@ -1,0 +1,32 @@
+"""Front door of `inference_baselines.py` (spec §3.11)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import frontdoor as fd
+from .runner.run import RunSpec, parse_shard, run
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = fd.parser("Random and majority baselines for SMMILE (no model: answers drawn from the ICL examples).")
+    p.add_argument("--baseline", choices=["random", "majority"], required=True,
+                   help="random: a random ICL answer (open) or option letter (MCQA), numpy seeded 42; "
+                        "majority: the most frequent ICL answer / its letter (ties: first seen)")
+    p.add_argument("--inference_mode", choices=["ICL"], default="ICL", help="baselines need ICL examples")
+    p.add_argument("--task_format", choices=["open", "mcqa"], default="open")
+    p.add_argument("--output-dir", default="../results", help="with --dataset augmented: <output-dir>_augmented")
+    p.add_argument("--image-dir", default="../missing_images", help="folder of manually downloaded images "
+                   "(unused by the original; used under --protocol corrected)")
+    fd.add_dataset_flag(p)
+    fd.add_run_flags(p)
+
+    def go() -> int:
+        a = p.parse_args(argv)
+        dataset, augmented, out = fd.dataset_and_output(a.dataset, a.output_dir)
+        spec = RunSpec(model=a.baseline, mode=a.inference_mode, fmt=a.task_format, dataset=dataset,
+                       revision=a.revision, augmented=augmented, output_dir=out, protocol=a.protocol,
+                       open_suffix=False, image_dir=Path(a.image_dir), shard=parse_shard(a.shard))
+        return run(spec).exit_code
+
+    return fd.guarded(go)

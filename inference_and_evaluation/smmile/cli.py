@@ -1,0 +1,37 @@
+"""The `smmile` command: one subcommand per job, each implemented in its own module."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# subcommand -> (module, one-line description); modules are imported only when their command runs
+COMMANDS = {
+    "run": ("smmile.runner.cli", "run a model preset on a dataset (writes the original result CSV)"),
+    "merge": ("smmile.runner.merge", "join the shard CSVs of one run, refusing incomplete or overlapping sets"),
+    "data": ("smmile.data.cli", "generate the demo dataset and dataset variants"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: smmile <command> [options]", "", "commands:"]
+    lines += [f"  {name:<10} {desc}" for name, (_, desc) in COMMANDS.items()]
+    lines += ["", "Run `smmile <command> --help` for the options of a command."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"error: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""Load SMMILE-schema data (hub id, local parquet, or the generated demo) into Problems."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import MissingDependency, UserError
+from ..protocol.problem import ImageRef, Problem, Row
+from .images import recover
+from .schema import check_columns
+
+SMMILE_ID = "smmile/SMMILE"
+PLUSPLUS_ID = "smmile/SMMILE-plusplus"
+DATED_IDS = {"smmile/SMMILE-050525": SMMILE_ID, "smmile/SMMILE-augmented-050825": PLUSPLUS_ID}
+DEMO_NAMES = {"demo": "smmile", "demo-plusplus": "plusplus", "demo++": "plusplus"}
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: str  # "hub" | "local" | "demo"
+    ref: str  # hub id or path
+    revision: str | None = None
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "id": self.ref, "revision": self.revision}
+
+
+@dataclass
+class Loaded:
+    source: Source
+    problems: list[Problem]  # kept problems, dataset order
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (problem_id, image_url) of dropped problems
+    recovered: list[tuple[str, str]] = field(default_factory=list)  # images found in the missing-images folder
+    columns: list[str] = field(default_factory=list)
+    fingerprint: str = ""
+
+
+def resolve(dataset: str | None, revision: str | None = None, augmented: bool = False) -> Source:
+    """`dataset` may be None (SMMILE), `augmented`, `demo`/`demo-plusplus`, a local path or a hub id."""
+    if dataset in (None, "", "smmile"):
+        dataset = PLUSPLUS_ID if augmented else SMMILE_ID
+    if dataset == "augmented":
+        dataset = PLUSPLUS_ID
+    if dataset in DEMO_NAMES:
+        from .demo import demo_path
+
+        name = "demo-plusplus" if augmented and dataset == "demo" else dataset
+        return Source("demo", str(demo_path(DEMO_NAMES[name])), None)
+    path = Path(dataset).expanduser()
+    if path.exists():
+        return Source("local", str(path.resolve()), None)
+    if dataset.count("/") == 1 and not dataset.startswith((".", "/", "~")):
+        return Source("hub", dataset, revision)
+    raise UserError(f"dataset {dataset!r} is not an existing path, 'demo', 'augmented' or a hub id (owner/name)")
+
+
+def read_records(source: Source) -> tuple[list[str], list[dict]]:
+    """Column names and row dicts, images as {bytes, path} structs (never decoded here)."""
+    if source.kind == "hub":
+        return _read_hub(source)
+    return _read_parquet(Path(source.ref))
+
+
+def _parquet_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    files = sorted(path.rglob("*.parquet"))
+    train = [f for f in files if "train" in f.name or "train" in f.parent.name]
+    if not files:
+        raise UserError(f"dataset folder {path} holds no .parquet file")
+    return train or files
+
+
+def _read_parquet(path: Path) -> tuple[list[str], list[dict]]:
+    import pyarrow.parquet as pq
+
+    columns: list[str] | None = None
+    records: list[dict] = []
+    for f in _parquet_files(path):
+        try:
+            table = pq.read_table(f)
+        except Exception as exc:  # pyarrow raises several types for corrupt files
+            raise UserError(f"cannot read parquet file {f}: {str(exc).splitlines()[0]}") from None
+        columns = columns or table.column_names
+        check_columns(table.column_names, str(f))
+        records.extend(table.to_pylist())
+    return columns or [], records
+
+
+def _read_hub(source: Source) -> tuple[list[str], list[dict]]:
+    try:
+        import datasets
+    except ImportError:
+        raise MissingDependency("datasets", "data", why=f"loading {source.ref} from the Hugging Face hub") from None
+    print(f"Loading dataset '{source.ref}'...")
+    try:
+        ds = datasets.load_dataset(
+            source.ref,
+            split="train", revision=source.revision, token=os.environ.get("HF_TOKEN") or None,
+        )
+    except Exception as exc:
+        raise UserError(f"cannot load dataset {source.ref} from the hub: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+    check_columns(ds.column_names, source.ref)
+    ds = ds.cast_column("image", datasets.Image(decode=False))
+    return list(ds.column_names), [dict(r) for r in ds]
+
+
+def _image(value, problem_id: str) -> ImageRef | None:
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        data, path = value.get("bytes"), value.get("path")
+        if data is None and path and Path(path).is_file():
+            data = Path(path).read_bytes()
+        if data is None:
+            return None
+        return ImageRef(bytes(data), name=path or "")
+    if isinstance(value, (bytes, bytearray)):
+        return ImageRef(bytes(value))
+    raise UserError(f"problem {problem_id}: unsupported image value of type {type(value).__name__}")
+
+
+def group(records: list[dict]) -> list[Problem]:
+    """Group by problem_id (first-appearance order), stable sort by `order` (spec §1.3)."""
+    chunks: dict[str, list[Row]] = {}
+    for rec in records:
+        pid = str(rec["problem_id"])
+        other = {k: v for k, v in rec.items() if k not in ("problem_id", "order", "question", "answer", "image", "image_url")}
+        row = Row(pid, rec["order"], rec["question"], rec["answer"], _image(rec["image"], pid), rec.get("image_url"), other)
+        chunks.setdefault(pid, []).append(row)
+    try:
+        return [Problem(pid, tuple(sorted(rows, key=lambda r: r.order))) for pid, rows in chunks.items()]
+    except TypeError:
+        raise UserError("dataset column 'order' mixes types that cannot be sorted") from None
+
+
+def fingerprint(problems: list[Problem]) -> str:
+    h = hashlib.sha256()
+    for p in problems:
+        for r in p.rows:
+            h.update(repr((r.problem_id, r.order, r.question, r.answer, r.image_url)).encode())
+            h.update(hashlib.sha256(r.image.data).digest() if r.image else b"-")
+    return h.hexdigest()[:16]
+
+
+def load_problems(dataset: str | None, revision: str | None = None, augmented: bool = False) -> list[Problem]:
+    """Every problem of the dataset, missing images included (what stratify.py needs)."""
+    source = resolve(dataset, revision, augmented)
+    _, records = read_records(source)
+    return group(records)
+
+
+def load_for_run(dataset: str | None, revision: str | None = None, *, augmented: bool = False,
+                 image_dir: Path | None = None, recover_missing: bool = False) -> Loaded:
+    """Problems a run processes: those with every image present (spec §1.4).
+
+    With `recover_missing` (protocol `corrected`), a missing image is looked up in `image_dir`
+    under the file name derived from its URL before the problem is given up.
+    """
+    source = resolve(dataset, revision, augmented)
+    columns, records = read_records(source)
+    problems = group(records)
+    kept, skipped, recovered = [], [], []
+    for p in problems:
+        rows, missing = [], []
+        for r in p.rows:
+            if r.image is None and recover_missing and image_dir is not None:
+                ref = recover(p.problem_id, r.image_url, image_dir)
+                if ref is not None:
+                    recovered.append((p.problem_id, r.image_url or ""))
+                    r = Row(r.problem_id, r.order, r.question, r.answer, ref, r.image_url, r.fields)
+            elif r.image is None and image_dir is not None:
+                from .images import missing_image_path
+
+                missing_image_path(p.problem_id, r.image_url, image_dir)  # rejects URLs that try to escape
+            if r.image is None:
+                missing.append(r.image_url or "")
+            rows.append(r)
+        if missing:
+            skipped.extend((p.problem_id, url) for url in missing)
+        else:
+            kept.append(Problem(p.problem_id, tuple(rows)))
+    return Loaded(source, kept, skipped, recovered, columns, fingerprint(kept))

@@ -1,0 +1,66 @@
+"""The model registry: one row per preset, resolved lazily (a backend's packages load only when used)."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+from ..errors import UserError
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str  # what users type: --model / --models / --model_name / --baseline
+    tag: str  # model token in result file names (result_<tag>_<mode>_<format>.csv)
+    family: str  # "module:Class" of the Family, relative to smmile.models
+    backend: str  # "module:Class" of the default Backend, relative to smmile.models
+    model_id: str = ""  # hub id / API model / deployment
+    family_args: dict = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)  # dtype, max_new_tokens, attention, ...
+    notes: str = ""
+
+
+PRESETS: dict[str, Preset] = {}
+
+
+def register(*presets: Preset) -> None:
+    for p in presets:
+        PRESETS[p.name] = p
+
+
+register(
+    Preset("random", "random", "baselines:BaselineFamily", "baselines:BaselineBackend", "random",
+           family_args={"kind": "random"}, notes="random ICL answer (open) / random option letter (MCQA)"),
+    Preset("majority", "majority", "baselines:BaselineFamily", "baselines:BaselineBackend", "majority",
+           family_args={"kind": "majority"}, notes="most frequent ICL answer / its letter"),
+)
+
+
+def get(name: str) -> Preset:
+    _load_all()
+    if name not in PRESETS:
+        raise UserError(f"unknown model preset {name!r}; known presets: {', '.join(sorted(PRESETS))}")
+    return PRESETS[name]
+
+
+def load_symbol(path: str):
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(f"smmile.models.{module}"), attr)
+
+
+# Preset tables of other backends register themselves on import; their modules import no heavy package.
+_PRESET_MODULES = ("presets_hf", "presets_api")
+
+
+def _load_all() -> None:
+    for mod in _PRESET_MODULES:
+        try:
+            importlib.import_module(f"smmile.models.{mod}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"smmile.models.{mod}":
+                raise
+
+
+def names() -> list[str]:
+    _load_all()
+    return sorted(PRESETS)

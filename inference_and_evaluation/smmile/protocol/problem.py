@@ -1,0 +1,70 @@
+"""The canonical problem: one query row plus its ordered in-context examples."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """An image as stored in the dataset (encoded bytes), decoded on demand.
+
+    Decoding lazily keeps resumed runs fast (completed problems never decode) and
+    lets SMMILE++'s many permutations share one copy of each image.
+    """
+
+    data: bytes
+    name: str = ""
+
+    def load(self):
+        from PIL import Image
+
+        img = Image.open(io.BytesIO(self.data))
+        img.load()
+        return img
+
+    @property
+    def size(self) -> tuple[int, int]:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(self.data)) as img:
+            return img.size
+
+
+@dataclass(frozen=True)
+class Row:
+    """One dataset row (an ICL example or the query)."""
+
+    problem_id: str
+    order: Any
+    question: str
+    answer: str
+    image: ImageRef | None
+    image_url: str | None = None
+    fields: dict = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """All rows sharing a problem_id, sorted by `order` (stable); the query is the last row."""
+
+    problem_id: str
+    rows: tuple[Row, ...]
+
+    @property
+    def query(self) -> Row:
+        return self.rows[-1]
+
+    @property
+    def examples(self) -> tuple[Row, ...]:
+        return self.rows[:-1]
+
+    def images(self, mode: str) -> list[ImageRef]:
+        """Images a model sees, in order: only the query's for 0-shot, every row's for ICL."""
+        rows = self.rows if mode == "ICL" else (self.query,)
+        return [r.image for r in rows]
+
+    def answers(self) -> list[str]:
+        return [r.answer for r in self.rows]

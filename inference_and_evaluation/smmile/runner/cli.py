@@ -1,0 +1,39 @@
+"""`smmile run`: run any preset on any dataset (the front doors map their original flags onto this)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import frontdoor as fd
+from ..models import registry
+from .run import RunSpec, parse_shard, run
+
+
+def build_parser():
+    p = fd.parser("Run a model preset on SMMILE / SMMILE++ / the demo data and write the original result CSV.",
+                  epilog="Presets: " + ", ".join(registry.names()))
+    p.add_argument("--model", required=True, help="preset name (see the list below)")
+    p.add_argument("--inference_mode", "--inference-mode", dest="inference_mode", choices=["0-shot", "ICL"], default="ICL")
+    p.add_argument("--task_format", "--task-format", dest="task_format", choices=["open", "mcqa"], default="open")
+    fd.add_dataset_flag(p)
+    p.add_argument("--output-dir", "--output_dir", dest="output_dir", default="../results",
+                   help="where result files go (with --dataset augmented: <output-dir>_augmented)")
+    p.add_argument("--backend", default=None, help="override the preset's backend, as module:Class")
+    p.add_argument("--no-open-suffix", action="store_true",
+                   help="name open results result_<tag>_<mode>.csv, as the original open-only scripts did")
+    fd.add_run_flags(p)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    def go() -> int:
+        args = build_parser().parse_args(argv)
+        dataset, augmented, out = fd.dataset_and_output(args.dataset, args.output_dir)
+        spec = RunSpec(model=args.model, mode=args.inference_mode, fmt=args.task_format, dataset=dataset,
+                       revision=args.revision, augmented=augmented, output_dir=out, protocol=args.protocol,
+                       open_suffix=not args.no_open_suffix, model_path=args.model_path,
+                       image_dir=Path(args.image_dir), shard=parse_shard(args.shard), batch_size=args.batch_size,
+                       backend=args.backend)
+        return run(spec).exit_code
+
+    return fd.guarded(go)

@@ -1,0 +1,66 @@
+"""Output files: result CSVs in the original's format, manifests, accuracy summaries; all atomic."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.chmod(tmp, 0o666 & ~_umask())
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value != value:
+        return ""
+    return str(value)
+
+
+def csv_text(columns: list[str], rows: list[dict]) -> str:
+    """What `pandas.DataFrame.to_csv(index=False)` writes for string/bool cells."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_cell(row.get(c)) for c in columns])
+    return buf.getvalue()
+
+
+def write_csv(path: Path, columns: list[str], rows: list[dict]) -> None:
+    atomic_write_text(path, csv_text(columns, rows))
+
+
+def write_json(path: Path, data: dict) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def accuracy_summary(display: str, mode: str, fmt: str, correct: int, n: int) -> str:
+    """`accuracy_summary_*.txt` (spec §2.7)."""
+    acc = f"{correct / n:.4f} ({correct}/{n})" if n else "0.0 (no valid results)"
+    return (f"Model: {display}\nInference Mode: {mode}\nTask Format: {fmt}\nAccuracy: {acc}\n"
+            f"Total Examples: {n}\nTimestamp: {time.strftime('%Y-%m-%d %H:%M:%S')}\n")

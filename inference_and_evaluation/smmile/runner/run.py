@@ -1,0 +1,215 @@
+"""The run loop: plan every problem, skip what the journal has, run the rest, write the outputs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..data.images import verify_images
+from ..data.load import Loaded, load_for_run
+from ..errors import UserError
+from ..models import registry
+from ..models.base import Backend, Family, Response
+from ..protocol.items import SEED, Item, Rngs
+from . import manifest as mf
+from .journal import Journal
+from .outputs import accuracy_summary, atomic_write_text, write_csv, write_json
+from .progress import Progress
+
+PROTOCOLS = ("paper", "corrected")
+
+
+@dataclass
+class RunSpec:
+    model: str  # preset name
+    mode: str = "ICL"
+    fmt: str = "open"
+    dataset: str | None = None
+    revision: str | None = None
+    augmented: bool = False
+    output_dir: Path = Path("../results")
+    protocol: str = "paper"
+    open_suffix: bool = True  # False for the open-only scripts (result_<tag>_<mode>.csv)
+    model_path: str | None = None
+    image_dir: Path | None = None
+    shard: tuple[int, int] | None = None  # (i, N), 1 <= i <= N
+    batch_size: int = 1
+    backend: str | None = None  # override the preset's backend ("module:Class")
+    settings: dict = field(default_factory=dict)  # backend/family overrides (recorded in the manifest)
+    summary: tuple[str, str] | None = None  # (file token, display) for accuracy_summary_*.txt
+    quiet: bool = False
+
+
+@dataclass
+class RunResult:
+    csv_path: Path
+    rows: list[dict]
+    failures: list[tuple[str, str]]
+    skipped: list[tuple[str, str]]
+    computed: int
+    exit_code: int
+
+
+def result_stem(tag: str, mode: str, fmt: str, open_suffix: bool) -> str:
+    return f"result_{tag}_{mode}" + ("" if fmt == "open" and not open_suffix else f"_{fmt}")
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise UserError(f"--shard {text!r}: expected i/N, e.g. 1/4") from None
+    if not 1 <= i <= n:
+        raise UserError(f"--shard {text!r}: i must be between 1 and N")
+    return i, n
+
+
+class Runner:
+    def __init__(self, spec: RunSpec, rngs: Rngs | None = None):
+        if spec.protocol not in PROTOCOLS:
+            raise UserError(f"--protocol must be one of {', '.join(PROTOCOLS)}")
+        self.spec = spec
+        self.preset = registry.get(spec.model)
+        self.rngs = rngs or Rngs()
+        family_cls = registry.load_symbol(self.preset.family)
+        self.family: Family = family_cls(**self.preset.family_args, **self._family_settings())
+        self.stem = result_stem(self.preset.tag, spec.mode, spec.fmt, spec.open_suffix)
+        if spec.shard:
+            self.stem += f".shard-{spec.shard[0]}-of-{spec.shard[1]}"
+        self.csv_path = Path(spec.output_dir) / f"{self.stem}.csv"
+        self.journal = Journal(Path(spec.output_dir) / ".smmile" / f"{self.stem}.journal.jsonl")
+
+    def _family_settings(self) -> dict:
+        accepted = getattr(registry.load_symbol(self.preset.family), "SETTINGS", ())
+        merged = {**self.preset.settings, **self.spec.settings, "protocol": self.spec.protocol}
+        return {k: v for k, v in merged.items() if k in accepted}
+
+    # -- planning -------------------------------------------------------------------------------
+    def plan(self, loaded: Loaded) -> list[Item]:
+        items = []
+        for i, problem in enumerate(loaded.problems):
+            item = Item(i, problem, self.spec.mode, self.spec.fmt)
+            self.family.plan(item, self.rngs)
+            items.append(item)
+        if self.spec.shard:
+            k, n = self.spec.shard
+            items = [it for it in items if it.index % n == k - 1]
+        return items
+
+    def key(self, item: Item) -> str:
+        s = self.spec
+        ident = {"model": self.preset.name, "model_id": self.preset.model_id, "model_path": s.model_path,
+                 "backend": s.backend or self.preset.backend, "protocol": s.protocol,
+                 "settings": {**self.preset.settings, **s.settings}, "item": item.fingerprint()}
+        return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+    # -- execution ------------------------------------------------------------------------------
+    def build_backend(self) -> Backend:
+        cls = registry.load_symbol(self.spec.backend or self.preset.backend)
+        return cls(self.preset, self.spec)
+
+    def execute(self, pending: list[Item], keys: dict[int, str]) -> None:
+        backend = self.build_backend()
+        self.backend_info = backend.describe()
+        bar = Progress(total=len(self._items), done=len(self._items) - len(pending), desc=self.stem)
+
+        def on_done(item: Item, response: Response) -> None:
+            failed = response.error is not None
+            row = self.family.error_row(item, response) if failed else self.family.row(item, response)
+            self.journal.append({"key": keys[item.index], "index": item.index, "problem_id": item.problem_id,
+                                 "status": "error" if failed else "ok", "error": response.error, "row": row,
+                                 "usage": response.usage, "seconds": round(response.seconds, 4),
+                                 "extra": response.extra, "time": time.time()})
+            bar.update(failed)
+
+        try:
+            backend.generate([(it, self.family.request(it)) for it in pending], on_done)
+        finally:
+            bar.close()
+            backend.close()
+            self.journal.close()
+
+    def run(self) -> RunResult:
+        t0 = time.time()
+        s = self.spec
+        loaded = load_for_run(s.dataset, s.revision, augmented=s.augmented, image_dir=s.image_dir,
+                              recover_missing=s.protocol == "corrected")
+        if not loaded.problems:
+            raise UserError(f"no problem left to run in {loaded.source.ref} (all skipped for missing images)")
+        self._items = items = self.plan(loaded)
+        keys = {it.index: self.key(it) for it in items}
+        records = self.journal.records()
+        pending = [it for it in items if records.get(keys[it.index], {}).get("status") != "ok"]
+        verify_images([it.problem for it in pending])
+        self.backend_info: dict = {}
+        if pending:
+            self.execute(pending, keys)
+            records = self.journal.records()
+        rows, failures = [], []
+        for it in items:
+            rec = records[keys[it.index]]
+            rows.append(rec["row"])
+            if rec["status"] != "ok":
+                failures.append((it.problem_id, rec.get("error") or "unknown error"))
+        write_csv(self.csv_path, self.family.columns(s.fmt), rows)
+        self._write_manifest(loaded, items, records, keys, failures, len(pending), time.time() - t0)
+        self._report(rows, failures, loaded, len(pending))
+        return RunResult(self.csv_path, rows, failures, loaded.skipped, len(pending), 1 if failures else 0)
+
+    # -- reporting ------------------------------------------------------------------------------
+    def _write_manifest(self, loaded, items, records, keys, failures, computed, seconds) -> None:
+        s = self.spec
+        usage: dict[str, float] = {}
+        for it in items:
+            for k, v in (records[keys[it.index]].get("usage") or {}).items():
+                if isinstance(v, (int, float)):
+                    usage[k] = usage.get(k, 0) + v
+        data = {
+            "result_file": self.csv_path.name, "command": mf.command_line(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "smmile_git_revision": mf.git_revision(), "packages": mf.package_versions(),
+            "dataset": {**loaded.source.describe(), "fingerprint": loaded.fingerprint, "problems": len(loaded.problems),
+                        "skipped_missing_images": [{"problem_id": p, "image_url": u} for p, u in loaded.skipped],
+                        "recovered_images": [{"problem_id": p, "image_url": u} for p, u in loaded.recovered]},
+            "model": {"preset": self.preset.name, "model_id": self.preset.model_id, "model_path": s.model_path,
+                      "tag": self.preset.tag, "family": self.preset.family, "backend": s.backend or self.preset.backend},
+            "inference_mode": s.mode, "task_format": s.fmt, "protocol": s.protocol,
+            "seeds": {"python_random": SEED, "numpy_legacy": SEED},
+            "settings": {**self.preset.settings, **s.settings, "batch_size": s.batch_size}, "backend": self.backend_info,
+            "shard": {"index": s.shard[0], "count": s.shard[1], "indices": [it.index for it in items],
+                      "problem_ids": [it.problem_id for it in items]} if s.shard else None,
+            "counts": {"rows": len(items), "computed_this_run": computed, "failed": len(failures)},
+            "failures": [{"problem_id": p, "error": e} for p, e in failures],
+            "usage": usage, "seconds_this_run": round(seconds, 3),
+            "seconds_generation_total": round(sum(records[keys[it.index]].get("seconds") or 0 for it in items), 3),
+        }
+        write_json(self.csv_path.with_name(f"{self.stem}.manifest.json"), data)
+
+    def _report(self, rows, failures, loaded, computed) -> None:
+        s = self.spec
+        out = sys.stderr if s.quiet else sys.stdout
+        if s.fmt == "mcqa":
+            correct = sum(1 for r in rows if r.get("is_correct") is True)
+            print(f"MCQA Accuracy: {correct / len(rows):.4f} ({correct}/{len(rows)})", file=out)
+            if s.summary:
+                name, display = s.summary
+                atomic_write_text(Path(s.output_dir) / f"accuracy_summary_{name}_{s.mode}_mcqa.txt",
+                                  accuracy_summary(display, s.mode, s.fmt, correct, len(rows)))
+        print(f"Results saved to {self.csv_path} ({len(rows)} problems, {computed} computed this run)", file=out)
+        if loaded.skipped:
+            print(f"Skipped {len(loaded.skipped)} problem(s) with missing images:", file=out)
+            for pid, url in loaded.skipped:
+                print(f"  {pid} {url}", file=out)
+        if failures:
+            print(f"{len(failures)} problem(s) failed (rerun the same command to retry them):", file=sys.stderr)
+            for pid, err in failures:
+                print(f"  {pid}: {err}", file=sys.stderr)
+
+
+def run(spec: RunSpec, rngs: Rngs | None = None) -> RunResult:
+    return Runner(spec, rngs).run()
