@@ -151,6 +151,11 @@ class Runner:
         if pending:
             self.execute(pending, keys)
             records = self.journal.records()
+        not_run = [it.problem_id for it in items if keys[it.index] not in records]
+        if not_run:  # the backend stopped early (e.g. --max-cost): no final CSV from an incomplete run
+            print(f"{len(not_run)} problem(s) were not run; rerun the same command to continue. "
+                  f"Nothing was written to {self.csv_path}.", file=sys.stderr)
+            return RunResult(self.csv_path, [], [(p, "not run") for p in not_run], loaded.skipped, len(pending), 1)
         rows, failures = [], []
         for it in items:
             rec = records[keys[it.index]]
