@@ -1,0 +1,266 @@
+"""Bootstrap statistics for 0/1 correctness vectors.
+
+Two families live here:
+
+* ``legacy_bootstrap`` — the original ``variance_analysis.py`` statistic (spec §7.2 step 5): 1000
+  resamples drawn with numpy's *legacy global* RNG, reported as (mean of the resampled accuracies,
+  population std of them), both in percent. It is vectorised but consumes exactly the same random
+  numbers as the original per-resample loop, so it reproduces its output bit for bit.
+* Modern, seeded statistics for reporting: the point estimate with a percentile confidence interval
+  (``percentile_ci``), the cluster bootstrap for SMMILE++ permutations (``base_problem_ids`` +
+  ``clusters=``), the paired bootstrap of a difference (``paired_difference_ci``), the exact
+  McNemar test (``mcnemar_exact``) and the Holm correction (``holm``).
+
+All modern functions take an explicit seed and never touch numpy's global RNG.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, asdict
+from typing import Sequence
+
+import numpy as np
+
+LEGACY_N_BOOT = 1000
+DEFAULT_N_BOOT = 10_000
+DEFAULT_LEVEL = 0.95
+_CHUNK_ELEMENTS = 4_000_000  # at most this many indices are materialised at once
+_MAX_CATEGORIES = 64  # data with at most this many distinct values uses the multinomial shortcut
+_PERM_SUFFIX = re.compile(r"_perm_\d+$")
+
+
+# -- faithful variance_analysis bootstrap -----------------------------------------------------------
+def legacy_bootstrap(values: Sequence, n_boot: int = LEGACY_N_BOOT, rng=None) -> tuple[float, float]:
+    """The original's ``bootstrap_accuracy`` (spec §7.2 step 5), vectorised.
+
+    The original ran ``n_boot`` times ``idx = np.random.choice(n, n, replace=True)`` and took
+    ``np.mean(values[idx]) * 100``; it returned the mean of those accuracies and their population
+    standard deviation (``np.std``, ddof=0). A legacy ``choice(n, size=(k, n))`` draws the same
+    numbers, in the same order, as ``k`` successive ``choice(n, n)`` calls (checked by
+    ``tests/test_stats_bootstrap.py``), so drawing the indices in chunks of rows consumes the random
+    stream identically. ``rng`` is a ``np.random.RandomState`` or ``None`` for numpy's global
+    legacy RNG (what the original used, seeded once with 42).
+
+    Returns (bootstrap mean %, bootstrap std %). ``n == 0`` gives (nan, nan) and draws nothing,
+    as the original did (``choice(0, 0)`` consumes no numbers; the mean of nothing is nan).
+    """
+    rng = np.random if rng is None else rng
+    data = np.asarray(values)
+    n = len(data)
+    if n == 0:
+        return float("nan"), float("nan")
+    accuracies = np.empty(n_boot, dtype=np.float64)
+    rows = max(1, _CHUNK_ELEMENTS // n)
+    for start in range(0, n_boot, rows):
+        stop = min(n_boot, start + rows)
+        idx = rng.choice(n, size=(stop - start, n), replace=True)
+        accuracies[start:stop] = data[idx].mean(axis=1) * 100
+    return float(np.mean(accuracies)), float(np.std(accuracies))
+
+
+def legacy_bootstrap_loop(values: Sequence, n_boot: int = LEGACY_N_BOOT, rng=None) -> tuple[float, float]:
+    """Reference implementation: the original per-resample Python loop (slow; for tests/benchmarks)."""
+    rng = np.random if rng is None else rng
+    data = np.asarray(values)
+    n = len(data)
+    if n == 0:
+        return float("nan"), float("nan")
+    accuracies = []
+    for _ in range(n_boot):
+        idx = rng.choice(n, n, replace=True)
+        accuracies.append(np.mean(data[idx]) * 100)
+    return float(np.mean(accuracies)), float(np.std(accuracies))
+
+
+def mean_only(values: Sequence) -> float:
+    """``--mean_only``: plain accuracy in percent (no RNG used); nan for an empty list."""
+    data = np.asarray(values, dtype=np.float64)
+    return float(data.mean() * 100) if len(data) else float("nan")
+
+
+# -- modern percentile bootstrap ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a bootstrap percentile interval and standard error.
+
+    ``estimate`` is the plain sample mean (not the bootstrap mean); ``low``/``high`` are the
+    (1-level)/2 and (1+level)/2 quantiles of the bootstrap distribution; ``se`` is that
+    distribution's standard deviation (ddof=1). ``n`` counts observations, ``n_clusters`` the
+    resampling units (= n without clustering). With fewer than 2 units the interval is undefined
+    (nan): a single observation says nothing about variability.
+    """
+
+    estimate: float
+    low: float
+    high: float
+    se: float
+    n: int
+    n_clusters: int
+    level: float
+    n_boot: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def base_problem_ids(problem_ids: Sequence[str]) -> list[str]:
+    """SMMILE++ rows ``<uuid>_perm_<k>`` are permutations of one base problem: strip ``_perm_<k>``."""
+    return [_PERM_SUFFIX.sub("", str(pid)) for pid in problem_ids]
+
+
+def has_permutations(problem_ids: Sequence[str]) -> bool:
+    """True if any id carries a ``_perm_<k>`` suffix (i.e. the rows come in clusters)."""
+    return any(_PERM_SUFFIX.search(str(pid)) for pid in problem_ids)
+
+
+def _cluster_totals(values: np.ndarray, clusters: Sequence | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per resampling unit: (sum of values, number of rows). Without clusters every row is a unit."""
+    if clusters is None:
+        return values, np.ones(len(values))
+    _, codes = np.unique(np.asarray(clusters, dtype=object).astype(str), return_inverse=True)
+    sums = np.bincount(codes, weights=values)
+    sizes = np.bincount(codes).astype(np.float64)
+    return sums, sizes
+
+
+def _boot_means_iid(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of ``n_boot`` iid resamples of ``values``.
+
+    For discrete data (e.g. 0/1 or differences in {-1, 0, 1}) a resample is fully described by how
+    often each distinct value was drawn, which is multinomial(n, observed frequencies): drawing those
+    counts gives the *same distribution* of resampled means at O(n_boot × categories) cost.
+    Otherwise indices are drawn in chunks.
+    """
+    n = len(values)
+    levels, counts = np.unique(values, return_counts=True)
+    if len(levels) <= _MAX_CATEGORIES:
+        draws = rng.multinomial(n, counts / n, size=n_boot)
+        return draws @ levels / n
+    out = np.empty(n_boot)
+    rows = max(1, _CHUNK_ELEMENTS // n)
+    for start in range(0, n_boot, rows):
+        stop = min(n_boot, start + rows)
+        out[start:stop] = values[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
+    return out
+
+
+def _boot_means_clustered(sums: np.ndarray, sizes: np.ndarray, n_boot: int,
+                          rng: np.random.Generator) -> np.ndarray:
+    """Cluster bootstrap: draw whole clusters with replacement; mean = Σ sums / Σ sizes."""
+    g = len(sums)
+    out = np.empty(n_boot)
+    rows = max(1, _CHUNK_ELEMENTS // g)
+    for start in range(0, n_boot, rows):
+        stop = min(n_boot, start + rows)
+        idx = rng.integers(0, g, size=(stop - start, g))
+        out[start:stop] = sums[idx].sum(axis=1) / sizes[idx].sum(axis=1)
+    return out
+
+
+def bootstrap_means(values: Sequence[float], clusters: Sequence | None = None,
+                    n_boot: int = DEFAULT_N_BOOT, seed: int = 0) -> np.ndarray:
+    """``n_boot`` bootstrap replicates of the mean of ``values`` (iid, or by ``clusters``)."""
+    data = np.asarray(values, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    if clusters is None:
+        return _boot_means_iid(data, n_boot, rng)
+    sums, sizes = _cluster_totals(data, clusters)
+    return _boot_means_clustered(sums, sizes, n_boot, rng)
+
+
+def percentile_ci(values: Sequence[float], clusters: Sequence | None = None,
+                  n_boot: int = DEFAULT_N_BOOT, seed: int = 0,
+                  level: float = DEFAULT_LEVEL) -> Interval:
+    """Mean of ``values`` with a seeded percentile bootstrap interval.
+
+    ``clusters`` (one label per value, e.g. ``base_problem_ids(ids)``) switches to the cluster
+    bootstrap: whole clusters are resampled, which keeps correlated rows (the permutations of one
+    SMMILE++ problem) together and gives honest, usually wider, intervals. Values are used as given
+    (0/1 → a proportion; multiply by 100 yourself for percent).
+    """
+    data = np.asarray(values, dtype=np.float64)
+    n = len(data)
+    units = n if clusters is None else len(set(map(str, clusters)))
+    estimate = float(data.mean()) if n else float("nan")
+    if units < 2:
+        nan = float("nan")
+        return Interval(estimate, nan, nan, nan, n, units, level, n_boot)
+    boots = bootstrap_means(data, clusters, n_boot, seed)
+    alpha = (1 - level) / 2
+    low, high = np.quantile(boots, [alpha, 1 - alpha])
+    return Interval(estimate, float(low), float(high), float(np.std(boots, ddof=1)), n, units, level, n_boot)
+
+
+def paired_difference_ci(a: Sequence[float], b: Sequence[float], clusters: Sequence | None = None,
+                         n_boot: int = DEFAULT_N_BOOT, seed: int = 0,
+                         level: float = DEFAULT_LEVEL) -> Interval:
+    """Mean of ``a - b`` for two ALIGNED vectors (same problems, same order), with a paired bootstrap.
+
+    Resampling the per-problem differences (rather than each vector separately) keeps the pairing,
+    so the problem-to-problem variation common to both systems cancels. ``clusters`` resamples whole
+    base problems, as in ``percentile_ci``.
+    """
+    left = np.asarray(a, dtype=np.float64)
+    right = np.asarray(b, dtype=np.float64)
+    if left.shape != right.shape:
+        raise ValueError(f"paired vectors differ in length: {len(left)} vs {len(right)}")
+    return percentile_ci(left - right, clusters, n_boot, seed, level)
+
+
+# -- tests -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class McNemar:
+    """Exact McNemar test: ``b`` = pairs where only A is right, ``c`` = only B is right."""
+
+    b: int
+    c: int
+    p_value: float
+
+
+def mcnemar_exact(a: Sequence, b: Sequence) -> McNemar:
+    """Exact (binomial) McNemar test for two aligned 0/1 vectors.
+
+    Only discordant pairs carry information about a difference; under H0 (equal accuracy) each of the
+    ``b + c`` discordant pairs falls either way with probability 1/2, so
+    p = min(1, 2 · P[Binomial(b + c, 1/2) ≤ min(b, c)]) (two-sided). No discordant pairs → p = 1.
+    Computed with exact integer arithmetic.
+    """
+    left = np.asarray(a, dtype=np.float64)
+    right = np.asarray(b, dtype=np.float64)
+    if left.shape != right.shape:
+        raise ValueError(f"paired vectors differ in length: {len(left)} vs {len(right)}")
+    if not (np.isin(left, (0, 1)).all() and np.isin(right, (0, 1)).all()):
+        raise ValueError("McNemar needs 0/1 vectors")
+    only_a = int(((left == 1) & (right == 0)).sum())
+    only_b = int(((left == 0) & (right == 1)).sum())
+    return McNemar(only_a, only_b, binomial_two_sided(only_a, only_b))
+
+
+def binomial_two_sided(b: int, c: int) -> float:
+    """2 · P[Binomial(b + c, 1/2) ≤ min(b, c)], capped at 1 (1 when b + c = 0)."""
+    m = b + c
+    if m == 0:
+        return 1.0
+    tail = sum(math.comb(m, k) for k in range(min(b, c) + 1))
+    return min(1.0, 2 * tail / 2**m)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm step-down adjusted p-values (family-wise error control, any dependence).
+
+    Sort the m p-values ascending; the i-th smallest (i = 0..m-1) is multiplied by (m - i), then a
+    running maximum keeps the adjusted values monotone, and they are capped at 1. NaN entries are
+    left as NaN and not counted in m.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    adjusted = np.full(len(p), np.nan)
+    valid = np.flatnonzero(~np.isnan(p))
+    m = len(valid)
+    order = valid[np.argsort(p[valid], kind="stable")]
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[index]))
+        adjusted[index] = running
+    return adjusted.tolist()

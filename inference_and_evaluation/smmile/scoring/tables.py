@@ -1,0 +1,110 @@
+"""The variance_analysis summary tables (spec §7.3 text, §7.4 LaTeX), byte for byte.
+
+``results`` is ``{model: {metric: {mode: (mean, std)}}}`` with metric in LLM/EM/MCQA and mode in
+0-shot/ICL; ``std`` is ``None`` in mean-only mode; a failed cell holds ``(inf, inf)``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Mapping
+
+HEADER = "Model Name || LLM, 0-shot || LLM, ICL || EM, 0-shot || EM, ICL || MCQA, 0-shot || MCQA, ICL"
+COLUMNS = tuple((metric, mode) for metric in ("LLM", "EM", "MCQA") for mode in ("0-shot", "ICL"))
+PRIORITY_MODELS = ("majority", "random", "text only")
+EMPTY_TABLE = "No results found."
+
+LATEX_NAMES = {
+    "majority": "Majority",
+    "random": "Random",
+    "text only": "Text only$^*$",
+    "MedVLM-R1": "MedVLM-R1",
+    "claude-3-7-sonnet": "Claude 3.7 Sonnet",
+    "gpt-4o": "GPT-4o",
+    "llama32_vision_90b": "Llama-3.2-Vision-90B",
+    "llava_13b": "LLaVA-v1.5-13B",
+    "llava_7b": "LLaVA-v1.5-7B",
+    "llavanext_7b": "LLaVa-v1.6-Mistral-7B",  # sic (lowercase a), as published
+    "llavaonevision_0.5b": "LLaVA-Onevision-0.5B",
+    "llavaonevision_7b": "LLaVA-Onevision-7B",
+    "llavamed": "LLaVA-Med$^{**}$",
+    "qwen32B": "Qwen2.5-VL-32B",
+    "qwen72B": "Qwen2.5-VL-72B",
+    "qwen3B": "Qwen2.5-VL-3B",
+    "qwen7B": "Qwen2.5-VL-7B",
+    "medgemma_4b": "MedGemma 4B Multimodal",
+}
+
+Results = Mapping[str, Mapping[str, Mapping[str, tuple]]]
+
+
+def priority_rows(results: Results) -> list[str]:
+    """majority, random, text only — those present, in this fixed order."""
+    return [m for m in PRIORITY_MODELS if m in results]
+
+
+def other_rows(results: Results) -> list[str]:
+    """All other model keys in Python's default string order (uppercase first)."""
+    return [m for m in sorted(results) if m not in PRIORITY_MODELS]
+
+
+def _is_inf(value) -> bool:
+    return value is not None and isinstance(value, float) and math.isinf(value)
+
+
+def _cells(model_results: Mapping, fmt: Callable[[float, float | None], str]) -> list[str]:
+    """The six cells in header order; absent or failed (inf) cells are ``-``."""
+    cells = []
+    for metric, mode in COLUMNS:
+        cell = model_results.get(metric, {}).get(mode)
+        if cell is None or _is_inf(float(cell[0])):
+            cells.append("-")
+        else:
+            cells.append(fmt(float(cell[0]), cell[1]))
+    return cells
+
+
+def _text_cell(mean_only: bool) -> Callable:
+    def fmt(mean: float, std) -> str:
+        if mean_only or std is None or _is_inf(float(std)):
+            return f"{mean:.2f}"
+        return f"{mean:.2f} ± {std:.2f}"
+    return fmt
+
+
+def _latex_cell(mean_only: bool) -> Callable:
+    def fmt(mean: float, std) -> str:
+        if mean_only or std is None or _is_inf(float(std)):
+            return f"${mean:.2f}$"
+        return f"${mean:.2f} \\pm \\scriptstyle{{{std:.2f}}}$"
+    return fmt
+
+
+def text_table(results: Results, mean_only: bool = False) -> str:
+    """§7.3: header, 91 dashes, one ``model & c1 & ... & c6`` row per model; no trailing newline."""
+    if not results:
+        return EMPTY_TABLE
+    lines = [HEADER, "-" * len(HEADER)]
+    fmt = _text_cell(mean_only)
+    for model in priority_rows(results) + other_rows(results):
+        lines.append(" & ".join([model] + _cells(results[model], fmt)))
+    return "\n".join(lines)
+
+
+def latex_name(model: str) -> str:
+    """Display name of §7.4 (unmapped keys as is), then every ``_`` replaced by ``-``."""
+    return LATEX_NAMES.get(model, model).replace("_", "-")
+
+
+def latex_table(results: Results, mean_only: bool = False) -> str:
+    """§7.4: priority rows, ``\\midrule`` (always), other rows, ``\\bottomrule``; no trailing newline."""
+    fmt = _latex_cell(mean_only)
+
+    def row(model: str) -> str:
+        return " & ".join([latex_name(model)] + _cells(results[model], fmt)) + " \\\\"
+
+    lines = [row(m) for m in priority_rows(results)]
+    lines.append("\\midrule")
+    lines.extend(row(m) for m in other_rows(results))
+    lines.append("\\bottomrule")
+    return "\n".join(lines)

@@ -1,0 +1,181 @@
+"""Known-answer tests for smmile.scoring.bootstrap (faithful legacy bootstrap + modern statistics)."""
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "inference_and_evaluation"))
+
+from smmile.scoring import bootstrap as bs  # noqa: E402
+
+
+# -- legacy (variance_analysis) bootstrap: vectorised == original loop, bit for bit ------------------
+@pytest.mark.parametrize("n", [1, 2, 5, 111, 1038])
+def test_legacy_choice_matrix_equals_sequential_calls(n):
+    a = np.random.RandomState(42).choice(n, size=(300, n), replace=True)
+    rng = np.random.RandomState(42)
+    b = np.stack([rng.choice(n, n, replace=True) for _ in range(300)])
+    assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("n", [1, 3, 111, 1038])
+@pytest.mark.parametrize("kind", ["bool", "float01", "real"])
+def test_vectorised_legacy_bootstrap_is_bit_identical_to_loop(n, kind):
+    data_rng = np.random.RandomState(7)
+    if kind == "bool":
+        values = data_rng.rand(n) < 0.3
+    elif kind == "float01":
+        values = (data_rng.rand(n) < 0.6).astype(float)
+    else:
+        values = data_rng.rand(n)
+    fast_rng, slow_rng = np.random.RandomState(42), np.random.RandomState(42)
+    for _ in range(3):  # several cells on one stream: the stream position must stay in step
+        assert bs.legacy_bootstrap(values, 1000, fast_rng) == bs.legacy_bootstrap_loop(values, 1000, slow_rng)
+    assert fast_rng.randint(0, 2**31) == slow_rng.randint(0, 2**31)
+
+
+def test_legacy_bootstrap_uses_global_stream_like_the_original():
+    values = [True, False, True, True, False] * 20
+    np.random.seed(42)
+    expected = bs.legacy_bootstrap_loop(values)
+    np.random.seed(42)
+    assert bs.legacy_bootstrap(values) == expected
+
+
+def test_legacy_bootstrap_chunking_keeps_the_stream(monkeypatch):
+    values = (np.random.RandomState(1).rand(1038) < 0.4)
+    whole = bs.legacy_bootstrap(values, 1000, np.random.RandomState(42))
+    monkeypatch.setattr(bs, "_CHUNK_ELEMENTS", 1038 * 7)  # 7 rows per chunk, last chunk partial
+    assert bs.legacy_bootstrap(values, 1000, np.random.RandomState(42)) == whole
+
+
+def test_legacy_bootstrap_empty_draws_nothing():
+    rng = np.random.RandomState(42)
+    mean, std = bs.legacy_bootstrap([], 1000, rng)
+    assert math.isnan(mean) and math.isnan(std)
+    assert rng.randint(0, 2**31) == np.random.RandomState(42).randint(0, 2**31)
+
+
+def test_mean_only():
+    assert bs.mean_only([1, 0, 0, 1]) == 50.0
+    assert math.isnan(bs.mean_only([]))
+
+
+# -- McNemar / Holm -------------------------------------------------------------------------------
+def test_mcnemar_hand_made_table():
+    # 10 pairs only A right, 2 only B right, 5 both right, 3 both wrong.
+    a = [1] * 10 + [0] * 2 + [1] * 5 + [0] * 3
+    b = [0] * 10 + [1] * 2 + [1] * 5 + [0] * 3
+    result = bs.mcnemar_exact(a, b)
+    assert (result.b, result.c) == (10, 2)
+    # 2 * P[Bin(12, 1/2) <= 2] = 2 * (1 + 12 + 66) / 4096
+    assert result.p_value == pytest.approx(158 / 4096, abs=1e-15)
+
+
+def test_mcnemar_matches_scipy_binomtest():
+    scipy_stats = pytest.importorskip("scipy.stats")
+    for b, c in [(0, 5), (7, 7), (30, 12), (400, 350)]:
+        expected = scipy_stats.binomtest(min(b, c), b + c, 0.5).pvalue
+        assert bs.binomial_two_sided(b, c) == pytest.approx(min(1.0, expected), rel=1e-9)
+
+
+def test_mcnemar_no_discordant_pairs_and_bad_input():
+    assert bs.mcnemar_exact([1, 0, 1], [1, 0, 1]).p_value == 1.0
+    with pytest.raises(ValueError):
+        bs.mcnemar_exact([1, 0], [1])
+    with pytest.raises(ValueError):
+        bs.mcnemar_exact([0.5, 1], [1, 0])
+
+
+def test_holm_known_values():
+    adjusted = bs.holm([0.01, 0.04, 0.03, 0.005])
+    assert adjusted == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert bs.holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+    with_nan = bs.holm([0.01, float("nan"), 0.02])
+    assert with_nan[0] == pytest.approx(0.02) and math.isnan(with_nan[1]) and with_nan[2] == pytest.approx(0.02)
+    assert bs.holm([]) == []
+
+
+# -- percentile CIs ----------------------------------------------------------------------------------
+def test_ci_guards_for_tiny_samples():
+    empty = bs.percentile_ci([])
+    assert math.isnan(empty.estimate) and math.isnan(empty.low) and empty.n == 0
+    one = bs.percentile_ci([1.0])
+    assert one.estimate == 1.0 and math.isnan(one.low) and math.isnan(one.high) and one.n == 1
+    single_cluster = bs.percentile_ci([1, 0, 1], clusters=["a", "a", "a"])
+    assert single_cluster.n_clusters == 1 and math.isnan(single_cluster.low)
+
+
+def test_ci_is_seeded_and_brackets_the_estimate():
+    values = (np.random.RandomState(3).rand(500) < 0.3).astype(float)
+    first = bs.percentile_ci(values, n_boot=2000, seed=5)
+    assert first == bs.percentile_ci(values, n_boot=2000, seed=5)
+    assert first.low < first.estimate < first.high
+    binomial_sd = math.sqrt(first.estimate * (1 - first.estimate) / 500)
+    assert first.se == pytest.approx(binomial_sd, rel=0.1)
+    assert first.high - first.low == pytest.approx(2 * 1.96 * binomial_sd, rel=0.15)
+
+
+def test_ci_coverage_sanity():
+    rng = np.random.default_rng(11)
+    p, n, hits, trials = 0.3, 200, 0, 300
+    for seed in range(trials):
+        ci = bs.percentile_ci((rng.random(n) < p).astype(float), n_boot=1000, seed=seed)
+        hits += ci.low <= p <= ci.high
+    assert 0.89 <= hits / trials <= 0.99
+
+
+def test_generic_path_for_continuous_values_agrees_with_theory():
+    values = np.random.RandomState(4).rand(300)  # >64 distinct values: index resampling path
+    ci = bs.percentile_ci(values, n_boot=4000, seed=1)
+    assert ci.se == pytest.approx(values.std(ddof=0) / math.sqrt(300), rel=0.1)
+
+
+def test_cluster_bootstrap_is_wider_on_perfectly_clustered_data():
+    base = (np.random.RandomState(8).rand(100) < 0.4).astype(float)
+    values = np.repeat(base, 10)  # 10 identical permutations per base problem
+    ids = [f"p{i}_perm_{k}" for i in range(100) for k in range(10)]
+    clusters = bs.base_problem_ids(ids)
+    iid = bs.percentile_ci(values, n_boot=4000, seed=0)
+    clustered = bs.percentile_ci(values, clusters=clusters, n_boot=4000, seed=0)
+    assert clustered.n_clusters == 100 and iid.n_clusters == 1000
+    assert clustered.estimate == iid.estimate
+    ratio = (clustered.high - clustered.low) / (iid.high - iid.low)
+    assert 2.5 < ratio < 4.0  # theory: sqrt(10) ≈ 3.16
+
+
+def test_singleton_clusters_match_iid_width():
+    values = (np.random.RandomState(9).rand(400) < 0.5).astype(float)
+    iid = bs.percentile_ci(values, n_boot=4000, seed=0)
+    singleton = bs.percentile_ci(values, clusters=[str(i) for i in range(400)], n_boot=4000, seed=0)
+    assert singleton.se == pytest.approx(iid.se, rel=0.1)
+
+
+def test_base_problem_ids():
+    ids = ["abc_perm_0", "abc_perm_12", "def", "x_perm_y"]
+    assert bs.base_problem_ids(ids) == ["abc", "abc", "def", "x_perm_y"]
+    assert bs.has_permutations(ids) and not bs.has_permutations(["abc", "def"])
+
+
+# -- paired differences ------------------------------------------------------------------------------
+def test_paired_difference_of_identical_vectors_is_exactly_zero():
+    a = (np.random.RandomState(2).rand(100) < 0.5).astype(float)
+    ci = bs.paired_difference_ci(a, a, n_boot=1000)
+    assert (ci.estimate, ci.low, ci.high) == (0.0, 0.0, 0.0)
+
+
+def test_paired_difference_is_narrower_than_unpaired_when_correlated():
+    rng = np.random.RandomState(5)
+    a = (rng.rand(300) < 0.5).astype(float)
+    b = a.copy()
+    flip = rng.rand(300) < 0.1
+    b[flip] = 1 - b[flip]
+    paired = bs.paired_difference_ci(a, b, n_boot=4000, seed=1)
+    unpaired_se = math.hypot(bs.percentile_ci(a, n_boot=4000).se, bs.percentile_ci(b, n_boot=4000).se)
+    assert paired.estimate == pytest.approx(a.mean() - b.mean())
+    assert paired.se < 0.6 * unpaired_se
+    with pytest.raises(ValueError):
+        bs.paired_difference_ci([1, 0], [1])
