@@ -130,3 +130,15 @@ def test_help_documents_additions(capsys):
     text = capsys.readouterr().out
     for flag in ("--output", "--mean_only", "--generate_table", "--latex_output", "--sorted", "--ci"):
         assert flag in text
+
+
+def test_ci_flag_writes_estimates_and_reruns_cleanly(synthetic, tmp_path, capsys):
+    root, expected = synthetic
+    work = tmp_path / "ci"
+    shutil.copytree(root, work)
+    assert variance.main([str(work), "--sorted", "--ci"]) == 0
+    assert (work / "stats_estimates.csv").exists() and (work / "stats_estimates.json").exists()
+    assert "95% CI" in capsys.readouterr().out
+    first = (work / "evaluation_results.txt").read_text(encoding="utf-8")
+    assert variance.main([str(work), "--sorted"]) == 0  # our stats_*.csv are not taken for results
+    assert (work / "evaluation_results.txt").read_text(encoding="utf-8") == first

@@ -108,3 +108,30 @@ def latex_table(results: Results, mean_only: bool = False) -> str:
     lines.extend(row(m) for m in other_rows(results))
     lines.append("\\bottomrule")
     return "\n".join(lines)
+
+
+# -- `smmile stats` LaTeX table (addition) ----------------------------------------------------------
+def _ci_cell(row) -> str:
+    if row is None or math.isnan(row["accuracy"]):
+        return "-"
+    if math.isnan(row["ci_low"]):
+        return f"${row['accuracy']:.2f}$"
+    return f"${row['accuracy']:.2f}$ {{\\scriptsize [{row['ci_low']:.2f}, {row['ci_high']:.2f}]}}"
+
+
+def ci_latex_table(rows) -> str:
+    """Estimates with CIs in the layout of §7.4 (same row order, names, ``\\midrule``/``\\bottomrule``):
+    cells ``$acc$ {\\scriptsize [low, high]}``; ``-`` when absent. No trailing newline."""
+    cells: dict = {}
+    for row in rows:
+        cells.setdefault(row["model"], {})[(row["metric"], row["mode"])] = row
+
+    def line(model: str) -> str:
+        values = [_ci_cell(cells[model].get(column)) for column in COLUMNS]
+        return " & ".join([latex_name(model)] + values) + " \\\\"
+
+    lines = [line(m) for m in priority_rows(cells)]
+    lines.append("\\midrule")
+    lines.extend(line(m) for m in other_rows(cells))
+    lines.append("\\bottomrule")
+    return "\n".join(lines)

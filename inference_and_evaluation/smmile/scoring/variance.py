@@ -133,9 +133,14 @@ def _console_line(cell: Cell, mean_only: bool) -> str:
 
 
 # -- a directory -------------------------------------------------------------------------------------
+# CSVs that ``smmile stats`` (and ``--ci``) write into a results directory: not result files.
+OWN_OUTPUTS = ("stats_estimates.csv", "stats_comparisons.csv")
+
+
 def list_csvs(directory: str, sort: bool = False) -> list[str]:
-    """``glob.glob(directory/*.csv)`` — filesystem order like the original, or sorted (``--sorted``)."""
-    files = glob.glob(os.path.join(directory, "*.csv"))
+    """``glob.glob(directory/*.csv)`` — filesystem order like the original, or sorted (``--sorted``).
+    Our own ``stats_*.csv`` outputs are left out (the original predates them)."""
+    files = [f for f in glob.glob(os.path.join(directory, "*.csv")) if os.path.basename(f) not in OWN_OUTPUTS]
     return sorted(files) if sort else files
 
 
