@@ -44,8 +44,15 @@ def get(name: str) -> Preset:
 
 
 def load_symbol(path: str):
+    """`module:Attr`, the module relative to smmile.models, or absolute when it is not found there."""
     module, _, attr = path.partition(":")
-    return getattr(importlib.import_module(f"smmile.models.{module}"), attr)
+    try:
+        mod = importlib.import_module(f"smmile.models.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not f"smmile.models.{module}".startswith(exc.name):
+            raise
+        mod = importlib.import_module(module)
+    return getattr(mod, attr)
 
 
 # Preset tables of other backends register themselves on import; their modules import no heavy package.
