@@ -14,7 +14,39 @@ def build_parser():
                           formatter_class=fd.HelpFormatter)
     demo.add_argument("--out", required=True, help="output folder (gets smmile/ and plusplus/ sub-folders)")
     demo.add_argument("--seed", type=int, default=42, help="generator seed; same seed, same bytes")
+    _add_variant_parser(sub)
     return p
+
+
+def _add_variant_parser(sub) -> None:
+    from .variants import KINDS, NOISY_FLAGS
+
+    v = sub.add_parser("variant", formatter_class=fd.HelpFormatter,
+                       help="write a seeded variant of a dataset (permute, noise, order) as a local dataset",
+                       description="Write a deterministic variant of an SMMILE-schema dataset as a local parquet "
+                                   "dataset (+ variant_manifest.json) that every front door reads with --dataset "
+                                   "PATH. See docs/analyses.md.")
+    v.add_argument("kind", choices=list(KINDS) + list(NOISY_FLAGS), metavar="KIND",
+                   help=f"one of {', '.join(KINDS)} (or the original --noisy values {', '.join(NOISY_FLAGS)})")
+    fd.add_dataset_flag(v)
+    v.add_argument("--revision", default=None, help="dataset revision to pin on the hub")
+    v.add_argument("--augmented", action="store_true", help="start from SMMILE++ instead of SMMILE")
+    v.add_argument("--out", required=True, help="output folder (replaced if it exists)")
+    v.add_argument("--seed", type=int, default=42, help="variant seed; same seed and source, same bytes")
+
+
+def _variant(args) -> int:
+    import json
+
+    from .variants import MANIFEST, write_variant
+
+    out = write_variant(args.dataset, args.kind, Path(args.out), seed=args.seed, revision=args.revision,
+                        augmented=args.augmented)
+    manifest = json.loads((out / MANIFEST).read_text())
+    counts = manifest["counts"]
+    print(f"{manifest['kind']} (seed {args.seed}): {counts['problems']} problems, {counts['rows']} rows "
+          f"from {counts['source_problems']} source problems -> {out}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
 
             for name, path in write_demo(Path(args.out), seed=args.seed).items():
                 print(f"{name}: {path}")
+        elif args.action == "variant":
+            return _variant(args)
         return 0
 
     return fd.guarded(go)

@@ -1,15 +1,41 @@
-"""Deterministic dataset variants derived from any SMMILE-schema dataset."""
+"""Deterministic dataset variants derived from any SMMILE-schema dataset (docs/analyses.md).
+
+Every transformation is a pure function of the problems and a seed that returns the new problems
+and one record per source problem saying what was done:
+
+* ``permute``          SMMILE++: every order of the ICL examples (at most 4), else 24 seeded distinct
+                       orders; ids ``<id>_perm_<k>``, k from 1.
+* ``noise-random``     one ICL example of a different problem inserted at a seeded position
+                       (the original ``--noisy AddOneExample``).
+* ``noise-targeted``   the same, the donor chosen among problems of the same speciality, else the same
+                       image type, else any (``--noisy AddOneExample-BySpeciality``).
+* ``order-first`` / ``order-last``  the first ICL example whose answer equals the query answer moved to
+                       the first / last ICL position; problems without such an example are dropped.
+
+Noise and order variants keep the original problem ids, so their results pair with the original run.
+"""
 
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import random
+from pathlib import Path
+from typing import Callable
 
+from ..errors import UserError
 from ..protocol.problem import Problem, Row
 
 MAX_ORDERS = 24
+KINDS = ("permute", "noise-random", "noise-targeted", "order-first", "order-last")
+NOISY_FLAGS = {"AddOneExample": "noise-random", "AddOneExample-BySpeciality": "noise-targeted"}
+TARGET_TIERS = (("speciality", "speciality"), ("image_type", "flag_image_type"), ("random", None))
+MANIFEST = "variant_manifest.json"
+FORMAT_VERSION = 1
 
 
+# -- permute (SMMILE++) -------------------------------------------------------------------------------
 def _orders(n: int, rng: random.Random) -> list[tuple[int, ...]]:
     """All orders of n examples when n <= 4, else MAX_ORDERS distinct seeded ones (SMMILE++)."""
     if n <= 4:
@@ -22,17 +48,221 @@ def _orders(n: int, rng: random.Random) -> list[tuple[int, ...]]:
     return list(seen)
 
 
-def permute(problems: list[Problem], seed: int = 42) -> list[Problem]:
-    """SMMILE++-style: one problem `<id>_perm_<k>` (k from 1) per order of each problem's ICL examples."""
+def permute_recorded(problems: list[Problem], seed: int = 42) -> tuple[list[Problem], list[dict]]:
+    """``permute`` plus one record per source problem: the orders (original example indices) per id."""
     rng = random.Random(seed)
-    out = []
+    out, notes = [], []
     for p in problems:
-        for k, perm in enumerate(_orders(len(p.examples), rng), start=1):
+        orders = _orders(len(p.examples), rng)
+        ids = []
+        for k, perm in enumerate(orders, start=1):
             pid = f"{p.problem_id}_perm_{k}"
             rows = [p.examples[j] for j in perm] + [p.query]
             out.append(Problem(pid, tuple(_renumber(r, pid, i) for i, r in enumerate(rows))))
-    return out
+            ids.append(pid)
+        notes.append({"problem_id": p.problem_id, "n_examples": len(p.examples), "n_orders": len(orders),
+                      "ids": ids, "orders": [list(o) for o in orders]})
+    return out, notes
 
 
-def _renumber(row: Row, pid: str, order: int) -> Row:
-    return Row(pid, order, row.question, row.answer, row.image, row.image_url, row.fields)
+def permute(problems: list[Problem], seed: int = 42) -> list[Problem]:
+    """SMMILE++-style: one problem `<id>_perm_<k>` (k from 1) per order of each problem's ICL examples."""
+    return permute_recorded(problems, seed)[0]
+
+
+def _renumber(row: Row, pid: str, order: int, fields: dict | None = None) -> Row:
+    return Row(pid, order, row.question, row.answer, row.image, row.image_url,
+               row.fields if fields is None else fields)
+
+
+def _rebuild(problem: Problem, rows: list[Row]) -> Problem:
+    """Same id, rows renumbered 0..n in the given order (the query stays last)."""
+    pid = problem.problem_id
+    return Problem(pid, tuple(_renumber(r, pid, i) for i, r in enumerate(rows)))
+
+
+def _rng(seed: int, kind: str, problem_id: str) -> random.Random:
+    """One stream per (seed, kind, problem): a problem's draw does not depend on the others."""
+    return random.Random(f"{seed}:{kind}:{problem_id}")
+
+
+# -- noise: one irrelevant example added ----------------------------------------------------------
+def _donor_examples(donor: Problem, query_answer: str, strict: bool) -> list[tuple[int, Row]]:
+    """(index, row) of the donor's ICL examples usable as noise. Strict: image present and an
+    answer different from the recipient's query answer (so the added example is irrelevant)."""
+    return [(i, r) for i, r in enumerate(donor.examples)
+            if not strict or (r.image is not None and r.answer != query_answer)]
+
+
+def _tier_pool(problem: Problem, problems: list[Problem], column: str | None) -> list[Problem]:
+    others = [p for p in problems if p.problem_id != problem.problem_id]
+    if column is None:
+        return others
+    value = problem.query.fields.get(column)
+    if value is None:
+        return []
+    return [p for p in others if p.query.fields.get(column) == value]
+
+
+def _pick_donor(problem: Problem, pool: list[Problem], rng: random.Random) -> tuple[Problem, int, Row, bool] | None:
+    """A donor problem uniformly among those with a usable example, then one of its examples."""
+    for strict in (True, False):
+        usable = [(p, _donor_examples(p, problem.query.answer, strict)) for p in pool]
+        usable = [(p, ex) for p, ex in usable if ex]
+        if usable:
+            donor, examples = rng.choice(usable)
+            index, row = rng.choice(examples)
+            return donor, index, row, strict
+    return None
+
+
+def _add_one(problem: Problem, problems: list[Problem], kind: str, seed: int,
+             tiers: tuple[tuple[str, str | None], ...]) -> tuple[Problem, dict]:
+    rng = _rng(seed, kind, problem.problem_id)
+    position = rng.randint(0, len(problem.examples))  # drawn first: it depends on this problem only
+    for tier, column in tiers:
+        picked = _pick_donor(problem, _tier_pool(problem, problems, column), rng)
+        if picked is not None:
+            break
+    else:
+        raise UserError(f"{kind}: no other problem to take an example from (the dataset has {len(problems)} problem(s))")
+    donor, index, row, strict = picked
+    added = Row(problem.problem_id, None, row.question, row.answer, row.image, row.image_url, dict(problem.query.fields))
+    rows = list(problem.examples)
+    rows.insert(position, added)
+    note = {"problem_id": problem.problem_id, "n_examples": len(problem.examples), "position": position,
+            "donor_problem_id": donor.problem_id, "donor_example_index": index, "donor_answer": row.answer,
+            "match": tier, "irrelevant": strict}
+    return _rebuild(problem, rows + [problem.query]), note
+
+
+def noise_random(problems: list[Problem], seed: int = 42) -> tuple[list[Problem], list[dict]]:
+    """AddOneExample: an ICL example of another problem inserted at a seeded position (0 = first)."""
+    pairs = [_add_one(p, problems, "noise-random", seed, TARGET_TIERS[-1:]) for p in problems]
+    return [p for p, _ in pairs], [n for _, n in pairs]
+
+
+def noise_targeted(problems: list[Problem], seed: int = 42) -> tuple[list[Problem], list[dict]]:
+    """AddOneExample-BySpeciality: the donor shares the speciality, else the image type, else any."""
+    pairs = [_add_one(p, problems, "noise-targeted", seed, TARGET_TIERS) for p in problems]
+    return [p for p, _ in pairs], [n for _, n in pairs]
+
+
+# -- order: the relevant example first or last -----------------------------------------------------
+def relevant_indices(problem: Problem) -> list[int]:
+    """ICL examples whose answer equals the query answer (exact string, as stratify's §6 flags)."""
+    return [i for i, r in enumerate(problem.examples) if r.answer == problem.query.answer]
+
+
+def _move(problems: list[Problem], last: bool) -> tuple[list[Problem], list[dict]]:
+    out, notes = [], []
+    for p in problems:
+        matches = relevant_indices(p)
+        note = {"problem_id": p.problem_id, "n_examples": len(p.examples), "matches": matches}
+        if not matches:
+            notes.append({**note, "kept": False, "moved_from": None, "moved_to": None, "changed": False})
+            continue
+        index = matches[0]
+        rows = [r for i, r in enumerate(p.examples) if i != index]
+        rows.insert(len(rows) if last else 0, p.examples[index])
+        target = len(rows) - 1 if last else 0
+        out.append(_rebuild(p, rows + [p.query]))
+        notes.append({**note, "kept": True, "moved_from": index, "moved_to": target, "changed": index != target})
+    return out, notes
+
+
+def order_first(problems: list[Problem], seed: int = 42) -> tuple[list[Problem], list[dict]]:
+    """The first example answering like the query moved to ICL position 0 (seed unused)."""
+    return _move(problems, last=False)
+
+
+def order_last(problems: list[Problem], seed: int = 42) -> tuple[list[Problem], list[dict]]:
+    """The first example answering like the query moved to the last ICL position (seed unused)."""
+    return _move(problems, last=True)
+
+
+TRANSFORMS: dict[str, Callable[[list[Problem], int], tuple[list[Problem], list[dict]]]] = {
+    "permute": permute_recorded, "noise-random": noise_random, "noise-targeted": noise_targeted,
+    "order-first": order_first, "order-last": order_last,
+}
+
+
+def canonical_kind(kind: str) -> str:
+    """A variant kind, accepting the original `--noisy` values (AddOneExample[-BySpeciality])."""
+    kind = NOISY_FLAGS.get(kind, kind)
+    if kind not in TRANSFORMS:
+        raise UserError(f"unknown variant {kind!r}; choose one of {', '.join(KINDS)} "
+                        f"(or {', '.join(NOISY_FLAGS)})")
+    return kind
+
+
+def transform(kind: str, problems: list[Problem], seed: int = 42) -> tuple[list[Problem], list[dict]]:
+    return TRANSFORMS[canonical_kind(kind)](problems, seed)
+
+
+# -- writing variants as local datasets ------------------------------------------------------------
+def build_manifest(kind: str, seed: int, source: dict, source_problems: int, problems: list[Problem],
+                   notes: list[dict]) -> dict:
+    """What `variant_manifest.json` holds: how the variant was made, and what happened per problem."""
+    return {"generator": "smmile data variant", "format": FORMAT_VERSION, "kind": kind, "seed": seed,
+            "source": source,
+            "counts": {"source_problems": source_problems, "problems": len(problems),
+                       "rows": sum(len(p.rows) for p in problems)},
+            "ids": "<id>_perm_<k>" if kind == "permute" else "original problem ids",
+            "problems": notes}
+
+
+def _write(problems: list[Problem], columns: list[str], source: dict, kind: str, seed: int, out: Path) -> Path:
+    from .parquet import problems_to_records, write_dataset
+
+    new, notes = transform(kind, problems, seed)
+    if not new:
+        raise UserError(f"variant {kind} of {source['id']} has no problem (no ICL example answers like its query)")
+    manifest = build_manifest(kind, seed, source, len(problems), new, notes)
+    records = problems_to_records(new)
+    columns = columns + [c for c in records[0] if c not in columns]
+    return write_dataset(records, Path(out), columns=columns,
+                         extra_files={MANIFEST: json.dumps(manifest, indent=2, default=str) + "\n"})
+
+
+def _load_source(dataset: str | None, revision: str | None, augmented: bool):
+    from .load import fingerprint, group, read_records, resolve
+
+    source = resolve(dataset, revision, augmented)
+    columns, records = read_records(source)
+    problems = group(records)
+    return {**source.describe(), "fingerprint": fingerprint(problems)}, columns, problems
+
+
+def write_variant(dataset: str | None, kind: str, out: str | os.PathLike, seed: int = 42,
+                  revision: str | None = None, augmented: bool = False) -> Path:
+    """Load `dataset` (hub id, path, demo), transform it and write it to `out` (parquet + manifest)."""
+    kind = canonical_kind(kind)
+    source, columns, problems = _load_source(dataset, revision, augmented)
+    return _write(problems, columns, source, kind, seed, Path(out))
+
+
+def variant_cache_root() -> Path:
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "smmile" / "variants"
+    return Path(os.environ.get("SMMILE_VARIANT_DIR", default))
+
+
+def noisy_dataset(dataset: str | None, kind: str, seed: int = 42, augmented: bool = False,
+                  revision: str | None = None) -> str:
+    """Path of the `kind` variant of `dataset` (built once, cached by source fingerprint, kind, seed).
+
+    `kind` may be an original `--noisy` value: AddOneExample -> noise-random,
+    AddOneExample-BySpeciality -> noise-targeted.
+    """
+    kind = canonical_kind(kind)
+    source, columns, problems = _load_source(dataset, revision, augmented)
+    out = variant_cache_root() / f"{source['fingerprint']}-{kind}-seed{seed}"
+    if not (out / MANIFEST).is_file():
+        _write(problems, columns, source, kind, seed, out)
+    return str(out)
+
+
+def noisy_output_dir(output_dir: str | os.PathLike, kind: str) -> Path:
+    """Where a front door should write the results of a variant run: `<output-dir>_<kind>`, so the
+    result files (same names as the original run) never overwrite the original's."""
+    return Path(f"{os.fspath(output_dir)}_{canonical_kind(kind)}")
