@@ -81,7 +81,7 @@ def _read_parquet(path: Path) -> tuple[list[str], list[dict]]:
     records: list[dict] = []
     for f in _parquet_files(path):
         try:
-            table = pq.read_table(f)
+            table = pq.ParquetFile(f).read()
         except Exception as exc:  # pyarrow raises several types for corrupt files
             raise UserError(f"cannot read parquet file {f}: {str(exc).splitlines()[0]}") from None
         columns = columns or table.column_names
