@@ -136,6 +136,13 @@ def test_stratify_cli_errors(tmp_path, capsys):
     (tmp_path / "result_qwen7B_ICL_open_evaluationllm.json").write_text('{"problem_accuracies": {}}')
     assert stratify_cli.main([str(tmp_path), "--eval_type", "llm", "--dataset", str(tmp_path / "no-such")]) == 2
     assert "Traceback" not in capsys.readouterr().err
+    _demo_problems()
+    assert stratify_cli.main([str(tmp_path), "--eval_type", "llm", "--dataset", "demo"]) == 0
+    written = (tmp_path / "model_stratification_llm.json").read_text()
+    assert list(json.loads(written)) == ["qwen7B:ICL"]
+    (tmp_path / "result_qwen7B_ICL_open_evaluationllm.json").write_text('{"problem_accuracies": {"zz": 0.0}}')
+    assert stratify_cli.main([str(tmp_path), "--eval_type", "llm", "--dataset", "demo"]) == 1
+    assert (tmp_path / "model_stratification_llm.json").read_text() == written  # not replaced by {}
 
 
 def test_model_and_mode_globs_json_not_csv(tmp_path):

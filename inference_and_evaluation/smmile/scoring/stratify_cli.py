@@ -82,10 +82,11 @@ def _run(args) -> int:
     for flag in flags:
         if results:
             print(format_flag_table(flag, results))
-    base = os.path.join(os.fspath(args.results_dir), f"model_stratification_{args.eval_type}")
-    write_json(results, base + ".json")
-    write_json({key: stratum_intervals(strata, flags) for key, strata in results.items()}, base + "_ci.json")
-    print(f"Stratification results saved to: {base}.json (intervals: {base}_ci.json)")
+    if results:  # never replace an existing file with an empty one
+        base = os.path.join(os.fspath(args.results_dir), f"model_stratification_{args.eval_type}")
+        write_json(results, base + ".json")
+        write_json({key: stratum_intervals(strata, flags) for key, strata in results.items()}, base + "_ci.json")
+        print(f"Stratification results saved to: {base}.json (intervals: {base}_ci.json)")
     if outcome.summary():
         print(outcome.summary())
     return outcome.exit_code
