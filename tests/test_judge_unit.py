@@ -229,3 +229,11 @@ def test_visualize_only_on_published(tmp_path, capsys):
     text = (tmp_path / "model_comparison_llm.txt").read_text()
     assert text.count("| 6.02      ") == 34  # KEEP: one word count for all rows
     assert "llama32_vision_90b         | ICL        | 40.54" in text  # from the shipped JSON
+
+
+def test_identical_rows_are_sent_once(tmp_path):
+    frame = pd.concat([_frame(2), _frame(2)], ignore_index=True)
+    fake = FakeJudge(lambda p: "1", delay=0.01)
+    out = judge.judge_frame(frame, judge.JudgeSettings(concurrency=4), fake, JudgeCache(tmp_path / "c.jsonl"))
+    assert fake.calls == 2 and [j.cached for j in out] == [False, False, True, True]
+    assert [j.value for j in out] == [1, 1, 1, 1] and [j.row for j in out] == [0, 1, 2, 3]

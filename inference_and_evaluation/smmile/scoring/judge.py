@@ -109,37 +109,54 @@ def _plain(value):
     return value.item() if hasattr(value, "item") else value
 
 
-def _judge_one(index: int, row, qcol: str, settings: JudgeSettings, ask: Callable[[str], str],
-               cache) -> Judgement:
-    prompt = build_prompt(row, qcol)
-    key = settings.cache_key(prompt)
-    judgement = Judgement(index, row["problem_id"], sha256(prompt), key)
+@dataclass(frozen=True)
+class _Fetched:
+    reply: str | None
+    cached: bool
+    error: str | None = None
+
+
+def _fetch(key: str, prompt: str, settings: JudgeSettings, ask: Callable[[str], str], cache) -> _Fetched:
+    """Reply for one distinct request: from the cache, else from the judge (stored if non-empty)."""
     reply = cache.get(key) if cache is not None else None
-    judgement.cached = reply is not None
-    if reply is None:
-        try:
-            reply = ask(prompt)
-        except Exception as exc:  # reported per row; never cached
-            judgement.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            return judgement
-        if cache is not None and reply:
-            cache.put(key, reply, settings)
-    judgement.reply = reply
-    judgement.value, judgement.status = parse_reply(reply)
-    judgement.lenient_value = lenient_value(reply)
+    if reply is not None:
+        return _Fetched(reply, True)
+    try:
+        reply = ask(prompt)
+    except Exception as exc:  # reported per row; never cached
+        return _Fetched(None, False, f"{type(exc).__name__}: {exc}".splitlines()[0])
+    if cache is not None and reply:
+        cache.put(key, reply, settings)
+    return _Fetched(reply, False)
+
+
+def _judgement(index: int, problem_id, prompt: str, key: str, fetched: _Fetched, repeated: bool) -> Judgement:
+    judgement = Judgement(index, problem_id, sha256(prompt), key, cached=fetched.cached or repeated,
+                          error=fetched.error)
+    if fetched.error is None:
+        judgement.reply = fetched.reply
+        judgement.value, judgement.status = parse_reply(fetched.reply)
+        judgement.lenient_value = lenient_value(fetched.reply)
     return judgement
 
 
 def judge_frame(frame, settings: JudgeSettings, ask: Callable[[str], str], cache=None) -> list[Judgement]:
-    """Judge every row (CSV order kept); at most ``settings.concurrency`` requests in flight."""
+    """Judge every row (CSV order kept). Identical requests are sent once; at most
+    ``settings.concurrency`` requests are in flight."""
     qcol = question_column(frame.columns)
-    rows = list(frame.iterrows())
-    meta = {"backend": settings.backend, "model": settings.model, "protocol": settings.protocol}
+    prompts = [build_prompt(row, qcol) for _, row in frame.iterrows()]
+    keys = [settings.cache_key(p) for p in prompts]
+    distinct = dict(zip(keys, prompts))
     with ThreadPoolExecutor(max_workers=max(1, settings.concurrency)) as pool:
-        futures = [pool.submit(_judge_one, i, row, qcol, settings, ask, cache) for i, (_, row) in enumerate(rows)]
-        judgements = [f.result() for f in futures]
-    for judgement in judgements:
+        futures = {k: pool.submit(_fetch, k, p, settings, ask, cache) for k, p in distinct.items()}
+        fetched = {k: f.result() for k, f in futures.items()}
+    meta = {"backend": settings.backend, "model": settings.model, "protocol": settings.protocol}
+    judgements, seen = [], set()
+    for index, (pid, prompt, key) in enumerate(zip(frame["problem_id"], prompts, keys)):
+        judgement = _judgement(index, pid, prompt, key, fetched[key], key in seen)
         judgement.meta = meta
+        judgements.append(judgement)
+        seen.add(key)
     return judgements
 
 
