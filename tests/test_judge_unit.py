@@ -237,3 +237,20 @@ def test_identical_rows_are_sent_once(tmp_path):
     out = judge.judge_frame(frame, judge.JudgeSettings(concurrency=4), fake, JudgeCache(tmp_path / "c.jsonl"))
     assert fake.calls == 2 and [j.cached for j in out] == [False, False, True, True]
     assert [j.value for j in out] == [1, 1, 1, 1] and [j.row for j in out] == [0, 1, 2, 3]
+
+
+def test_unreachable_judge_stops_sending(tmp_path, monkeypatch, capsys):
+    (tmp_path / "result_llava_7b_ICL.csv").write_text(
+        OPEN_HEADER + "".join(f"p{i},q{i},Red,red,x\n" for i in range(20)))
+    calls = []
+
+    def down(prompt):
+        calls.append(prompt)
+        raise judge_backends.JudgeUnavailable("connection refused (after 4 attempts)")
+    _fake_backend(monkeypatch, down)
+    assert judge_cli.main([str(tmp_path), "--judge-concurrency", "1"]) == 1
+    assert len(calls) == 1
+    records = [json.loads(x) for x in (tmp_path / "result_llava_7b_ICL_judgements.jsonl").read_text().splitlines()]
+    assert len(records) == 20 and all(r["status"] == "failed" for r in records)
+    assert "not sent, judge unreachable" in records[-1]["error"]
+    assert "20 of 20 judge request(s) failed" in capsys.readouterr().err

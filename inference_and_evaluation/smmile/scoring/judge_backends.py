@@ -24,6 +24,10 @@ class TransientJudgeError(JudgeRequestError):
     """A judge request failed in a way that may succeed when retried."""
 
 
+class JudgeUnavailable(JudgeRequestError):
+    """Transient failures persisted through every retry: the judge looks unreachable."""
+
+
 def with_retries(call: Callable[[], str], retries: int, wait: float,
                  sleep: Callable[[float], None] = time.sleep) -> str:
     """Run ``call``; on ``TransientJudgeError`` retry up to ``retries`` times, waiting
@@ -33,7 +37,7 @@ def with_retries(call: Callable[[], str], retries: int, wait: float,
             return call()
         except TransientJudgeError as exc:
             if attempt == retries:
-                raise JudgeRequestError(f"{exc} (after {retries + 1} attempts)") from None
+                raise JudgeUnavailable(f"{exc} (after {retries + 1} attempts)") from None
             sleep(min(wait * 2 ** attempt, 30.0))
     raise AssertionError("unreachable")
 

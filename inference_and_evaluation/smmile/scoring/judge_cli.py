@@ -61,15 +61,25 @@ def settings_from_args(args) -> JudgeSettings:
 
 
 class CountingAsker:
-    """Counts the requests that really leave this process (cache hits never reach it)."""
+    """Counts the requests that really leave this process (cache hits never reach it) and stops
+    sending once the judge proved unreachable (all retries of a request failed transiently)."""
 
     def __init__(self, ask):
-        self._ask, self._lock, self.sent = ask, threading.Lock(), 0
+        self._ask, self._lock, self.sent, self.down = ask, threading.Lock(), 0, None
 
     def __call__(self, prompt: str) -> str:
+        from smmile.scoring.judge_backends import JudgeRequestError, JudgeUnavailable
+
         with self._lock:
+            if self.down is not None:
+                raise JudgeRequestError(f"not sent, judge unreachable: {self.down}")
             self.sent += 1
-        return self._ask(prompt)
+        try:
+            return self._ask(prompt)
+        except JudgeUnavailable as exc:
+            with self._lock:
+                self.down = self.down or str(exc)
+            raise
 
 
 def _load_frame(csv_path):
