@@ -10,6 +10,8 @@ COMMANDS = {
     "run": ("smmile.runner.cli", "run a model preset on a dataset (writes the original result CSV)"),
     "merge": ("smmile.runner.merge", "join the shard CSVs of one run, refusing incomplete or overlapping sets"),
     "data": ("smmile.data.cli", "generate the demo dataset and dataset variants"),
+    "report": ("smmile.report.cli", "self-contained HTML report (main table with CIs, ICL gain, strata, runs)"),
+    "analyze": ("smmile.analysis.cli", "compare accuracy on the original vs noise/order/permutation variants"),
 }
 
 

@@ -1,0 +1,1 @@
+"""Analyses the original code never shipped: dataset-variant comparisons and judge reliability."""

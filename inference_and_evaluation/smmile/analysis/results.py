@@ -1,0 +1,113 @@
+"""Result sets for the variant analyses: a folder (or file) of result CSVs with a label.
+
+A set's label says which dataset it was run on: ``original`` or a variant kind (``noise-random``,
+``order-last``, ``permute``...). It is written ``LABEL=PATH`` on the command line, or read from the
+run manifests (``<stem>.manifest.json``): a run on a local dataset that holds a
+``variant_manifest.json`` gets that variant's kind, any other run is ``original``.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..data.variants import MANIFEST
+from ..errors import UserError
+from ..scoring.exact_match import ResultFileError
+from ..scoring.naming import extract_model_info
+from ..scoring.stats import MODES, Record, em_scores, llm_scores, load_records, mcqa_scores
+
+ORIGINAL = "original"
+
+
+@dataclass
+class ResultSet:
+    label: str
+    path: Path
+    records: list[Record]
+
+    def index(self) -> dict[tuple[str, str, str], Record]:
+        """(model, metric, mode) -> record."""
+        return {(r.model, r.metric, r.mode): r for r in self.records}
+
+
+def file_records(path: str) -> list[Record]:
+    """The scores of one result CSV: MCQA (is_correct), or EM plus LLM judge when judged."""
+    info = extract_model_info(path)
+    if info.mode not in MODES:
+        raise UserError(f"{path}: no 0-shot/ICL mode in the file name")
+    loaders = [("MCQA", mcqa_scores)] if info.is_closed else [("EM", em_scores), ("LLM", llm_scores)]
+    out = []
+    for metric, loader in loaders:
+        scores = loader(path)
+        if scores is not None:
+            out.append(Record(info.model, metric, info.mode, path, scores))
+    return out
+
+
+def _manifests(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(Path(p) for p in glob.glob(os.path.join(path, "*.manifest.json")))
+    side = path.with_name(path.name[: -len(".csv")] + ".manifest.json") if path.suffix == ".csv" else None
+    return [side] if side and side.is_file() else []
+
+
+def variant_kind(dataset_ref: str | None) -> str:
+    """The kind recorded next to a local dataset, or ``original``."""
+    if not dataset_ref:
+        return ORIGINAL
+    manifest = Path(dataset_ref) / MANIFEST
+    if not manifest.is_file():
+        return ORIGINAL
+    return json.loads(manifest.read_text())["kind"]
+
+
+def detect_label(path: Path) -> str:
+    """Label from the run manifests; several different datasets in one folder is an error."""
+    kinds = set()
+    for m in _manifests(path):
+        try:
+            dataset = json.loads(m.read_text()).get("dataset") or {}
+        except (OSError, ValueError):
+            continue
+        kinds.add(variant_kind(dataset.get("id") if dataset.get("kind") == "local" else None))
+    if len(kinds) > 1:
+        raise UserError(f"{path}: runs on different datasets ({', '.join(sorted(kinds))}); "
+                        "split them or label the set explicitly as LABEL=PATH")
+    return kinds.pop() if kinds else ORIGINAL
+
+
+def parse_spec(text: str) -> tuple[str | None, Path]:
+    """``LABEL=PATH`` or ``PATH``."""
+    label, sep, rest = text.partition("=")
+    if sep and label and "/" not in label and not Path(text).exists():
+        return label, Path(rest)
+    return None, Path(text)
+
+
+def load_set(text: str, warn=None) -> ResultSet:
+    label, path = parse_spec(text)
+    if not path.exists():
+        raise UserError(f"results {path} not found")
+    try:
+        records = load_records(str(path), warn) if path.is_dir() else file_records(str(path))
+    except ResultFileError as exc:
+        raise UserError(str(exc)) from None
+    if not records:
+        raise UserError(f"{path}: no scorable result file (result_*.csv)")
+    return ResultSet(label or detect_label(path), path, records)
+
+
+def load_sets(texts: list[str], warn=None) -> dict[str, ResultSet]:
+    """label -> set; two sets with the same label are an error (label them explicitly)."""
+    sets: dict[str, ResultSet] = {}
+    for text in texts:
+        s = load_set(text, warn)
+        if s.label in sets:
+            raise UserError(f"two result sets are labelled {s.label!r} ({sets[s.label].path}, {s.path}); "
+                            "write LABEL=PATH to tell them apart")
+        sets[s.label] = s
+    return sets

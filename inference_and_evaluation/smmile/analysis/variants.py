@@ -1,0 +1,151 @@
+"""The three variant analyses: which result sets are compared, and the tables each produces.
+
+* ``noise``: every non-original set (noise-random, noise-targeted...) against the original.
+* ``order``: order-first and order-last against the original, and order-last against order-first, on
+  the problems all of them scored (the recency table lists the three accuracies side by side).
+* ``permutation``: every permuted set (ids ``<id>_perm_<k>``) against the original, paired by base
+  problem with a cluster bootstrap; plus how consistent each model is across the orders of a problem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ..errors import UserError
+from ..scoring import bootstrap
+from ..scoring.stats import Record
+from .paired import compare
+from .results import ORIGINAL, ResultSet
+
+KINDS = ("noise", "order", "permutation")
+FIRST, LAST = "order-first", "order-last"
+
+
+@dataclass
+class Report:
+    kind: str
+    summary: list[dict] = field(default_factory=list)
+    flips: list[pd.DataFrame] = field(default_factory=list)
+    averages: list[dict] = field(default_factory=list)
+    extra: dict[str, list[dict]] = field(default_factory=dict)  # recency / consistency / by_problem
+
+
+def comparisons(kind: str, labels: list[str]) -> list[tuple[str, str]]:
+    """(variant label, reference label) pairs, in a stable order."""
+    if ORIGINAL not in labels:
+        raise UserError("no result set labelled 'original' (label it as original=PATH)")
+    others = [label for label in labels if label != ORIGINAL]
+    if kind == "order":
+        missing = [label for label in (FIRST, LAST) if label not in labels]
+        if len(missing) == 2:
+            raise UserError("the order analysis needs an order-first and/or order-last result set")
+        pairs = [(label, ORIGINAL) for label in (FIRST, LAST) if label in labels]
+        return pairs + ([(LAST, FIRST)] if not missing else [])
+    if not others:
+        raise UserError(f"the {kind} analysis needs at least one variant result set besides the original")
+    return [(label, ORIGINAL) for label in others]
+
+
+def _restrict(sets: dict[str, ResultSet], key: tuple, labels: list[str]) -> dict[str, Record]:
+    """The records of `key` in `labels`, cut to the problems every one of them scored."""
+    records = {label: sets[label].index()[key] for label in labels if key in sets[label].index()}
+    if len(records) < 2:
+        return records
+    common = set.intersection(*(set(r.scores.index) for r in records.values()))
+    return {label: Record(r.model, r.metric, r.mode, r.source, r.scores[r.scores.index.isin(common)])
+            for label, r in records.items()}
+
+
+def _keys(sets: dict[str, ResultSet]) -> list[tuple]:
+    """(model, metric, mode) keys of the original, in its order."""
+    return list(sets[ORIGINAL].index())
+
+
+def analyse(kind: str, sets: dict[str, ResultSet], n_boot: int, seed: int, level: float) -> Report:
+    if kind not in KINDS:
+        raise UserError(f"unknown analysis {kind!r}; choose one of {', '.join(KINDS)}")
+    pairs = comparisons(kind, list(sets))
+    by_base = kind == "permutation"
+    report = Report(kind)
+    for key in _keys(sets):
+        records = _restrict(sets, key, [ORIGINAL, FIRST, LAST]) if kind == "order" else None
+        for variant, reference in pairs:
+            pair = records or {label: sets[label].index().get(key) for label in (variant, reference)}
+            if pair.get(variant) is None or pair.get(reference) is None:
+                continue
+            row, table = compare(pair[reference], pair[variant], by_base, n_boot, seed, level)
+            row = {"analysis": kind, "variant": variant, "reference": reference, **row}
+            report.summary.append(row)
+            labels = {"model": row["model"], "metric": row["metric"], "mode": row["mode"],
+                      "variant": variant, "reference": reference}
+            report.flips.append(pd.concat([pd.DataFrame([labels] * len(table)), table], axis=1))
+    if not report.summary:
+        raise UserError("no model/metric/mode was scored in both the original and a variant set")
+    for row, adjusted in zip(report.summary, bootstrap.holm([r["p_mcnemar"] for r in report.summary])):
+        row["p_holm"] = adjusted
+    report.averages = averages(report.summary)
+    if kind == "order":
+        report.extra["recency"] = recency(report.summary)
+    if kind == "permutation":
+        report.extra["consistency"], report.extra["by_problem"] = consistency(sets, pairs)
+    return report
+
+
+def averages(rows: list[dict]) -> list[dict]:
+    """Per (variant, reference, metric, mode): the mean over models of the difference and of the
+    relative change (the paper's "−9.1% on average"), with their range."""
+    frame = pd.DataFrame(rows)
+    out = []
+    for (variant, reference, metric, mode), g in frame.groupby(["variant", "reference", "metric", "mode"], sort=False):
+        rel = g["relative_change"].dropna()
+        out.append({"variant": variant, "reference": reference, "metric": metric, "mode": mode,
+                    "n_models": len(g), "mean_difference": float(g["difference"].mean()),
+                    "mean_relative_change": float(rel.mean()) if len(rel) else float("nan"),
+                    "min_relative_change": float(rel.min()) if len(rel) else float("nan"),
+                    "max_relative_change": float(rel.max()) if len(rel) else float("nan")})
+    return out
+
+
+def recency(rows: list[dict]) -> list[dict]:
+    """Accuracy with the relevant example first / last / as in the original, per model (same problems)."""
+    table: dict[tuple, dict] = {}
+    for r in rows:
+        key = (r["model"], r["metric"], r["mode"])
+        entry = table.setdefault(key, {"model": key[0], "metric": key[1], "mode": key[2], "n": r["n"]})
+        if r["reference"] == ORIGINAL:
+            entry["accuracy_original"] = r["accuracy_reference"]
+            entry[f"accuracy_{r['variant'].split('-')[1]}"] = r["accuracy_variant"]
+            entry[f"relative_change_{r['variant'].split('-')[1]}"] = r["relative_change"]
+        else:
+            entry["last_minus_first"] = r["difference"]
+            entry["last_minus_first_ci_low"], entry["last_minus_first_ci_high"] = r["ci_low"], r["ci_high"]
+    return list(table.values())
+
+
+def _per_base(record: Record) -> pd.DataFrame:
+    frame = pd.DataFrame({"score": record.scores.to_numpy(dtype=float),
+                          "base_problem_id": bootstrap.base_problem_ids(record.scores.index)})
+    return frame.groupby("base_problem_id", sort=False)["score"].agg(["count", "sum", "mean"])
+
+
+def consistency(sets: dict[str, ResultSet], pairs: list[tuple[str, str]]) -> tuple[list[dict], list[dict]]:
+    """Per model and permuted set: how many base problems get different outcomes under different
+    orders (order-sensitive), and the per-base-problem share of orders answered correctly."""
+    summary, by_problem = [], []
+    for variant, _ in pairs:
+        reference = sets[ORIGINAL].index()
+        for key, record in sets[variant].index().items():
+            per = _per_base(record)
+            mixed = int(((per["mean"] > 0) & (per["mean"] < 1)).sum())
+            summary.append({"variant": variant, "model": key[0], "metric": key[1], "mode": key[2],
+                            "n_rows": int(per["count"].sum()), "n_base": len(per), "order_sensitive": mixed,
+                            "share_order_sensitive": mixed / len(per) * 100 if len(per) else float("nan")})
+            ref = reference[key].scores if key in reference else pd.Series(dtype=float)
+            for base, r in per.iterrows():
+                by_problem.append({"variant": variant, "model": key[0], "metric": key[1], "mode": key[2],
+                                   "base_problem_id": base, "n_orders": int(r["count"]),
+                                   "correct_orders": float(r["sum"]), "accuracy_orders": float(r["mean"]) * 100,
+                                   "reference": float(ref[base]) if base in ref.index else None})
+    return summary, by_problem
