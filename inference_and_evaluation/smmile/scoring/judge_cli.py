@@ -14,10 +14,12 @@ import os
 import threading
 
 from smmile.scoring import comparison
-from smmile.scoring.exact_match import REQUIRED_COLUMNS, ResultFileError, exclude_problems, read_result_csv, write_json
+from smmile.scoring.exact_match import (REQUIRED_COLUMNS, ResultFileError, exclude_problems, read_result_csv,
+                                        write_json)
 from smmile.scoring.judge import DEFAULT_JUDGE_MODEL, FAILED, UNPARSEABLE, JudgeSettings, judge_frame, judge_stats
 from smmile.scoring.judge_cache import JudgeCache
-from smmile.scoring.naming import evaluationllm_json_path, get_model_info, judge_patterns, judgements_path, question_column
+from smmile.scoring.naming import (evaluationllm_json_path, get_model_info, judge_patterns, judgements_path,
+                                   question_column)
 from smmile.scoring.runs import Outcome, check_results_dir, find_files, run_main
 
 TITLE, LABEL = "LLM AS A JUDGE", "LLM as a Judge"
@@ -147,7 +149,8 @@ def visualize_file(csv_path, outcome: Outcome) -> dict | None:
     try:
         with open(path) as handle:
             stats = json.load(handle)
-        stats["model"], stats["inference_mode"]  # noqa: B018 - required keys
+        if not {"model", "inference_mode", "accuracy", "problem_accuracies"} <= set(stats):
+            raise KeyError("required keys missing")
     except FileNotFoundError:
         outcome.fail(f"{path}: no LLM-judge results (run without --visualize-only first)")
         return None

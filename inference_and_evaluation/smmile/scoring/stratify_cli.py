@@ -15,7 +15,8 @@ from smmile.errors import UserError
 from smmile.scoring.exact_match import write_json
 from smmile.scoring.naming import get_model_info, stratify_patterns
 from smmile.scoring.runs import Outcome, check_results_dir, find_files, run_main
-from smmile.scoring.stratify import StratifyError, format_flag_table, stratify_accuracies, stratum_intervals, valid_flags
+from smmile.scoring.stratify import (StratifyError, format_flag_table, stratify_accuracies, stratum_intervals,
+                                     valid_flags)
 
 EXTENSIONS = {"em": "evaluation", "llm": "evaluationllm"}
 
