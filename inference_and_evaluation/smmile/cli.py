@@ -12,6 +12,7 @@ COMMANDS = {
     "data": ("smmile.data.cli", "generate the demo dataset and dataset variants"),
     "report": ("smmile.report.cli", "self-contained HTML report (main table with CIs, ICL gain, strata, runs)"),
     "analyze": ("smmile.analysis.cli", "compare accuracy on the original vs noise/order/permutation variants"),
+    "agreement": ("smmile.analysis.agreement_cli", "judge reliability: inter-rater, judge vs humans, EM vs judge"),
 }
 
 

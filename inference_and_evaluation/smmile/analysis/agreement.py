@@ -1,0 +1,166 @@
+"""Agreement statistics for judge reliability (0/1 correctness labels).
+
+Coefficients: percent agreement, Cohen's kappa (two raters), Fleiss' kappa (any number of raters per
+item, generalised to a varying number), Pearson r. Degenerate inputs (fewer than 2 items, one
+category only, zero variance) give NaN rather than an arbitrary number.
+
+Analyses work on a long table of labels with columns ``model, mode, problem_id, rater, label``:
+an *item* is one (model, mode, problem_id), i.e. one answer of one model to be judged.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+
+ITEM = ["model", "mode", "problem_id"]
+NAN = float("nan")
+
+
+# -- coefficients -------------------------------------------------------------------------------------
+def percent_agreement(a, b) -> float:
+    a, b = np.asarray(a), np.asarray(b)
+    return float((a == b).mean() * 100) if len(a) else NAN
+
+
+def cohen_kappa(a, b) -> float:
+    """(p_o − p_e) / (1 − p_e), p_e from each rater's own marginals; NaN when p_e = 1."""
+    a, b = np.asarray(a), np.asarray(b)
+    if len(a) == 0:
+        return NAN
+    categories = np.union1d(a, b)
+    p_o = float((a == b).mean())
+    p_e = float(sum((a == c).mean() * (b == c).mean() for c in categories))
+    return (p_o - p_e) / (1 - p_e) if p_e < 1 else NAN
+
+
+def fleiss_kappa(counts) -> float:
+    """Fleiss' kappa from an items × categories matrix of rating counts.
+
+    Items may have different numbers of raters n_i (each ≥ 2): P_i = (Σ_j n_ij² − n_i) / (n_i(n_i − 1)),
+    P̄ = mean P_i, p_j = Σ_i n_ij / Σ_i n_i, P_e = Σ_j p_j²; κ = (P̄ − P_e) / (1 − P_e). With a constant
+    n this is the textbook formula. NaN when P_e = 1 (one category only) or no item has 2 raters.
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    n = counts.sum(axis=1)
+    counts, n = counts[n >= 2], n[n >= 2]
+    if len(n) == 0:
+        return NAN
+    p_items = ((counts ** 2).sum(axis=1) - n) / (n * (n - 1))
+    p_cat = counts.sum(axis=0) / n.sum()
+    p_e = float((p_cat ** 2).sum())
+    return (float(p_items.mean()) - p_e) / (1 - p_e) if p_e < 1 else NAN
+
+
+def pearson(x, y) -> float:
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if len(x) < 2 or x.std() == 0 or y.std() == 0:
+        return NAN
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def pairwise_percent(labels: list) -> float:
+    """Share of agreeing rater pairs of one item, in percent."""
+    pairs = list(itertools.combinations(labels, 2))
+    return sum(a == b for a, b in pairs) / len(pairs) * 100 if pairs else NAN
+
+
+def majority(labels) -> float:
+    """The majority label of one item; NaN on a tie."""
+    ones, total = int(np.sum(labels)), len(labels)
+    return 1.0 if 2 * ones > total else 0.0 if 2 * ones < total else NAN
+
+
+# -- humans among themselves ----------------------------------------------------------------------
+def _item_lists(humans: pd.DataFrame) -> pd.Series:
+    return humans.groupby(ITEM, sort=False)["label"].apply(list)
+
+
+def inter_rater(humans: pd.DataFrame) -> dict:
+    """Agreement of the human raters on the items at least two of them labelled."""
+    lists = _item_lists(humans)
+    multi = [list(v) for v in lists if len(v) >= 2]
+    counts = np.array([[v.count(0), v.count(1)] for v in multi]).reshape(-1, 2)
+    return {"n_raters": int(humans["rater"].nunique()), "n_labels": len(humans), "n_items": len(lists),
+            "n_items_multi": len(multi),
+            "pairwise_percent": float(np.mean([pairwise_percent(v) for v in multi])) if multi else NAN,
+            "unanimous_percent": float(np.mean([len(set(v)) == 1 for v in multi]) * 100) if multi else NAN,
+            "fleiss_kappa": fleiss_kappa(counts)}
+
+
+def rater_pairs(humans: pd.DataFrame) -> list[dict]:
+    """Percent agreement and Cohen's kappa of every pair of human raters on their shared items."""
+    wide = humans.pivot_table(index=ITEM, columns="rater", values="label", aggfunc="first")
+    rows = []
+    for a, b in itertools.combinations(wide.columns, 2):
+        both = wide[[a, b]].dropna()
+        rows.append({"rater_a": a, "rater_b": b, "n": len(both),
+                     "percent": percent_agreement(both[a], both[b]), "cohen_kappa": cohen_kappa(both[a], both[b])})
+    return rows
+
+
+# -- judge against the human majority -------------------------------------------------------------
+def items(humans: pd.DataFrame, judge: pd.DataFrame) -> pd.DataFrame:
+    """One row per item: raters, positive labels, human majority (NaN on a tie), judge label, agree."""
+    lists = _item_lists(humans)
+    frame = pd.DataFrame({"n_raters": lists.map(len), "human_positive": lists.map(sum),
+                          "human_majority": lists.map(majority)}).reset_index()
+    judged = judge.drop_duplicates(ITEM, keep="last").rename(columns={"label": "judge"})[ITEM + ["judge"]]
+    frame = frame.merge(judged, on=ITEM, how="left")
+    both = frame["human_majority"].notna() & frame["judge"].notna()
+    frame["agree"] = np.where(both, frame["human_majority"] == frame["judge"], np.nan)
+    return frame
+
+
+def _versus(scope: dict, judge: np.ndarray, human: np.ndarray, ties: int) -> dict:
+    j_acc = float(judge.mean() * 100) if len(judge) else NAN
+    h_acc = float(human.mean() * 100) if len(human) else NAN
+    return {**scope, "n": len(judge), "ties_excluded": ties,
+            "percent": percent_agreement(judge, human), "cohen_kappa": cohen_kappa(judge, human),
+            "judge_1_human_1": int(((judge == 1) & (human == 1)).sum()),
+            "judge_1_human_0": int(((judge == 1) & (human == 0)).sum()),
+            "judge_0_human_1": int(((judge == 0) & (human == 1)).sum()),
+            "judge_0_human_0": int(((judge == 0) & (human == 0)).sum()),
+            "judge_accuracy": j_acc, "human_accuracy": h_acc, "bias": j_acc - h_acc}
+
+
+def judge_vs_humans(table: pd.DataFrame) -> list[dict]:
+    """Rows for all items, per mode, and per (model, mode); bias = judge − human accuracy (pp)."""
+    judged = table[table["judge"].notna()]
+    groups = [({"scope": "all", "model": "*", "mode": "*"}, judged)]
+    groups += [({"scope": "mode", "model": "*", "mode": m}, g) for m, g in judged.groupby("mode", sort=False)]
+    groups += [({"scope": "model", "model": k[0], "mode": k[1]}, g)
+               for k, g in judged.groupby(["model", "mode"], sort=False)]
+    rows = []
+    for scope, g in groups:
+        ok = g[g["human_majority"].notna()]
+        rows.append(_versus(scope, ok["judge"].to_numpy(), ok["human_majority"].to_numpy(), len(g) - len(ok)))
+    return rows
+
+
+def correlation(rows: list[dict], left: str, right: str) -> list[dict]:
+    """Across models: Pearson r of two accuracies and the mean of left − right, per mode and overall."""
+    frame = pd.DataFrame([r for r in rows if r.get("scope", "model") == "model"])
+    if frame.empty:
+        return []
+    out = []
+    for mode, g in [("*", frame)] + list(frame.groupby("mode", sort=False)):
+        g = g.dropna(subset=[left, right])
+        out.append({"mode": mode, "n_results": len(g), "pearson_r": pearson(g[left], g[right]),
+                    "mean_bias": float((g[left] - g[right]).mean()) if len(g) else NAN})
+    return out
+
+
+# -- exact match against the judge, no humans needed ----------------------------------------------
+def em_vs_judge(pairs: list[tuple[dict, pd.Series, pd.Series]]) -> list[dict]:
+    """Per scored result (scope, EM scores, judge scores, by problem_id): agreement on shared problems."""
+    rows = []
+    for scope, em, llm in pairs:
+        joined = pd.concat([em.rename("em"), llm.rename("judge")], axis=1, join="inner").dropna()
+        judge, exact = ((joined[c] >= 0.5).astype(int).to_numpy() for c in ("judge", "em"))
+        row = _versus({"scope": "model", **scope}, judge, exact, 0)
+        rows.append({k.replace("human", "em"): v for k, v in row.items() if k != "ties_excluded"})
+    return rows

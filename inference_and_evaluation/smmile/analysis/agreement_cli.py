@@ -1,0 +1,123 @@
+"""`smmile agreement`: how far the LLM judge can be trusted (paper: judge vs five clinical experts).
+
+Inputs: result folders/CSVs (judge labels from `*_evaluationllm.json`, exact match from the CSVs) and
+optionally `--labels` (human labels, format in docs/analyses.md). Outputs to --out: agreement.json +
+one CSV per table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from .. import frontdoor as fd
+from ..errors import UserError
+from ..scoring.exact_match import ResultFileError
+from ..scoring.stats import load_records
+from . import agreement as ag
+from .labels import canonical_models, judge_from_results, model_aliases, read_labels
+from .output import fmt, write_tables
+from .results import file_records
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="smmile agreement", formatter_class=fd.HelpFormatter,
+                                description="Judge reliability: inter-rater agreement of human labels (percent, "
+                                            "Fleiss' kappa), judge vs majority human per item (percent, Cohen's "
+                                            "kappa) and per model (Pearson r, bias), and exact match vs judge.")
+    p.add_argument("results", nargs="*", metavar="PATH",
+                   help="result folders or CSVs: judge labels from *_evaluationllm.json, EM from the CSVs")
+    p.add_argument("--labels", help="CSV of human labels: problem_id, model, mode, rater, label (0/1)")
+    p.add_argument("--judge-rater", default="judge", help="rater name of judge rows in --labels")
+    p.add_argument("--out", default="agreement", help="output folder")
+    return p
+
+
+def load_results(paths: list[str], warn) -> list:
+    records = []
+    for path in paths:
+        if not os.path.exists(path):
+            raise UserError(f"results {path} not found")
+        try:
+            records += load_records(path, warn) if os.path.isdir(path) else file_records(path)
+        except ResultFileError as exc:
+            raise UserError(str(exc)) from None
+    return records
+
+
+def human_tables(labels: pd.DataFrame, records: list, judge_rater: str) -> tuple[dict, dict]:
+    labels = canonical_models(labels, model_aliases(records))
+    humans = labels[labels["rater"] != judge_rater]
+    if humans.empty:
+        raise UserError("the labels hold no human rater (every row is the judge)")
+    judge = pd.concat([judge_from_results(records), labels[labels["rater"] == judge_rater][ag.ITEM + ["label"]]])
+    summary, tables = {"inter_rater": ag.inter_rater(humans)}, {"rater_pairs": ag.rater_pairs(humans)}
+    if not judge.empty:
+        table = ag.items(humans, judge)
+        versus = ag.judge_vs_humans(table)
+        tables.update({"judge_vs_humans": versus,
+                       "judge_human_correlation": ag.correlation(versus, "judge_accuracy", "human_accuracy"),
+                       "items": table})
+    return summary, tables
+
+
+def em_tables(records: list) -> dict:
+    by_source: dict[str, dict] = {}
+    for r in records:
+        by_source.setdefault(r.source, {})[r.metric] = r
+    pairs = [({"model": m["EM"].model, "mode": m["EM"].mode, "source": os.path.basename(src)},
+              m["EM"].scores, m["LLM"].scores) for src, m in by_source.items() if {"EM", "LLM"} <= set(m)]
+    if not pairs:
+        return {}
+    rows = ag.em_vs_judge(pairs)
+    return {"em_vs_judge": rows, "em_judge_correlation": ag.correlation(rows, "judge_accuracy", "em_accuracy")}
+
+
+def console(summary: dict, tables: dict) -> str:
+    lines = []
+    if "inter_rater" in summary:
+        s = summary["inter_rater"]
+        lines.append(f"inter-rater: {s['n_raters']} raters, {s['n_items_multi']} items with >= 2 labels: "
+                     f"{fmt(s['pairwise_percent'])}% pairwise agreement, Fleiss' kappa {fmt(s['fleiss_kappa'], '.3f')}")
+    for name, other in (("judge_vs_humans", "human"), ("em_vs_judge", "em")):
+        for r in tables.get(name, []):
+            if r["scope"] != "model" or name == "em_vs_judge":
+                lines.append(f"{name} {r['model']} {r['mode']}: n={r['n']} {fmt(r['percent'])}% agree, kappa "
+                             f"{fmt(r['cohen_kappa'], '.3f')}, judge {fmt(r['judge_accuracy'])}% vs {other} "
+                             f"{fmt(r[other + '_accuracy'])}% (bias {fmt(r['bias'], '+.2f')} pp)")
+    for name in ("judge_human_correlation", "em_judge_correlation"):
+        for r in tables.get(name, []):
+            lines.append(f"{name} mode={r['mode']}: {r['n_results']} results, r={fmt(r['pearson_r'], '.3f')}, "
+                         f"mean bias {fmt(r['mean_bias'], '+.2f')} pp")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    warnings: list[str] = []
+
+    def warn(message: str) -> None:
+        print(message, file=sys.stderr)
+        warnings.append(message)
+
+    if not args.results and not args.labels:
+        raise UserError("give result folders and/or --labels")
+    records = load_results(args.results, warn)
+    summary, tables = human_tables(read_labels(args.labels), records, args.judge_rater) if args.labels else ({}, {})
+    tables.update(em_tables(records))
+    if not summary and not tables:
+        raise UserError("nothing to compare: no human labels and no result judged by the LLM judge")
+    meta = {"settings": {"labels": args.labels, "results": [str(Path(p).resolve()) for p in args.results],
+                         "judge_rater": args.judge_rater}, **summary, "warnings": warnings}
+    written = write_tables(Path(args.out), "agreement", tables, meta)
+    print(console(summary, tables))
+    print("Written: " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return fd.guarded(lambda: run(args))
