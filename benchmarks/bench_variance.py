@@ -157,20 +157,29 @@ def ours_table(files: list[str]) -> str:
     return tables.text_table(variance.analyse(files).results)
 
 
-def _time(fn, files, repeat: int) -> tuple[float, str]:
-    best, out = float("inf"), ""
+def _timed(fn, files) -> tuple[float, str]:
+    start = time.perf_counter()
+    out = fn(files)
+    return time.perf_counter() - start, out
+
+
+def measure(files: list[str], repeat: int) -> tuple[float, float, str, str]:
+    """Best-of-``repeat`` times, the two runs interleaved so that machine load hits both alike."""
+    t_orig = t_ours = float("inf")
+    table_orig = table_ours = ""
     for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn(files)
-        best = min(best, time.perf_counter() - start)
-    return best, out
+        elapsed, table_orig = _timed(original_table, files)
+        t_orig = min(t_orig, elapsed)
+        elapsed, table_ours = _timed(ours_table, files)
+        t_ours = min(t_ours, elapsed)
+    return t_orig, t_ours, table_orig, table_ours
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=60)
     parser.add_argument("--rows", type=int, default=1038)
-    parser.add_argument("--repeat", type=int, default=3, help="best of N runs")
+    parser.add_argument("--repeat", type=int, default=5, help="best of N interleaved runs")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as root:
         build_results_dir(root, args.files, args.rows)
@@ -178,8 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         devnull = open(os.devnull, "w")
         stdout, sys.stdout = sys.stdout, devnull  # silence the per-file console lines
         try:
-            t_orig, table_orig = _time(original_table, files, args.repeat)
-            t_ours, table_ours = _time(ours_table, files, args.repeat)
+            t_orig, t_ours, table_orig, table_ours = measure(files, args.repeat)
         finally:
             sys.stdout = stdout
             devnull.close()
