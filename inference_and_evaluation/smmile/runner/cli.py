@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import frontdoor as fd
-from ..models import registry
+from ..models import presets_api, registry
+from ..api_cli import add_api_flags, api_settings
 from .run import RunSpec, parse_shard, run
 
 
@@ -18,10 +19,13 @@ def build_parser():
     fd.add_dataset_flag(p)
     p.add_argument("--output-dir", "--output_dir", dest="output_dir", default="../results",
                    help="where result files go (with --dataset augmented: <output-dir>_augmented)")
-    p.add_argument("--backend", default=None, help="override the preset's backend, as module:Class")
+    p.add_argument("--backend", default=None, help="override the preset's backend, as module:Class or a short name "
+                   "(azure, openai, openai-compatible, anthropic, ollama); with openai-compatible, --model may "
+                   "name any model the server at --base-url serves")
     p.add_argument("--no-open-suffix", action="store_true",
                    help="name open results result_<tag>_<mode>.csv, as the original open-only scripts did")
     fd.add_run_flags(p)
+    add_api_flags(p)
     return p
 
 
@@ -33,7 +37,9 @@ def main(argv: list[str] | None = None) -> int:
                        revision=args.revision, augmented=augmented, output_dir=out, protocol=args.protocol,
                        open_suffix=not args.no_open_suffix, model_path=args.model_path,
                        image_dir=Path(args.image_dir), shard=parse_shard(args.shard), batch_size=args.batch_size,
-                       backend=args.backend)
+                       backend=presets_api.backend_path(args.backend), settings=api_settings(args))
+        if args.backend == "openai-compatible":
+            presets_api.served_model(args.model)  # any model the server serves, tagged by its name
         return run(spec).exit_code
 
     return fd.guarded(go)

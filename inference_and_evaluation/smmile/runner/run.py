@@ -104,9 +104,11 @@ class Runner:
 
     def key(self, item: Item) -> str:
         s = self.spec
+        run_only = getattr(registry.load_symbol(s.backend or self.preset.backend), "RUN_ONLY", ())
+        settings = {k: v for k, v in {**self.preset.settings, **s.settings}.items() if k not in run_only}
         ident = {"model": self.preset.name, "model_id": self.preset.model_id, "model_path": s.model_path,
                  "backend": s.backend or self.preset.backend, "protocol": s.protocol,
-                 "settings": {**self.preset.settings, **s.settings}, "item": item.fingerprint()}
+                 "settings": settings, "item": item.fingerprint()}
         return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
     # -- execution ------------------------------------------------------------------------------
@@ -131,6 +133,7 @@ class Runner:
         try:
             backend.generate([(it, self.family.request(it)) for it in pending], on_done)
         finally:
+            self.backend_info = backend.describe()  # again: counters (retries, tokens, cost) are final now
             bar.close()
             backend.close()
             self.journal.close()

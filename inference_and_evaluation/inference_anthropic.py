@@ -1,0 +1,8 @@
+"""Claude 3.7 Sonnet via the Anthropic API (original flags; see `--help`)."""
+
+import sys
+
+from smmile.api_cli import anthropic_main
+
+if __name__ == "__main__":
+    sys.exit(anthropic_main())

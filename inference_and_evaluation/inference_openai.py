@@ -1,0 +1,8 @@
+"""GPT-4o via Azure OpenAI or OpenAI (original flags; see `--help`)."""
+
+import sys
+
+from smmile.api_cli import openai_main
+
+if __name__ == "__main__":
+    sys.exit(openai_main())

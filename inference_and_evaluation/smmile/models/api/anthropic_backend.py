@@ -1,0 +1,75 @@
+"""Claude through the Anthropic Messages API (official `anthropic` SDK, imported lazily)."""
+
+from __future__ import annotations
+
+import os
+
+from ...errors import UserError
+from .backend import ApiBackend, import_sdk
+from .images import Encoded
+from .request import ChatRequest
+from .retry import Failure, status_failure
+
+
+class AnthropicBackend(ApiBackend):
+    name = "anthropic"
+    provider = "anthropic"
+    sdk = "anthropic"
+    # documented Messages API limits, checked before sending under --protocol corrected
+    limits = {"request_bytes": 32 * 1024 * 1024, "image_b64_bytes": 5 * 1024 * 1024,
+              "image_side": 8000, "image_side_many": 2000}
+    default_max_image_side = 1568  # larger images are resized server-side anyway
+
+    def client_args(self) -> dict:
+        key = os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise UserError("ANTHROPIC_API_KEY environment variable not set")
+        self.scrub.add(key)
+        return {"api_key": key, **({"base_url": self.base_url} if self.base_url else {})}
+
+    def make_client(self):
+        anthropic = import_sdk("anthropic", "the Anthropic backend")
+        return anthropic.AsyncAnthropic(**self._client_args, max_retries=0, timeout=self.timeout)
+
+    def render(self, req: ChatRequest, images: dict[int, Encoded]) -> dict:
+        def part(p: dict) -> dict:
+            if p.get("type") != "image":
+                return p
+            enc = images[id(p["ref"])]
+            return {"type": "image", "source": {"type": "base64", "media_type": enc.media_type, "data": enc.b64}}
+
+        system, messages = None, []
+        for i, m in enumerate(req.messages):
+            if m["role"] == "system":
+                if i != 0:
+                    raise UserError("the Anthropic Messages API has no system turns inside a conversation")
+                system = m["content"] if isinstance(m["content"], str) else "".join(p["text"] for p in m["content"])
+                continue
+            content = [part(p) for p in m["content"]] if isinstance(m["content"], list) else m["content"]
+            messages.append({"role": m["role"], "content": content})
+        wire = {"model": self.model, "messages": messages, "max_tokens": req.max_tokens or 512}
+        if system is not None:
+            wire["system"] = system
+        if req.temperature is not None:  # this SDK generation has no `temperature` argument; the API still takes it
+            wire["extra_body"] = {"temperature": req.temperature}
+        return {**wire, **req.options}
+
+    async def send(self, client, wire: dict) -> tuple[str, dict]:
+        response = await client.messages.create(**wire)
+        content = getattr(response, "content", None)
+        if isinstance(response, (str, bytes)) or content is None:
+            raise ValueError("malformed message response (no content)")
+        usage = getattr(response, "usage", None)
+        tokens = {"input_tokens": getattr(usage, "input_tokens", 0) or 0,
+                  "output_tokens": getattr(usage, "output_tokens", 0) or 0} if usage else {}
+        return (content[0].text if content else ""), tokens
+
+    def classify(self, exc: BaseException) -> Failure:
+        anthropic = import_sdk("anthropic", "the Anthropic backend")
+        if isinstance(exc, anthropic.APIStatusError):
+            return status_failure(str(exc), exc.status_code, getattr(exc.response, "headers", None))
+        if isinstance(exc, anthropic.APIConnectionError):  # timeouts included
+            return Failure(str(exc) or "Connection error.", True)
+        if isinstance(exc, (anthropic.APIResponseValidationError, ValueError)):
+            return Failure(f"malformed response: {exc}", True)
+        return super().classify(exc)

@@ -1,0 +1,114 @@
+"""OpenAI chat-completions providers: Azure OpenAI, OpenAI, and any OpenAI-compatible server
+(vLLM serve, SGLang, llama.cpp server, ollama /v1, gateways). Official `openai` SDK, imported lazily."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ...errors import UserError
+from .backend import ApiBackend, import_sdk
+from .images import Encoded
+from .request import ChatRequest
+from .retry import Failure, status_failure
+from .secrets import url_has_credentials
+
+AZURE_API_VERSION = "2024-05-01-preview"  # the original's default (spec §1.6)
+
+
+class OpenAIChatBackend(ApiBackend):
+    name = "openai"
+    provider = "openai"
+    sdk = "openai"
+    limits = {"request_bytes": 50 * 1024 * 1024}
+    default_max_image_side = 2048  # "high" detail scales images to fit 2048x2048 anyway
+
+    def client_args(self) -> dict:
+        key = os.environ.get("OPENAI_API_KEY")
+        if not key:
+            raise UserError("OPENAI_API_KEY environment variable not set")
+        self.scrub.add(key)
+        return {"api_key": key, **({"base_url": self.base_url} if self.base_url else {})}
+
+    def make_client(self):
+        openai = import_sdk("openai", f"the {self.provider} backend")
+        return openai.AsyncOpenAI(**self._client_args, max_retries=0, timeout=self.timeout)
+
+    def render(self, req: ChatRequest, images: dict[int, Encoded]) -> dict:
+        def part(p: dict) -> dict:
+            if p.get("type") != "image":
+                return p
+            enc = images[id(p["ref"])]
+            return {"type": "image_url", "image_url": {"url": f"data:{enc.media_type};base64,{enc.b64}", "detail": "high"}}
+
+        messages = [{"role": m["role"], "content": [part(p) for p in m["content"]]
+                     if isinstance(m["content"], list) else m["content"]} for m in req.messages]
+        wire = {"model": self.model, "messages": messages}
+        if req.temperature is not None:
+            wire["temperature"] = req.temperature
+        if req.max_tokens is not None:
+            wire["max_tokens"] = req.max_tokens
+        return {**wire, **req.options}
+
+    async def send(self, client, wire: dict) -> tuple[str, dict]:
+        response = await client.chat.completions.create(**wire)
+        if isinstance(response, (str, bytes)) or not getattr(response, "choices", None):
+            raise json.JSONDecodeError("malformed chat completion (no choices)", str(response)[:200], 0)
+        usage = getattr(response, "usage", None)
+        tokens = {"input_tokens": getattr(usage, "prompt_tokens", 0) or 0,
+                  "output_tokens": getattr(usage, "completion_tokens", 0) or 0} if usage else {}
+        return response.choices[0].message.content or "", tokens
+
+    def classify(self, exc: BaseException) -> Failure:
+        openai = import_sdk("openai", f"the {self.provider} backend")
+        if isinstance(exc, openai.APIStatusError):
+            return status_failure(str(exc), exc.status_code, getattr(exc.response, "headers", None))
+        if isinstance(exc, openai.APITimeoutError):
+            return Failure(str(exc) or "Request timed out.", True)
+        if isinstance(exc, openai.APIConnectionError):
+            return Failure(str(exc) or "Connection error.", True)
+        if isinstance(exc, openai.APIResponseValidationError):
+            return Failure(f"malformed response: {exc}", True)
+        return super().classify(exc)
+
+
+class AzureOpenAIBackend(OpenAIChatBackend):
+    """GPT-4o through Azure OpenAI, as the original (`AsyncAzureOpenAI`; the model is the deployment name)."""
+
+    name = "azure-openai"
+    provider = "azure"
+
+    def client_args(self) -> dict:
+        key, endpoint = os.environ.get("AZURE_OPENAI_API_KEY"), os.environ.get("AZURE_OPENAI_ENDPOINT")
+        if not key or not endpoint:
+            raise UserError("AZURE_OPENAI_API_KEY and AZURE_OPENAI_ENDPOINT must be set (and optionally "
+                            "AZURE_OPENAI_API_VERSION; default " + AZURE_API_VERSION + ")")
+        self.scrub.add(key)
+        self.base_url = endpoint
+        return {"api_key": key, "azure_endpoint": endpoint,
+                "api_version": os.environ.get("AZURE_OPENAI_API_VERSION") or AZURE_API_VERSION}
+
+    def make_client(self):
+        openai = import_sdk("openai", "the Azure OpenAI backend")
+        return openai.AsyncAzureOpenAI(**self._client_args, max_retries=0, timeout=self.timeout)
+
+    def describe(self) -> dict:
+        return {**super().describe(), "api_version": self._client_args["api_version"]}
+
+
+class OpenAICompatibleBackend(OpenAIChatBackend):
+    """Any server speaking OpenAI chat completions at `--base-url` (key: OPENAI_COMPATIBLE_API_KEY, optional)."""
+
+    name = "openai-compatible"
+    provider = "openai-compatible"
+    limits: dict = {}
+
+    def client_args(self) -> dict:
+        if not self.base_url:
+            raise UserError("--backend openai-compatible needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+        if url_has_credentials(self.base_url):
+            raise UserError("--base-url must not carry credentials (user:password@ or ?query); "
+                            "put the key in OPENAI_COMPATIBLE_API_KEY instead")
+        key = os.environ.get("OPENAI_COMPATIBLE_API_KEY")
+        self.scrub.add(key)
+        return {"api_key": key or "EMPTY", "base_url": self.base_url}

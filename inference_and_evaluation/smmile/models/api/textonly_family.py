@@ -1,0 +1,77 @@
+"""The Llama 3.3 text-only baseline (ollama): images omitted, one user message (spec §3.9, §3.10).
+
+`script="open"` is inference_llama33textonly.py (open only; `'{q} {a}\\n'` examples); `script="mcqa"` is
+inference_llama33textonly_mcqa.py (`'Question: ...\\nAnswer: ...'` examples, Template A, E1 and the
+follow-up turn when extraction fails, except for the last problem). MCQA under `script="open"` uses the
+_mcqa script's prompts: the open-only script has none.
+"""
+
+from __future__ import annotations
+
+from ...protocol import templates as T
+from ...protocol.extract import EXTRACTION_FAILED, extract_e1
+from ...protocol.items import Item, Rngs
+from ..base import Family, Response, base_row, mcqa_fields
+from .request import ChatRequest
+
+
+def open_script_prompt(item: Item) -> str:
+    q = item.problem.query.question
+    if item.mode != "ICL":
+        return T.TEXTONLY_OPEN_0SHOT.format(q=q)
+    body = "".join(T.TEXTONLY_OPEN_ICL_ITEM.format(q=r.question, a=r.answer) for r in item.problem.examples)
+    return T.TEXTONLY_OPEN_ICL_HEAD + body + T.TEXTONLY_OPEN_ICL_TAIL.format(q=q)
+
+
+def mcqa_script_prompt(item: Item) -> str:
+    mcqa = item.fmt == "mcqa"
+    if item.mode != "ICL":
+        return (T.TEXTONLY2_0SHOT_MCQA if mcqa else T.TEXTONLY2_0SHOT_OPEN) + item.target
+    body = "".join(T.TEXTONLY2_ICL_ITEM.format(q=r.question, a=r.answer) for r in item.problem.examples)
+    return T.TEXTONLY2_ICL_HEAD + body + (T.TEXTONLY2_ICL_MCQA if mcqa else T.TEXTONLY2_ICL_OPEN) + item.target
+
+
+class TextOnlyFamily(Family):
+    name = "llama33textonly"
+    mcqa_template = "A"
+    SETTINGS = ("max_tokens",)
+
+    def __init__(self, script: str = "open", max_tokens: int | None = None):
+        self.script = script
+        self.max_tokens = max_tokens  # None: server defaults, as the original
+        self._last_index = -1
+
+    def plan(self, item: Item, rngs: Rngs) -> None:
+        super().plan(item, rngs)
+        self._last_index = max(self._last_index, item.index)  # every problem is planned before any request
+
+    def prompt(self, item: Item) -> str:
+        if self.script == "open" and item.fmt == "open":
+            return open_script_prompt(item)
+        return mcqa_script_prompt(item)
+
+    def request(self, item: Item) -> ChatRequest:
+        prompt = self.prompt(item)
+        req = ChatRequest([{"role": "user", "content": prompt}], max_tokens=self.max_tokens)
+        if item.fmt == "mcqa" and item.index < self._last_index:  # spec §9.29: never for the last problem
+            req.followup = lambda first: self.followup(item, prompt, first)
+        return req
+
+    def followup(self, item: Item, prompt: str, first: str) -> ChatRequest | None:
+        if extract_e1(first, item.options) != EXTRACTION_FAILED:
+            return None
+        messages = [{"role": "user", "content": prompt}, {"role": "assistant", "content": first},
+                    {"role": "user", "content": T.TEXTONLY_FOLLOW_UP}]
+        return ChatRequest(messages, max_tokens=self.max_tokens)
+
+    def row(self, item: Item, response: Response) -> dict:
+        row = base_row(item)
+        text = response.text
+        if item.fmt == "mcqa":
+            first = response.extra.get("first_reply")
+            full = text if first is None else f"{first}\n\nUser: {T.TEXTONLY_FOLLOW_UP}\n\nAssistant: {text}"
+            row.update(mcqa_fields(item, extract_e1(text, item.options)))
+            row["full_response"] = full
+        else:
+            row["generated_answer"] = row["full_response"] = text
+        return {c: row[c] for c in self.columns(item.fmt)}

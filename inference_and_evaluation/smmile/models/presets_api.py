@@ -1,0 +1,53 @@
+"""API and server presets (spec §3.9-§3.13, §8). Imported by the registry on lookup; imports no SDK."""
+
+from __future__ import annotations
+
+import re
+
+from .registry import PRESETS, Preset, register
+
+CHAT = "api.chat_family:ApiChatFamily"
+TEXTONLY = "api.textonly_family:TextOnlyFamily"
+
+# short names accepted by `smmile run --backend`
+BACKENDS = {
+    "azure": "api.openai_backend:AzureOpenAIBackend",
+    "azure-openai": "api.openai_backend:AzureOpenAIBackend",
+    "openai": "api.openai_backend:OpenAIChatBackend",
+    "openai-compatible": "api.openai_backend:OpenAICompatibleBackend",
+    "anthropic": "api.anthropic_backend:AnthropicBackend",
+    "ollama": "api.ollama_backend:OllamaBackend",
+}
+
+register(
+    Preset("gpt-4o", "gpt-4o", CHAT, BACKENDS["azure"], "gpt-4o",
+           family_args={"answer_role": "protocol", "answer_as_parts": True, "options": {"logprobs": True}},
+           notes="GPT-4o via Azure OpenAI (deployment gpt-4o); ICL answers as system turns under --protocol paper"),
+    Preset("claude-3-7-sonnet", "claude-3-7-sonnet", CHAT, BACKENDS["anthropic"], "claude-3-7-sonnet-20250219",
+           family_args={"answer_role": "assistant"}, notes="Claude 3.7 Sonnet, Anthropic Messages API"),
+    Preset("llama33textonly", "llama33textonly", TEXTONLY, BACKENDS["ollama"], "llama3.3",
+           family_args={"script": "open"}, notes="Llama 3.3 text-only baseline via ollama (open-only script)"),
+    Preset("llama33textonly_mcqa", "llama33textonly", TEXTONLY, BACKENDS["ollama"], "llama3.3",
+           family_args={"script": "mcqa"}, notes="Llama 3.3 text-only baseline via ollama (_mcqa script prompts)"),
+)
+
+
+def backend_path(name: str | None) -> str | None:
+    """`--backend` value: a short name above, or a `module:Class` path."""
+    return BACKENDS.get(name, name) if name else name
+
+
+def file_tag(model: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.-]+", "-", model).strip("-") or "model"
+
+
+def served_model(model: str) -> Preset:
+    """A preset for a model the paper never ran, served behind an OpenAI-compatible API (`--model NAME`)."""
+    if model in PRESETS:
+        return PRESETS[model]
+    preset = Preset(model, file_tag(model), CHAT, BACKENDS["openai-compatible"], model,
+                    family_args={"answer_role": "assistant"},
+                    notes="served model: GPT-4o/Claude chat layout (system prompt, text before image), "
+                          "ICL answers as assistant turns, temperature 0, max_tokens 512, Template A + E2")
+    register(preset)
+    return preset

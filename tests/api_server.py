@@ -1,0 +1,211 @@
+"""A local fake API server for tests and benchmarks (127.0.0.1 only, started and stopped by its user).
+
+Speaks enough of four protocols for the official SDK clients: OpenAI chat completions (`/v1/chat/completions`),
+Azure OpenAI (`/openai/deployments/<name>/chat/completions?api-version=...`), Anthropic messages
+(`/v1/messages`) and ollama chat (`/api/chat`). It records every request it receives and can inject
+latency, 429 with Retry-After, 500s, timeouts and malformed bodies through `script(record) -> Action`.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+from urllib.parse import parse_qs, urlsplit
+
+
+@dataclass
+class Action:
+    kind: str = "ok"  # ok | status | sleep | malformed
+    status: int = 200
+    headers: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    reply: str | None = None
+    message: str | None = None  # error message in the body (e.g. one echoing a header, for scrubbing tests)
+
+
+def default_reply(record: dict) -> str:
+    return "<think>Looks like the examples.</think>\n<answer>A</answer>"
+
+
+class FakeApi:
+    def __init__(self, latency: float = 0.0, script: Callable[[dict], Action | None] | None = None,
+                 reply: Callable[[dict], str] = default_reply):
+        self.latency, self.script, self.reply = latency, script, reply
+        self.records: list[dict] = []
+        self.in_flight = self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> "FakeApi":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def requests(self, kind: str | None = None) -> list[dict]:
+        with self._lock:
+            return [r for r in self.records if kind is None or r["protocol"] == kind]
+
+    def _record(self, rec: dict) -> dict:
+        with self._lock:
+            rec["n"] = len(self.records)
+            self.records.append(rec)
+        return rec
+
+    def _handler(self):
+        api = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_GET(self):
+                if self.path.rstrip("/").endswith("/models"):
+                    return self._json(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
+                self._json(404, {"error": {"message": "not found"}})
+
+            def do_POST(self):
+                parts = urlsplit(self.path)
+                raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    body = {"_raw": raw.decode("latin-1")}
+                protocol = _protocol(parts.path)
+                rec = api._record({"protocol": protocol, "path": parts.path, "query": parse_qs(parts.query),
+                                   "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body,
+                                   "time": time.monotonic()})
+                if protocol is None:
+                    return self._json(404, {"error": {"message": f"no route {parts.path}"}})
+                action = (api.script(rec) if api.script else None) or Action()
+                rec["action"] = action.kind if action.kind != "status" else action.status
+                with api._lock:
+                    api.in_flight += 1
+                    api.max_in_flight = max(api.max_in_flight, api.in_flight)
+                try:
+                    time.sleep(api.latency + (action.seconds if action.kind == "sleep" else 0.0))
+                finally:
+                    with api._lock:
+                        api.in_flight -= 1
+                if action.kind == "status":
+                    body = _error(protocol, action.status, action.message)
+                    return self._json(action.status, body, action.headers)
+                if action.kind == "malformed":
+                    return self._send(200, b'{"choices": [ {"message": oops', {"content-type": "application/json"})
+                reply = action.reply if action.reply is not None else api.reply(rec)
+                self._json(200, _success(protocol, body, reply))
+
+            def _json(self, status: int, obj: dict, headers: dict | None = None):
+                self._send(status, json.dumps(obj).encode(), {"content-type": "application/json", **(headers or {})})
+
+            def _send(self, status: int, data: bytes, headers: dict):
+                try:
+                    self.send_response(status)
+                    for k, v in headers.items():
+                        self.send_header(k, str(v))
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout test)
+
+        return Handler
+
+
+def _protocol(path: str) -> str | None:
+    if path.startswith("/openai/deployments/") and path.endswith("/chat/completions"):
+        return "azure"
+    if path.endswith("/chat/completions"):
+        return "openai"
+    if path.endswith("/v1/messages"):
+        return "anthropic"
+    if path == "/api/chat":
+        return "ollama"
+    return None
+
+
+def _tokens(body: dict, reply: str) -> tuple[int, int]:
+    return max(1, len(json.dumps(body)) // 4), max(1, len(reply) // 4)
+
+
+def _success(protocol: str, body: dict, reply: str) -> dict:
+    pin, pout = _tokens(body, reply)
+    model = body.get("model", "")
+    if protocol in ("openai", "azure"):
+        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
+                             "finish_reason": "stop", "logprobs": None}],
+                "usage": {"prompt_tokens": pin, "completion_tokens": pout, "total_tokens": pin + pout}}
+    if protocol == "anthropic":
+        return {"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+                "content": [{"type": "text", "text": reply}], "stop_reason": "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": pin, "output_tokens": pout}}
+    return {"model": model, "created_at": "2025-01-01T00:00:00Z", "message": {"role": "assistant", "content": reply},
+            "done": True, "done_reason": "stop", "prompt_eval_count": pin, "eval_count": pout}
+
+
+def _error(protocol: str, status: int, message: str | None = None) -> dict:
+    kind = {429: "rate_limit_error", 413: "request_too_large", 500: "api_error"}.get(status, "invalid_request_error")
+    message = message or f"injected {status}"
+    if protocol == "anthropic":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    if protocol == "ollama":
+        return {"error": message}
+    return {"error": {"message": message, "type": kind, "code": str(status)}}
+
+
+def body_key(record: dict) -> str:
+    """Identifies a conversation: the same problem's retries share it."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(record["body"].get("messages"), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def transient_failures(rate: float = 0.2, max_per_body: int = 2, retry_after: float = 0.05):
+    """A script failing `rate` of requests (429 with Retry-After and 500, alternating), deterministically by
+    request number, never more than `max_per_body` times for one conversation."""
+    lock, seen = threading.Lock(), {}
+    period = max(1, round(1 / rate))
+
+    def script(rec: dict) -> Action | None:
+        key = body_key(rec)
+        with lock:
+            if rec["n"] % period != 0 or seen.get(key, 0) >= max_per_body:
+                return None
+            seen[key] = seen.get(key, 0) + 1
+        if (rec["n"] // period) % 2:
+            return Action("status", 500)
+        return Action("status", 429, headers={"retry-after": str(retry_after)})
+
+    return script
+
+
+def permanent_failure(status: int = 500):
+    """A script failing every request of the first conversation it sees, forever."""
+    lock, doomed = threading.Lock(), []
+
+    def script(rec: dict) -> Action | None:
+        key = body_key(rec)
+        with lock:
+            if not doomed:
+                doomed.append(key)
+        rec["doomed"] = key == doomed[0]
+        return Action("status", status) if rec["doomed"] else None
+
+    script.doomed = doomed
+    return script
