@@ -193,7 +193,7 @@ def stratification_figures(results_dir: str, out: str, flags=None, formats=FORMA
 
 # -- command line ------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="smmile report (figures)",
+    parser = argparse.ArgumentParser(prog="smmile figures",
                                      description="Accuracy bars with CIs, ICL-gain plot and stratification "
                                                  "heatmaps for a results directory (PNG + SVG).")
     parser.add_argument("results_dir")

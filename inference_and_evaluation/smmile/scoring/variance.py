@@ -168,8 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description="Evaluate model accuracy on MCQA and exact match tasks (bootstrap mean ± std per "
                     "model, metric and mode; spec §7).",
-        epilog="Exit status: 0 ok; 1 some file could not be scored (its cell shows '-'); "
-               "2 directory not found.")
+        epilog="Exit status: 0 ok; 1 some file could not be scored (its cell shows '-') or no CSV "
+               "found; 2 directory not found.")
     parser.add_argument("directory", help="Directory containing result CSV files")
     parser.add_argument("--output", default="evaluation_results.txt", help="Output file for results table")
     parser.add_argument("--mean_only", action="store_true", help="Compute only mean (no bootstrap variances)")
@@ -182,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ci", action="store_true",
                         help="(addition) also report point estimates with seeded 95%% percentile bootstrap "
                              "CIs (as `smmile stats`; cluster bootstrap for SMMILE++ _perm_k ids) and write "
-                             "stats_estimates.csv/json into the directory")
+                             "stats_estimates.csv/json and stats_table.tex into the directory")
     return parser
 
 
