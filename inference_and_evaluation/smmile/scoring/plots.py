@@ -157,7 +157,7 @@ def stratification_figure(data: dict, flag: str, title: str):
         for j, label in enumerate(labels):
             grid[i, j] = data[key][f"{flag}_accuracy"].get(label, np.nan)
     totals = data[keys[-1]].get(f"{flag}_total", {}) if keys else {}
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.75 * len(labels) + 3.5), 0.3 * len(keys) + 2.2))
+    fig, ax = plt.subplots(figsize=(max(6.5, 0.75 * len(labels) + 4.0), 0.3 * len(keys) + 2.2))
     image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", vmin=0, vmax=100, aspect="auto")
     for i, j in zip(*np.nonzero(~np.isnan(grid))):
         value = grid[i, j]
