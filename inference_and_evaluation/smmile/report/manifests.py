@@ -1,0 +1,123 @@
+"""Run provenance for the report: the runner's ``<stem>.manifest.json`` and the judge's records.
+
+Published results were produced outside smmile and have no manifest; they are reported as such.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from smmile.scoring.naming import judgements_path
+
+NO_MANIFEST = "no manifest (produced outside smmile)"
+JUDGE_FIELDS = ("backend", "model", "protocol")
+
+
+@dataclass
+class RunInfo:
+    """Where one result file came from: its manifest (None when absent) and the judge that scored it."""
+
+    csv: str
+    manifest: dict | None = None
+    manifest_error: str | None = None
+    judge: dict | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.csv)
+
+    @property
+    def stem(self) -> str:
+        return os.path.splitext(self.name)[0]
+
+
+def manifest_path(csv_path: str) -> str:
+    return os.path.splitext(csv_path)[0] + ".manifest.json"
+
+
+def read_manifest(csv_path: str) -> tuple[dict | None, str | None]:
+    """(manifest, None), (None, None) when there is none, or (None, reason) when it is unreadable."""
+    path = manifest_path(csv_path)
+    if not os.path.exists(path):
+        return None, None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable manifest {os.path.basename(path)}: {type(exc).__name__}: {exc}"
+    if not isinstance(data, dict):
+        return None, f"unreadable manifest {os.path.basename(path)}: not a JSON object"
+    return data, None
+
+
+def read_judge(csv_path: str) -> dict | None:
+    """Judge backend/model/protocol and reply counts from ``<stem>_judgements.jsonl`` (None if absent)."""
+    path = judgements_path(csv_path)
+    if not os.path.exists(path):
+        return None
+    info: dict = {"replies": 0, "status": {}}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                record = json.loads(line) if line.strip() else None
+                if not isinstance(record, dict):
+                    continue
+                info["replies"] += 1
+                status = str(record.get("status", "?"))
+                info["status"][status] = info["status"].get(status, 0) + 1
+                for key in JUDGE_FIELDS:
+                    info.setdefault(key, record.get(key))
+    except (OSError, ValueError):
+        return {"error": f"unreadable {os.path.basename(path)}"}
+    return info
+
+
+def run_info(csv_path: str) -> RunInfo:
+    manifest, error = read_manifest(csv_path)
+    return RunInfo(csv=csv_path, manifest=manifest, manifest_error=error, judge=read_judge(csv_path))
+
+
+def _get(data: dict | None, *keys, default=None):
+    for key in keys:
+        if not isinstance(data, dict) or key not in data:
+            return default
+        data = data[key]
+    return data
+
+
+def _short_revision(revision: str) -> str:
+    """A git revision shortened to 12 hex digits (``+dirty`` kept)."""
+    base, plus, rest = revision.partition("+")
+    return base[:12] + plus + rest
+
+
+def summary(info: RunInfo) -> dict:
+    """The manifest fields the report shows, flattened to strings (absent → empty)."""
+    m = info.manifest
+    if m is None:
+        return {"status": info.manifest_error or NO_MANIFEST}
+    model = _get(m, "model", default={}) or {}
+    dataset = _get(m, "dataset", default={}) or {}
+    counts = _get(m, "counts", default={}) or {}
+    return {
+        "status": "manifest",
+        "model": model.get("preset") or model.get("tag") or "",
+        "model_id": model.get("model_id") or "",
+        "model_path": model.get("model_path") or "",
+        "model_revision": model.get("revision") or model.get("model_revision") or "",
+        "backend": model.get("backend") or _get(m, "backend", "backend", default="") or "",
+        "dataset": f"{dataset.get('kind', '')}: {dataset.get('id', '')}".strip(": "),
+        "dataset_revision": dataset.get("revision") or "",
+        "fingerprint": dataset.get("fingerprint") or "",
+        "mode": m.get("inference_mode") or "",
+        "format": m.get("task_format") or "",
+        "protocol": m.get("protocol") or "",
+        "created": m.get("created") or "",
+        "git": _short_revision(m.get("smmile_git_revision") or ""),
+        "rows": counts.get("rows", ""),
+        "failed": counts.get("failed", len(m.get("failures") or [])),
+        "command": " ".join(str(part) for part in m.get("command") or []),
+    }
