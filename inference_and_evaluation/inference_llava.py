@@ -1,0 +1,8 @@
+"""LLaVA family, open format on SMMILE with the original flags (see `--help`)."""
+
+import sys
+
+from smmile.models.hf.cli import llava_main
+
+if __name__ == "__main__":
+    sys.exit(llava_main())

@@ -1,0 +1,8 @@
+"""LLaVA family, open + MCQA on SMMILE with the original flags (see `--help`)."""
+
+import sys
+
+from smmile.models.hf.cli import llava_mcqa_main
+
+if __name__ == "__main__":
+    sys.exit(llava_mcqa_main())

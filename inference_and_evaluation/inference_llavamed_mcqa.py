@@ -1,0 +1,8 @@
+"""LLaVA-Med, open + MCQA on SMMILE with the original flags (see `--help`)."""
+
+import sys
+
+from smmile.models.hf.cli import llavamed_mcqa_main
+
+if __name__ == "__main__":
+    sys.exit(llavamed_mcqa_main())

@@ -1,0 +1,8 @@
+"""Qwen2.5-VL 3B/7B/32B/72B on SMMILE with the original flags (see `--help`)."""
+
+import sys
+
+from smmile.models.hf.cli import qwen_main
+
+if __name__ == "__main__":
+    sys.exit(qwen_main())

@@ -1,0 +1,183 @@
+"""The transformers backend: lazy loading, padded batch generation, per-problem error capture.
+
+Batch size 1 (default) is what the originals did: one problem per generate call. With `--batch-size N` the
+problems of a window of 4N are sorted by prompt size and generated N at a time with left padding, images nested
+per conversation; greedy outputs equal batch size 1 (tested on tiny models). A batch that fails is retried one
+problem at a time, so an error (CUDA OOM included) is recorded for the problem that caused it only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from typing import Any
+
+from ..base import Backend, Response
+from .request import PAD_FROM_TOKENIZER, HFRequest
+
+WINDOW = 4  # batches per length-sorting window
+DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16", "half": "float16",
+          "float32": "float32", "fp32": "float32", "auto": "auto"}
+
+
+def say(msg: str) -> None:
+    print(f"[smmile] {msg}", file=sys.stderr, flush=True)
+
+
+def flash_attn_usable() -> bool:
+    import torch
+
+    return importlib.util.find_spec("flash_attn") is not None and torch.cuda.is_available()
+
+
+def choose_attention(requested: str | None, explicit: bool) -> tuple[str, str]:
+    """(implementation, why). The original's flash_attention_2 falls back to sdpa when flash-attn is unusable."""
+    if explicit and requested:
+        return requested, "requested with --attn-implementation"
+    if requested == "flash_attention_2":
+        if flash_attn_usable():
+            return requested, "as the original"
+        return "sdpa", "the original used flash_attention_2, but flash-attn is not importable or no CUDA device"
+    return requested or "sdpa", "default"
+
+
+def is_oom(exc: BaseException) -> bool:
+    import torch
+
+    return isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in str(exc).lower()
+
+
+def _windows(work: list, batch_size: int):
+    """Batches in problem order (batch 1), or length-sorted inside windows of WINDOW batches."""
+    if batch_size <= 1:
+        for pair in work:
+            yield [pair]
+        return
+    step = batch_size * WINDOW
+    for start in range(0, len(work), step):
+        window = sorted(work[start:start + step], key=lambda pair: pair[1].size_hint())
+        for k in range(0, len(window), batch_size):
+            yield window[k:k + batch_size]
+
+
+class HFBackend(Backend):
+    name = "hf"
+
+    def __init__(self, preset=None, spec=None):
+        super().__init__(preset, spec)
+        self.settings = {**(preset.settings if preset else {}), **(spec.settings if spec else {})}
+        self.path = (spec.model_path if spec else None) or preset.model_id
+        self.batch_size = max(1, int(getattr(spec, "batch_size", 1) or 1))
+        self.dtype = DTYPES.get(str(self.settings.get("dtype", "auto")), self.settings.get("dtype"))
+        explicit = bool(spec and "attn_implementation" in spec.settings)
+        self.attn, why = choose_attention(self.settings.get("attn_implementation"), explicit)
+        say(f"attention implementation: {self.attn} ({why})")
+        self.device_map = self.settings.get("device_map", "auto")
+        self.model = self.processor = None
+        self.processor_kind = "AutoProcessor"
+
+    # -- loading --------------------------------------------------------------------------------------------------
+    def load(self) -> None:
+        if self.model is not None:
+            return
+        import torch
+        from transformers import AutoModelForImageTextToText
+
+        from . import processor as proc_mod
+
+        hub = {"cache_dir": self.settings["cache_dir"]} if self.settings.get("cache_dir") else {}
+        n_warned = len(proc_mod._warned)
+        self.processor = proc_mod.load_processor(self.path, min_pixels=self.settings.get("min_pixels"),
+                                                 max_pixels=self.settings.get("max_pixels"), **hub)
+        if len(proc_mod._warned) > n_warned or type(self.processor).__name__ in proc_mod._warned:
+            self.processor_kind = "image-only fallback (no torchvision)"
+        kwargs: dict[str, Any] = {"dtype": getattr(torch, self.dtype) if self.dtype != "auto" else "auto",
+                                  "attn_implementation": self.attn, **hub}
+        if self.device_map not in (None, "", "none"):
+            kwargs["device_map"] = self.device_map
+        self.model = AutoModelForImageTextToText.from_pretrained(self.path, **kwargs).eval()
+        if self.device_map in (None, "", "none") and torch.cuda.is_available():
+            self.model.to("cuda")
+
+    def describe(self) -> dict:
+        return {"backend": self.name, "model_path": str(self.path), "dtype": self.dtype,
+                "attn_implementation": self.attn, "device_map": self.device_map, "batch_size": self.batch_size,
+                "processor": self.processor_kind,
+                "model_class": type(self.model).__name__ if self.model is not None else None}
+
+    # -- generation -----------------------------------------------------------------------------------------------
+    def generate(self, work: list[tuple[Any, HFRequest]], on_done) -> None:
+        if not work:
+            return
+        self.load()
+        for batch in _windows(work, self.batch_size):
+            self._run_batch(batch, on_done)
+
+    def _run_batch(self, batch: list, on_done) -> None:
+        t0 = time.time()
+        reqs = [req for _, req in batch]
+        try:
+            inputs = self.encode(reqs)
+        except Exception as exc:  # noqa: BLE001 - recorded as the problem's error, as the originals did
+            return self._fail(batch, exc, "input", on_done)
+        try:
+            out = self._generate(inputs, reqs[0].gen)
+        except Exception as exc:  # noqa: BLE001
+            self._free_memory()
+            return self._fail(batch, exc, "oom" if is_oom(exc) else "other", on_done)
+        seconds = (time.time() - t0) / len(batch)
+        for (item, req), response in zip(batch, self.decode(inputs, out, reqs)):
+            response.seconds = seconds
+            on_done(item, response)
+
+    def _fail(self, batch: list, exc: BaseException, kind: str, on_done) -> None:
+        if len(batch) > 1:  # find the problem that fails: retry one at a time
+            for pair in batch:
+                self._run_batch([pair], on_done)
+            return
+        item, req = batch[0]
+        on_done(item, Response(error=req.errors[kind].format(e=exc), extra={"error_kind": kind}))
+
+    def _free_memory(self) -> None:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+    def _generate(self, inputs: dict, gen: dict):
+        import torch
+
+        tok = self.processor.tokenizer
+        kwargs = {k: (tok.pad_token_id if v == PAD_FROM_TOKENIZER else v) for k, v in gen.items()}
+        with torch.inference_mode():
+            return self.model.generate(**inputs, **kwargs)
+
+    def encode(self, reqs: list[HFRequest]) -> dict:
+        from .encode import encode
+
+        inputs = encode(self.processor, self.model, reqs)
+        return self._to_device(inputs)
+
+    def _to_device(self, inputs) -> dict:
+        device, dtype = self.model.device, self.model.dtype
+        out = {}
+        for k, v in dict(inputs).items():
+            if hasattr(v, "to"):
+                v = v.to(device=device, dtype=dtype) if v.is_floating_point() else v.to(device)
+            out[k] = v
+        return out
+
+    def decode(self, inputs: dict, out, reqs: list[HFRequest]) -> list[Response]:
+        tok = self.processor.tokenizer
+        n_in = inputs["input_ids"].shape[1]
+        responses = []
+        for row, req in zip(out, reqs):
+            new = row[n_in:]
+            n_new = int(sum(1 for t in new.tolist() if t != tok.pad_token_id))
+            text = tok.decode(new, skip_special_tokens=True, **req.decode)
+            full = tok.decode(row, skip_special_tokens=True, **req.decode)
+            n_prompt = int(inputs["attention_mask"][len(responses)].sum()) if "attention_mask" in inputs else n_in
+            responses.append(Response(text=text, full_text=full,
+                                      usage={"input_tokens": n_prompt, "output_tokens": n_new}))
+        return responses

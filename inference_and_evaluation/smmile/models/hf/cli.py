@@ -1,0 +1,220 @@
+"""Front doors of the local-model scripts (spec §3.1-§3.8): the original flags, mapped onto RunSpec."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from ... import frontdoor as fd
+from ...errors import UserError
+from ...protocol.items import Rngs
+from ...runner.run import RunSpec, parse_shard, run
+
+VLLM = "vllm_backend:VLLMBackend"
+MODES = ["0-shot", "ICL"]
+FORMATS = ["open", "mcqa"]
+LLAVA_NAMES = ["llava_7b", "llava_13b", "llavanext_7b", "llavaonevision_7b", "llavaonevision_0.5b"]
+NOISY = ["AddOneExample-BySpeciality", "AddOneExample"]
+CACHE_HELP = "cache_dir for model and processor (the original's default was /home/.cache/; unset = HF default)"
+
+
+def add_local_flags(p: argparse.ArgumentParser, *, qwen_pixels: bool = False, vllm: bool = True,
+                    max_new_tokens: bool = True, output_dir: bool = False) -> None:
+    """smmile additions shared by the local-model front doors."""
+    fd.add_run_flags(p, image_dir=None if "--image_dir" in p._option_string_actions else "--image-dir")
+    g = p.add_argument_group("local model settings (smmile additions)")
+    if output_dir:
+        g.add_argument("--output-dir", default="../results",
+                       help="the original wrote to ../results (../results_augmented with --dataset augmented)")
+    if max_new_tokens:
+        g.add_argument("--max-new-tokens", type=int, default=512, help="generation length limit (original: 512)")
+    g.add_argument("--dtype", default=None, help="bfloat16 | float16 | float32 | auto (default: the original's)")
+    g.add_argument("--device-map", default=None, help="accelerate device map (default auto, as the original; "
+                   "'none' loads on one device)")
+    g.add_argument("--attn-implementation", default=None, help="eager | sdpa | flash_attention_2 (default: "
+                   "flash_attention_2 where the original used it and flash-attn is importable, else sdpa)")
+    if qwen_pixels:
+        g.add_argument("--min-pixels", type=int, default=None, help="Qwen image processor min_pixels")
+        g.add_argument("--max-pixels", type=int, default=None, help="Qwen image processor max_pixels (less memory)")
+    if vllm:
+        g.add_argument("--backend", choices=["hf", "vllm"], default="hf",
+                       help="hf: transformers (faithful); vllm: one batched vLLM call (pip install -r "
+                            "requirements-vllm.txt)")
+        g.add_argument("--tensor-parallel-size", type=int, default=1, help="vLLM tensor parallelism")
+
+
+def settings_from(a: argparse.Namespace) -> dict:
+    keys = {"dtype": "dtype", "device_map": "device_map", "attn_implementation": "attn_implementation",
+            "min_pixels": "min_pixels", "max_pixels": "max_pixels", "hf_cache_dir": "cache_dir"}
+    out = {dst: getattr(a, src) for src, dst in keys.items() if getattr(a, src, None) is not None}
+    out["max_new_tokens"] = a.max_new_tokens
+    if getattr(a, "backend", "hf") == "vllm":
+        out["tensor_parallel_size"] = a.tensor_parallel_size
+    return out
+
+
+def export_gpus(value: str | None) -> None:
+    """The originals exported their GPU flag as CUDA_VISIBLE_DEVICES."""
+    if value:
+        os.environ["CUDA_VISIBLE_DEVICES"] = value
+
+
+def spec_for(a: argparse.Namespace, model: str, fmt: str, *, dataset=None, augmented_flag=False, open_suffix=True,
+             summary=None, extra: dict | None = None) -> RunSpec:
+    dataset, augmented, out = fd.dataset_and_output(dataset, a.output_dir, augmented_flag)
+    return RunSpec(model=model, mode=a.inference_mode, fmt=fmt, dataset=dataset, revision=a.revision,
+                   augmented=augmented, output_dir=out, protocol=a.protocol, open_suffix=open_suffix,
+                   model_path=a.model_path, image_dir=Path(getattr(a, "image_dir", "../missing_images")),
+                   shard=parse_shard(a.shard), batch_size=a.batch_size,
+                   backend=VLLM if getattr(a, "backend", "hf") == "vllm" else None,
+                   settings={**settings_from(a), **(extra or {})}, summary=summary)
+
+
+def _common(p, *, mode_default="ICL", fmt_default="open", fmt=True) -> None:
+    p.add_argument("--inference_mode", choices=MODES, default=mode_default)
+    if fmt:
+        p.add_argument("--task_format", choices=FORMATS, default=fmt_default)
+
+
+# -- inference_qwen.py ----------------------------------------------------------------------------------------------
+def qwen_main(argv: list[str] | None = None) -> int:
+    p = fd.parser("Qwen2.5-VL 3B/7B/32B/72B on SMMILE (spec §3.1).")
+    _common(p)
+    p.add_argument("--models", nargs="+", choices=["3B", "7B", "32B", "72B", "all"], default=["all"],
+                   help="'all' anywhere runs 3B, 7B, 32B, 72B in order, sharing one random stream")
+    p.add_argument("--output-dir", default="../results")
+    p.add_argument("--gpu_devices", default="0,1", help="exported as CUDA_VISIBLE_DEVICES")
+    p.add_argument("--hf_cache_dir", default=None, help=CACHE_HELP)
+    fd.add_dataset_flag(p)
+    add_local_flags(p, qwen_pixels=True)
+
+    def go() -> int:
+        a = p.parse_args(argv)
+        export_gpus(a.gpu_devices)
+        sizes = ["3B", "7B", "32B", "72B"] if "all" in a.models else a.models
+        rngs, code = Rngs(), 0
+        for size in sizes:
+            code = max(code, run(spec_for(a, f"qwen{size}", a.task_format, dataset=a.dataset), rngs).exit_code)
+        return code
+
+    return fd.guarded(go)
+
+
+# -- inference_llama32v.py / inference_medr1.py / inference_medgemma.py ---------------------------------------------
+def _fixed_dir_main(argv, *, description: str, model: str, mode_default="ICL", fmt_default="open",
+                    gpu_default="0,1", vllm=True, vllm_note="", qwen_pixels=False) -> int:
+    p = fd.parser(description + vllm_note)
+    _common(p, mode_default=mode_default, fmt_default=fmt_default)
+    fd.add_dataset_flag(p)
+    p.add_argument("--image_dir", default="../missing_images", help="folder of manually downloaded images "
+                   "(the original's recovery had no effect; used under --protocol corrected)")
+    p.add_argument("--gpu_devices", default=gpu_default, help="exported as CUDA_VISIBLE_DEVICES")
+    p.add_argument("--hf_cache_dir", default=None, help=CACHE_HELP)
+    add_local_flags(p, qwen_pixels=qwen_pixels, vllm=vllm, output_dir=True)
+
+    def go() -> int:
+        a = p.parse_args(argv)
+        export_gpus(a.gpu_devices)
+        return run(spec_for(a, model, a.task_format, dataset=a.dataset)).exit_code
+
+    return fd.guarded(go)
+
+
+def llama32v_main(argv: list[str] | None = None) -> int:
+    return _fixed_dir_main(argv, description="Llama-3.2-90B-Vision-Instruct on SMMILE (spec §3.2).",
+                           model="llama32_vision_90b", vllm=False,
+                           vllm_note=" Runs on transformers only: vLLM's Mllama support has been broken or removed "
+                                     "across versions, so --backend vllm is not offered here.")
+
+
+def medr1_main(argv: list[str] | None = None) -> int:
+    return _fixed_dir_main(argv, description="MedVLM-R1 (Qwen2-VL based) on SMMILE (spec §3.3).", model="MedVLM-R1",
+                           mode_default="0-shot", fmt_default="mcqa", qwen_pixels=True)
+
+
+def medgemma_main(argv: list[str] | None = None) -> int:
+    return _fixed_dir_main(argv, description="MedGemma 4B on SMMILE (spec §3.4).", model="medgemma_4b",
+                           gpu_default="0")
+
+
+# -- inference_llava.py / inference_llava_mcqa.py ----------------------------------------------------------------------
+def _llava_parser(description: str, *, mcqa_script: bool, llava: bool) -> argparse.ArgumentParser:
+    p = fd.parser(description)
+    _common(p, fmt_default="mcqa", fmt=mcqa_script)
+    if llava:
+        p.add_argument("--model_name", required=True, choices=LLAVA_NAMES)
+    p.add_argument("--output-dir", default="../results")
+    p.add_argument("--gpu-devices", default="0", help="exported as CUDA_VISIBLE_DEVICES")
+    p.add_argument("--hf_cache_dir", default=None, help=CACHE_HELP)
+    if mcqa_script:
+        p.add_argument("--max_new_tokens", "--max-new-tokens", dest="max_new_tokens", type=int, default=512)
+        p.add_argument("--augmented", choices=["augmented"], default=None, help="SMMILE++ (this script's switch)")
+        fd.add_dataset_flag(p)  # smmile addition: demo / local datasets
+    else:
+        fd.add_dataset_flag(p)
+        if llava:
+            p.add_argument("--noisy", choices=NOISY, default=None,
+                           help="run on the noise variant of the dataset (the original parsed this flag only)")
+    add_local_flags(p, max_new_tokens=not mcqa_script)
+    return p
+
+
+def _noisy_dataset(dataset: str | None, kind: str, augmented: bool) -> str:
+    try:
+        from ...data.variants import noisy_dataset
+    except ImportError:
+        raise UserError(f"--noisy {kind}: not available yet (dataset noise variants are not implemented)") from None
+    return noisy_dataset(dataset, kind, augmented=augmented)
+
+
+def _llava_go(a, *, model: str, mcqa_script: bool, summary_display: str | None) -> int:
+    export_gpus(a.gpu_devices)
+    fmt = a.task_format if mcqa_script else "open"
+    dataset = a.dataset
+    if getattr(a, "noisy", None):
+        dataset = _noisy_dataset(None if dataset == "augmented" else dataset, a.noisy, dataset == "augmented")
+        a.output_dir = a.output_dir + ("_augmented" if a.dataset == "augmented" else "")
+    summary = (model if summary_display is None else "llavamed", summary_display or model) if mcqa_script else None
+    spec = spec_for(a, model, fmt, dataset=dataset, augmented_flag=bool(getattr(a, "augmented", None)),
+                    open_suffix=mcqa_script, summary=summary, extra={"script": "mcqa" if mcqa_script else "open"})
+    return run(spec).exit_code
+
+
+def llava_main(argv: list[str] | None = None) -> int:
+    p = _llava_parser("LLaVA family on SMMILE, open format (spec §3.5).", mcqa_script=False, llava=True)
+
+    def go() -> int:
+        a = p.parse_args(argv)
+        return _llava_go(a, model=a.model_name, mcqa_script=False, summary_display=None)
+
+    return fd.guarded(go)
+
+
+def llava_mcqa_main(argv: list[str] | None = None) -> int:
+    p = _llava_parser("LLaVA family on SMMILE, open + MCQA (spec §3.6).", mcqa_script=True, llava=True)
+
+    def go() -> int:
+        a = p.parse_args(argv)
+        return _llava_go(a, model=a.model_name, mcqa_script=True, summary_display=None)
+
+    return fd.guarded(go)
+
+
+# -- inference_llavamed.py / inference_llavamed_mcqa.py --------------------------------------------------------------
+LLAVAMED_NOTE = (" Needs an HF-format LLaVA-Med checkpoint: convert the original with "
+                 "`smmile convert llava-med SRC DST` and pass --model-path DST.")
+
+
+def llavamed_main(argv: list[str] | None = None) -> int:
+    p = _llava_parser("LLaVA-Med v1.5 on SMMILE, open format (spec §3.7)." + LLAVAMED_NOTE, mcqa_script=False,
+                      llava=False)
+    return fd.guarded(lambda: _llava_go(p.parse_args(argv), model="llavamed", mcqa_script=False,
+                                        summary_display=None))
+
+
+def llavamed_mcqa_main(argv: list[str] | None = None) -> int:
+    p = _llava_parser("LLaVA-Med v1.5 on SMMILE, open + MCQA (spec §3.8)." + LLAVAMED_NOTE, mcqa_script=True,
+                      llava=False)
+    return fd.guarded(lambda: _llava_go(p.parse_args(argv), model="llavamed", mcqa_script=True,
+                                        summary_display="LLaVA-Med"))

@@ -1,0 +1,146 @@
+"""`smmile convert llava-med SRC DST`: LLaVA-Med v1.5 (original LLaVA layout) -> transformers Llava checkpoint.
+
+The original checkpoint (`microsoft/llava-med-v1.5-mistral-7b`) is a `LlavaMistralForCausalLM`: Mistral weights
+under `model.*` / `lm_head`, the projector under `model.mm_projector.{0,2}` (mlp2x_gelu), and a CLIP vision tower
+named by `mm_vision_tower` (loaded separately, or stored under `model.vision_tower.vision_tower.*`). The result is
+an HF-format `LlavaForConditionalGeneration` folder with a LlavaProcessor; `<image>` and `<pad>` are added to the
+tokenizer (their embedding rows = the mean of the others). Image placement and padding stay LLaVA-Med's (smmile's
+llavamed family builds `tokenizer_image_token` ids and pads images to squares itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ... import frontdoor as fd
+from ...errors import UserError
+
+MM_KEYS = ("mm_", "image_aspect_ratio", "tune_mm", "freeze_mm", "unfreeze_mm", "use_mm_proj", "image_grid",
+           "tokenizer_model_max_length", "tokenizer_padding_side")
+
+
+def read_state(src: Path) -> dict:
+    import torch
+
+    files = sorted(src.glob("*.safetensors"))
+    state = {}
+    if files:
+        from safetensors.torch import load_file
+
+        for f in files:
+            state.update(load_file(str(f)))
+    else:
+        for f in sorted(src.glob("pytorch_model*.bin")):
+            state.update(torch.load(f, map_location="cpu", weights_only=True))
+    if not state:
+        raise UserError(f"{src}: no *.safetensors or pytorch_model*.bin weights found")
+    return state
+
+
+def map_key(key: str) -> str | None:
+    """Original key -> LlavaForConditionalGeneration key (None: belongs to the separate vision tower)."""
+    if key.startswith("model.mm_projector."):
+        idx, rest = key[len("model.mm_projector."):].split(".", 1)
+        return f"model.multi_modal_projector.linear_{1 if idx == '0' else 2}.{rest}"
+    if key.startswith("model.vision_tower.vision_tower.vision_model."):
+        return "model.vision_tower." + key[len("model.vision_tower.vision_tower.vision_model."):]
+    if key.startswith("model."):
+        return "model.language_model." + key[len("model."):]
+    if key.startswith("lm_head."):
+        return key
+    raise UserError(f"unexpected weight {key!r} in a LLaVA-Med checkpoint")
+
+
+def text_config(cfg: dict):
+    from transformers import MistralConfig
+
+    keep = {k: v for k, v in cfg.items() if not k.startswith(MM_KEYS) and k not in ("architectures", "model_type",
+                                                                                   "auto_map", "transformers_version")}
+    return MistralConfig(**keep)
+
+
+def load_tower(cfg: dict, override: str | None):
+    from transformers import CLIPImageProcessor, CLIPVisionModel
+
+    name = override or cfg.get("mm_vision_tower")
+    if not name:
+        raise UserError("the source config names no mm_vision_tower; pass --vision-tower")
+    tower = CLIPVisionModel.from_pretrained(name)
+    try:
+        improc = CLIPImageProcessor.from_pretrained(name)
+    except OSError:
+        size = tower.config.image_size
+        improc = CLIPImageProcessor(size={"shortest_edge": size}, crop_size={"height": size, "width": size})
+    return tower, improc
+
+
+def build(src: Path, dst: Path, vision_tower: str | None = None) -> Path:
+    import torch
+    from transformers import AutoTokenizer, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
+
+    cfg = json.loads((src / "config.json").read_text())
+    tok = AutoTokenizer.from_pretrained(src)
+    tok.add_special_tokens({"pad_token": tok.pad_token or "<pad>"})
+    tok.add_tokens(["<image>"], special_tokens=True)
+    tower, improc = load_tower(cfg, vision_tower)
+    vc = tower.config
+    tc = text_config(cfg)
+    old_vocab = tc.vocab_size
+    tc.vocab_size = len(tok)
+    tc.pad_token_id = tok.pad_token_id
+    config = LlavaConfig(vision_config=vc.to_dict(), text_config=tc.to_dict(),
+                         image_token_index=tok.convert_tokens_to_ids("<image>"), projector_hidden_act="gelu",
+                         vision_feature_layer=cfg.get("mm_vision_select_layer", -2),
+                         vision_feature_select_strategy="default" if cfg.get("mm_vision_select_feature", "patch")
+                         == "patch" else "full", image_seq_length=(vc.image_size // vc.patch_size) ** 2)
+    state = {}
+    for k, v in read_state(src).items():
+        state[map_key(k)] = v
+    if not any(k.startswith("model.vision_tower.") for k in state):
+        state.update({"model.vision_tower." + k.removeprefix("vision_model."): v for k, v in tower.state_dict().items()})
+    for key in ("model.language_model.embed_tokens.weight", "lm_head.weight"):
+        w = state[key]
+        extra = w.mean(dim=0, keepdim=True).expand(len(tok) - old_vocab, -1)
+        state[key] = torch.cat([w, extra.to(w.dtype)], dim=0)
+    dtype = state["lm_head.weight"].dtype
+    with torch.device("meta"):
+        model = LlavaForConditionalGeneration(config)
+    model.load_state_dict(state, strict=True, assign=True)
+    model.to(dtype)
+    dst.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(dst)
+    LlavaProcessor(image_processor=improc, tokenizer=tok, patch_size=vc.patch_size,
+                   vision_feature_select_strategy=config.vision_feature_select_strategy,
+                   num_additional_image_tokens=1).save_pretrained(dst)
+    info = {"converted_from": str(src), "vision_tower": vision_tower or cfg.get("mm_vision_tower"),
+            "image_aspect_ratio": cfg.get("image_aspect_ratio", "pad"), "conversation_template": "mistral_instruct"}
+    (dst / "smmile_llavamed.json").write_text(json.dumps(info, indent=2))
+    return dst
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = fd.parser("Convert checkpoints to the format smmile loads.")
+    sub = p.add_subparsers(dest="what", required=True)
+    lm = sub.add_parser("llava-med", formatter_class=fd.HelpFormatter,
+                        help="LLaVA-Med v1.5 (original LLaVA layout) -> transformers Llava folder")
+    lm.add_argument("src", help="folder of the original checkpoint (config.json, weights, tokenizer)")
+    lm.add_argument("dst", help="output folder (pass it to inference_llavamed*.py --model-path)")
+    lm.add_argument("--vision-tower", default=None, help="CLIP vision tower folder or hub id "
+                    "(default: the source config's mm_vision_tower)")
+
+    def go() -> int:
+        a = p.parse_args(argv)
+        src = Path(a.src)
+        if not (src / "config.json").is_file():
+            raise UserError(f"{src}: not a checkpoint folder (no config.json)")
+        out = build(src, Path(a.dst), a.vision_tower)
+        print(f"Converted {src} -> {out}")
+        return 0
+
+    return fd.guarded(go)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,82 @@
+"""Turning HFRequests into model inputs, one path per original script style (always a padded batch)."""
+
+from __future__ import annotations
+
+from .request import HFRequest
+
+
+def encode(processor, model, reqs: list[HFRequest]) -> dict:
+    kinds = {r.render for r in reqs}
+    if len(kinds) != 1:
+        raise ValueError(f"one batch mixes render kinds {sorted(kinds)}")
+    processor.tokenizer.padding_side = "left"
+    return {"chat": encode_chat, "chat_tokenize": encode_chat_tokenize, "llavamed": encode_llavamed}[kinds.pop()](
+        processor, model, reqs)
+
+
+def render_prompt(processor, req: HFRequest) -> str:
+    """The prompt text the original produced with the processor's chat template (generation prompt appended)."""
+    return processor.apply_chat_template(req.messages, tokenize=False, add_generation_prompt=True)
+
+
+def encode_chat(processor, model, reqs: list[HFRequest]) -> dict:
+    """Chat template -> text, then processor(text, images): Qwen, Llama-3.2, MedVLM-R1, LLaVA family."""
+    texts = [render_prompt(processor, r) for r in reqs]
+    images = [r.load_images() for r in reqs]
+    bos = getattr(processor.tokenizer, "bos_token", None)
+    kwargs = {"add_special_tokens": not (bos and all(t.startswith(bos) for t in texts))}  # no second BOS
+    if any(images):
+        kwargs["images"] = images  # nested: one list per conversation
+    return processor(text=texts, padding=True, return_tensors="pt", **kwargs, **reqs[0].processor_kwargs)
+
+
+def _with_images(messages: list[dict], images: list) -> list[dict]:
+    it = iter(images)
+    out = []
+    for m in messages:
+        content = m["content"]
+        if isinstance(content, list):
+            content = [{"type": "image", "image": next(it)} if p.get("type") == "image" else p for p in content]
+        out.append({**m, "content": content})
+    return out
+
+
+def encode_chat_tokenize(processor, model, reqs: list[HFRequest]) -> dict:
+    """apply_chat_template(tokenize=True) with the images inside the messages (MedGemma)."""
+    convs = [_with_images(r.messages, r.load_images()) for r in reqs]
+    return processor.apply_chat_template(convs, add_generation_prompt=True, tokenize=True, return_dict=True,
+                                         return_tensors="pt", processor_kwargs=dict(reqs[0].processor_kwargs))
+
+
+def image_tokens_per_image(model) -> int:
+    cfg = model.config
+    vc = cfg.vision_config
+    n = (vc.image_size // vc.patch_size) ** 2
+    return n + 1 if getattr(cfg, "vision_feature_select_strategy", "default") == "full" else n
+
+
+def encode_llavamed(processor, model, reqs: list[HFRequest]) -> dict:
+    """LLaVA-Med: tokenizer_image_token ids (image placeholder expanded), pad-to-square CLIP pixel values."""
+    import torch
+
+    from .llavamed import IMAGE_TOKEN_INDEX, expand2square, tokenizer_image_token
+
+    tok, improc = processor.tokenizer, processor.image_processor
+    image_id, n_img = model.config.image_token_id, image_tokens_per_image(model)
+    background = tuple(int(x * 255) for x in improc.image_mean)
+    rows, pixels = [], []
+    for r in reqs:
+        ids = []
+        for t in tokenizer_image_token(r.prompt, tok):
+            ids.extend([image_id] * n_img if t == IMAGE_TOKEN_INDEX else [t])
+        rows.append(ids)
+        offsets, rgb = r.processor_kwargs["pad_offsets"], r.processor_kwargs["rgb"]
+        for img, off in zip(r.load_images(), offsets):
+            img = img.convert("RGB") if rgb else img
+            pixels.append(img if off is None else expand2square(img, background, off))
+    width = max(len(ids) for ids in rows)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in rows])
+    mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in rows])
+    pixel_values = improc(pixels, return_tensors="pt")["pixel_values"]
+    return {"input_ids": input_ids, "attention_mask": mask, "pixel_values": pixel_values}

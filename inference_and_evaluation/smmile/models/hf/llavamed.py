@@ -1,0 +1,99 @@
+"""LLaVA-Med v1.5 (spec §3.7, §3.8) on transformers' Llava classes: the `mistral_instruct` conversation,
+LLaVA-Med's `tokenizer_image_token`, and its pad-to-square rule with offsets drawn from the global stream."""
+
+from __future__ import annotations
+
+from ...protocol.conversation import build_conversation, user_images
+from ...protocol.extract import extract_e1
+from ...protocol.items import Item, Rngs
+from ..base import Response, base_row, mcqa_fields
+from .families import LocalFamily
+from .request import ERRORS_MCQA_SCRIPT, ERRORS_PLAIN, HFRequest
+
+IMAGE_PLACEHOLDER = "<image>"
+IMAGE_TOKEN_INDEX = -200  # LLaVA's placeholder id, replaced by the checkpoint's image token on expansion
+
+
+def mistral_instruct(turns) -> str:
+    """LLaVA's conv_templates['mistral_instruct'].get_prompt(): LLAMA_2 style, empty system, sep '', sep2 '</s>'."""
+    ret = ""
+    for i, turn in enumerate(turns):
+        if turn.role == "user":
+            text = (IMAGE_PLACEHOLDER + "\n" + turn.text) if turn.image is not None else turn.text
+            ret += f"[INST] {text} [/INST]"
+        else:
+            ret += " " + turn.text + " " + "</s>"
+    return ret  # the final assistant slot is empty -> adds nothing
+
+
+def tokenizer_image_token(prompt: str, tokenizer, image_token_index: int = IMAGE_TOKEN_INDEX) -> list[int]:
+    """LLaVA's mm_utils.tokenizer_image_token: chunks tokenized separately, BOS kept once, image ids between."""
+    chunks = [tokenizer(chunk).input_ids for chunk in prompt.split(IMAGE_PLACEHOLDER)]
+    ids: list[int] = []
+    offset = 0
+    if chunks and chunks[0] and chunks[0][0] == tokenizer.bos_token_id:
+        offset = 1
+        ids.append(chunks[0][0])
+    for k, chunk in enumerate(chunks):
+        if k > 0:
+            ids.append(image_token_index)  # the separator [IMG] * (offset + 1), sliced like every chunk
+        ids.extend(chunk[offset:])
+    return ids
+
+
+def pad_offset(size: tuple[int, int]) -> int | None:
+    """Centred paste offset for a non-square image (None when square)."""
+    w, h = size
+    return None if w == h else (max(w, h) - min(w, h)) // 2
+
+
+def expand2square(image, background: tuple[int, ...], offset: int):
+    """Pad to a square of the longer side filled with `background`, the image pasted at `offset`."""
+    from PIL import Image
+
+    w, h = image.size
+    if w == h:
+        return image
+    fill = background[0] if image.mode == "L" else background
+    out = Image.new(image.mode, (max(w, h), max(w, h)), fill)
+    out.paste(image, (0, offset) if w > h else (offset, 0))
+    return out
+
+
+class LlavaMedFamily(LocalFamily):
+    """`script="open"`: inference_llavamed.py; `script="mcqa"`: inference_llavamed_mcqa.py."""
+
+    SETTINGS = ("protocol", "max_new_tokens", "script")
+    name = "llava-med"
+    mcqa_template = "A"
+
+    def __init__(self, protocol: str = "paper", max_new_tokens: int = 512, script: str = "open", **_):
+        super().__init__(protocol, max_new_tokens)
+        self.script = script
+        self.errors = ERRORS_MCQA_SCRIPT if script == "mcqa" else ERRORS_PLAIN
+
+    def plan(self, item: Item, rngs: Rngs) -> None:
+        super().plan(item, rngs)  # the problem's shuffle comes first, then one draw per non-square image
+        offsets = []
+        for ref in item.problem.images(item.mode):
+            off = pad_offset(ref.size)
+            if off is not None and not self.corrected:
+                off = rngs.py.randint(off, off + 1)
+            offsets.append(off)
+        item.extra["pad_offsets"] = offsets
+
+    def request(self, item: Item) -> HFRequest:
+        turns = build_conversation(item.problem, item.mode, item.target)
+        rgb = self.script == "mcqa"  # the open script did not convert to RGB first
+        return HFRequest("llavamed", user_images(turns), prompt=mistral_instruct(turns), gen=self.gen_kwargs(),
+                         processor_kwargs={"pad_offsets": list(item.extra["pad_offsets"]), "rgb": rgb},
+                         errors=dict(self.errors))
+
+    def row(self, item: Item, response: Response) -> dict:
+        row = base_row(item)
+        text = response.text.strip()  # generation from embeddings: new tokens only
+        if item.fmt == "mcqa":
+            row.update(mcqa_fields(item, extract_e1(text, item.options)), full_response=text)
+        else:
+            row.update(generated_answer=text, full_response=text)
+        return {c: row[c] for c in self.columns(item.fmt)}

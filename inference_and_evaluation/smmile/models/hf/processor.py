@@ -1,0 +1,104 @@
+"""Loading a checkpoint's processor, with an image-only fallback where the video processor needs torchvision.
+
+transformers 5 makes `AutoProcessor` build the video processor of Qwen2-VL / Qwen2.5-VL / LLaVA-OneVision, which
+requires torchvision. Image-only use never touches it, so when that import fails we build the same processor
+class from its image processor, tokenizer, processor config and chat template, with `video_processor=None`
+(everything else is the real processor code) and say so once in the log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+log = logging.getLogger("smmile.hf")
+_warned: set[str] = set()
+
+
+def _is_torchvision_error(exc: BaseException) -> bool:
+    return "torchvision" in str(exc).lower()
+
+
+def load_processor(path: str, *, min_pixels: int | None = None, max_pixels: int | None = None, **hub):
+    from transformers import AutoProcessor
+
+    kwargs = {k: v for k, v in dict(min_pixels=min_pixels, max_pixels=max_pixels).items() if v}
+    try:
+        proc = AutoProcessor.from_pretrained(path, **hub)
+    except (ImportError, ValueError) as exc:
+        if not _is_torchvision_error(exc):
+            raise
+        proc = image_only_processor(path, **hub)
+    if kwargs:
+        set_pixel_limits(proc.image_processor, **kwargs)
+    return proc
+
+
+def set_pixel_limits(image_processor, min_pixels: int | None = None, max_pixels: int | None = None) -> None:
+    """--min-pixels/--max-pixels for Qwen-family image processors (both the v4 and v5 attribute names)."""
+    size = dict(getattr(image_processor, "size", None) or {})
+    if min_pixels:
+        image_processor.min_pixels = min_pixels
+        size["shortest_edge"] = min_pixels
+    if max_pixels:
+        image_processor.max_pixels = max_pixels
+        size["longest_edge"] = max_pixels
+    if size:
+        image_processor.size = size
+
+
+def _processor_class_name(path: str, **hub) -> str:
+    for name in ("processor_config.json", "preprocessor_config.json", "tokenizer_config.json"):
+        data = _read_json(path, name, **hub)
+        if data.get("processor_class"):
+            return data["processor_class"]
+    from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
+
+    model_type = _read_json(path, "config.json", **hub).get("model_type", "")
+    return PROCESSOR_MAPPING_NAMES[model_type]
+
+
+def _read_json(path: str, name: str, **hub) -> dict:
+    local = Path(path) / name
+    if local.is_file():
+        return json.loads(local.read_text())
+    if Path(path).is_dir():
+        return {}
+    try:
+        from huggingface_hub import hf_hub_download
+
+        return json.loads(Path(hf_hub_download(path, name, **hub)).read_text())
+    except Exception:
+        return {}
+
+
+def _chat_template(path: str, tokenizer, **hub) -> str | None:
+    local = Path(path) / "chat_template.jinja"
+    if local.is_file():
+        return local.read_text()
+    data = _read_json(path, "chat_template.json", **hub)
+    return data.get("chat_template") or getattr(tokenizer, "chat_template", None)
+
+
+def image_only_processor(path: str, **hub):
+    """The checkpoint's processor class built without its (torchvision-only) video processor."""
+    from unittest import mock
+
+    import transformers
+    from transformers import AutoImageProcessor, AutoTokenizer
+    from transformers.processing_utils import ProcessorMixin
+
+    cls_name = _processor_class_name(path, **hub)
+    if cls_name not in _warned:
+        _warned.add(cls_name)
+        log.warning("torchvision is not installed: building %s without its video processor (image-only use; "
+                    "install torchvision to use AutoProcessor as is)", cls_name)
+    cls = getattr(transformers, cls_name)
+    extra = {k: v for k, v in _read_json(path, "processor_config.json", **hub).items()
+             if k not in ("processor_class", "image_processor", "video_processor", "chat_template")}
+    tokenizer = AutoTokenizer.from_pretrained(path, **hub)
+    image_processor = AutoImageProcessor.from_pretrained(path, **hub)
+    with mock.patch.object(ProcessorMixin, "check_argument_for_proper_class", lambda self, name, arg: None):
+        return cls(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
+                   chat_template=_chat_template(path, tokenizer, **hub), **extra)

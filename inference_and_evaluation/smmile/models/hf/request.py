@@ -1,0 +1,46 @@
+"""The payload a local family hands to the HF / vLLM backends (no heavy imports here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ...protocol.problem import ImageRef
+
+# Faithful per-script error texts ({e} = the exception text)
+ERRORS_PLAIN = {"input": "ERROR: {e}", "oom": "ERROR: {e}", "other": "ERROR: {e}"}  # qwen, llava/llavamed open
+ERRORS_LLAMA = {"input": "ERROR: Input processing failed - {e}", "oom": "ERROR: CUDA OOM",
+                "other": "ERROR: Generation failed - {e}"}  # llama32v, medgemma
+ERRORS_MEDR1 = {"input": "ERROR: Generation failed - {e}", "oom": "ERROR: CUDA OOM",
+                "other": "ERROR: Generation failed - {e}"}
+ERRORS_MCQA_SCRIPT = {"input": "ERROR: Input processing failed - {e}", "oom": "ERROR: CUDA OOM",
+                      "other": "ERROR: {e}"}  # llava_mcqa, llavamed_mcqa
+PAD_FROM_TOKENIZER = "<tokenizer pad id>"  # generation kwarg placeholder resolved by the backend
+
+
+@dataclass
+class HFRequest:
+    """One problem's model input, as the original script built it."""
+
+    render: str  # "chat": chat template -> text, then processor(text, images); "chat_tokenize": template
+    #              tokenizes with images embedded (MedGemma); "llavamed": `prompt` via tokenizer_image_token
+    images: list[ImageRef]  # images the model sees, in prompt order
+    messages: list[dict] | None = None  # chat messages with {"type": "image"} placeholders
+    prompt: str | None = None  # pre-rendered prompt (LLaVA-Med)
+    prep: Callable[[int, Any], Any] | None = None  # (image index, PIL image) -> PIL image, before the processor
+    gen: dict = field(default_factory=dict)  # generate() keyword arguments
+    decode: dict = field(default_factory=dict)  # extra decode() keyword arguments
+    processor_kwargs: dict = field(default_factory=dict)  # extra processor / apply_chat_template kwargs
+    errors: dict = field(default_factory=lambda: dict(ERRORS_PLAIN))
+
+    def load_images(self) -> list:
+        out = []
+        for i, ref in enumerate(self.images):
+            img = ref.load()
+            out.append(self.prep(i, img) if self.prep else img)
+        return out
+
+    def size_hint(self) -> int:
+        """Cheap prompt-length estimate for sorting a batch window (text chars + per-image weight)."""
+        text = self.prompt or "".join(str(m.get("content")) for m in self.messages or [])
+        return len(text) + 1000 * len(self.images)
