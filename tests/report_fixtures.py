@@ -50,6 +50,7 @@ def build_results(root: Path) -> tuple[Path, Path]:
     _toy(res)
     assert evaluate_em([str(res)]) == 0
     assert stratify([str(res), "--eval_type", "em", "--dataset", "demo"]) == 0
+    assert smmile(["variance", str(res)]) == 0
     assert smmile(["data", "variant", "noise-random", "--dataset", "demo", "--out", str(root / "ds-noise")]) == 0
     _baselines(str(root / "ds-noise"), noisy, [("random", "open"), ("majority", "mcqa")])
     original = root / "res-orig"

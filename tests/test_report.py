@@ -104,6 +104,12 @@ def test_main_table_matches_stats(report):
                 assert cell["href"] == "#" + html.anchor("run", want["source"])
 
 
+def test_faithful_variance_table_shown(report):
+    res, _, out = report
+    faithful = (res / "evaluation_results.txt").read_text(encoding="utf-8")
+    assert html.esc(faithful) in (out / "index.html").read_text(encoding="utf-8")
+
+
 def test_every_number_links_to_its_run(report):
     res, _, out = report
     page = parse(out / "index.html")
@@ -199,6 +205,12 @@ def test_compact_table_merges_intervals_and_constants():
     assert constants == {"mode": "ICL"}
     assert "<th>ci_low</th>" not in rendered and "<th>x_ci_high</th>" not in rendered
     assert "1.00 " in rendered and "[0.50, 1.50]" in rendered and "[2.00, 4.00]" in rendered
+
+
+def test_plain_values():
+    assert html.plain_value("percent", 78.378) == "78.38"  # not a p-value
+    assert html.plain_value("p_holm", 0.000123) == "0.000123"
+    assert html.plain_value("n", "12") == "12" and html.plain_value("model", "<m>") == "&lt;m&gt;"
 
 
 def test_generic_analysis_files(tmp_path):

@@ -18,6 +18,7 @@ from smmile.report import manifests
 from smmile.scoring import stats, tables
 
 STRAT_KINDS = ("em", "llm")
+VARIANCE_TABLE = "evaluation_results.txt"  # variance_analysis.py's default --output
 
 
 @dataclass
@@ -41,6 +42,7 @@ class ReportData:
     strat_ci: dict = field(default_factory=dict)  # "em"/"llm" -> stratify _ci JSON
     analysis_tables: list = field(default_factory=list)
     analysis_images: list = field(default_factory=list)
+    variance_table: str | None = None  # variance_analysis's evaluation_results.txt, verbatim
     warnings: list = field(default_factory=list)
 
 
@@ -79,6 +81,14 @@ def _read_json(path: str, warnings: list) -> dict | None:
         return None
 
 
+def read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def load_stratification(results_dir: str, warnings: list) -> tuple[dict, dict]:
     """stratify's ``model_stratification_<kind>.json`` and its ``_ci`` companion, when present."""
     plain, with_ci = {}, {}
@@ -113,6 +123,7 @@ def gather(results_dir: str, analyses_dirs=(), settings: Settings | None = None,
     data.runs = {os.path.basename(p): manifests.run_info(p) for p in result_csvs(results_dir)}
     data.stratification, data.strat_ci = load_stratification(results_dir, data.warnings)
     data.analysis_tables, data.analysis_images = analyses_mod.load_analyses(list(analyses_dirs))
+    data.variance_table = read_text(os.path.join(results_dir, VARIANCE_TABLE))
     if not data.estimates and not data.analysis_tables:
         raise UserError(f"error: no scorable result files in {results_dir}")
     return data

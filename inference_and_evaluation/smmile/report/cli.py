@@ -21,7 +21,7 @@ from smmile.scoring import bootstrap, stats
 PAGE_NAME = "index.html"
 DATA_NAME = "report_data.json"
 NAV = (("main", "Main table"), ("gain", "ICL gain"), ("strat", "Stratified"),
-       ("analyses", "Noise / order / permutations"), ("runs", "Runs"))
+       ("analyses", "Analyses"), ("runs", "Runs"))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,6 +19,7 @@ from smmile.scoring import tables
 
 DISPLAY_SCALE = 0.6
 MIME = {"png": "image/png", "svg": "image/svg+xml"}
+_P_VALUE = re.compile(r"^p(_|$|val)")  # p, p_mcnemar, p_holm, pvalue — not "percent"
 _SUPERSCRIPT = re.compile(r"\$\^\{?([^}$]*)\}?\$")
 
 PAGE = string.Template("""<!DOCTYPE html>
@@ -180,7 +181,7 @@ def plain_value(column, value) -> str:
     value = _maybe_number(value)
     if not is_number(value):
         return esc(value)
-    if str(column).lower().startswith("p"):
+    if _P_VALUE.match(str(column).lower()):
         return fmt_p(value)
     return str(value) if isinstance(value, int) else fmt_number(value)
 

@@ -79,8 +79,12 @@ def main_section(data, figs, page_dir: str) -> str:
             "the run that produced it. LLM = LLM-as-a-judge, EM = flexible exact match (open format), "
             "MCQA = share of correct letters. The point estimate is the raw accuracy (variance_analysis "
             "reports the bootstrap mean ± std instead).")
+    faithful = ""
+    if data.variance_table:
+        faithful = details(f"{build.VARIANCE_TABLE} as variance_analysis.py wrote it (bootstrap mean ± std)",
+                           f"<pre>{esc(data.variance_table)}</pre>")
     return (f'<h2 id="main">Main table: 0-shot vs ICL</h2><p class="note">{note}</p>{main_table(data)}'
-            f"{_figures(figs, 'main', page_dir)}")
+            f"{faithful}{_figures(figs, 'main', page_dir)}")
 
 
 # -- ICL gain ------------------------------------------------------------------------------------------
@@ -175,7 +179,7 @@ def _analysis_table(t, shown: set) -> str:
 
 
 def analyses_section(data, page_dir: str) -> str:
-    parts = ['<h2 id="analyses">Noise, order and permutation effects</h2>']
+    parts = ['<h2 id="analyses">Analyses: noise, order, permutations, judge agreement</h2>']
     if not data.analysis_tables and not data.analysis_images:
         parts.append('<p class="note">No analysis outputs given. Produce them with <code>smmile analyze '
                      "noise|order|permutation</code> and <code>smmile agreement</code>, then pass the output "
