@@ -191,6 +191,13 @@ def test_unreadable_manifest_reported(tmp_path):
     assert summary["status"].startswith("unreadable manifest")
 
 
+def test_model_revision_and_engine_from_manifest():
+    m = {"model": {"preset": "p"}, "backend": {"backend": "hf", "dtype": "bfloat16", "revision": "abc", "x": None}}
+    assert manifests.model_revision(m) == "abc"
+    assert manifests.engine(m) == "backend=hf, dtype=bfloat16, revision=abc"
+    assert manifests.model_revision({"model": {}, "backend": None}) == ""
+
+
 def test_display_names_from_tables():
     assert html.display_name("text only") == "Text only<sup>*</sup>"
     assert html.display_name("llavamed") == "LLaVA-Med<sup>**</sup>"

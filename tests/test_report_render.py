@@ -52,3 +52,9 @@ def test_headless_render(tmp_path, demo_dir):
     assert colours is not None and len(colours) > 50, "page looks blank"
     white = sum(count for count, rgb in colours if min(rgb) >= 250)
     assert white < 0.97 * WINDOW[0] * WINDOW[1], "page is almost all white"
+
+
+def test_skips_without_browser(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(pytest.skip.Exception):
+        browser()

@@ -54,7 +54,9 @@ h1 { font-size: 1.6em; margin: 18px 0 6px; color: #1f3763; }
 h2 { font-size: 1.25em; margin-top: 32px; border-bottom: 1px solid #ccd; padding-bottom: 3px; color: #1f3763; }
 h3 { font-size: 1.05em; margin: 18px 0 6px; }
 h4 { font-size: 0.95em; margin: 12px 0 4px; color: #333; }
-table.runs td { font-size: 0.95em; }
+table.runs th { white-space: normal; }
+table.runs td { font-size: 0.95em; white-space: normal; min-width: 90px; max-width: 340px; overflow-wrap: break-word; }
+table.runs td:first-child { white-space: nowrap; max-width: none; }
 nav { margin: 8px 0 10px; font-size: 0.92em; }
 nav a { margin-right: 14px; color: #3b5b92; text-decoration: none; }
 .meta { font-size: 0.88em; color: #555; margin: 2px 0; }

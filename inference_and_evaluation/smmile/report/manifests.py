@@ -88,6 +88,28 @@ def _get(data: dict | None, *keys, default=None):
     return data
 
 
+REVISION_KEYS = ("revision", "model_revision", "commit_hash", "commit", "sha")
+
+
+def model_revision(manifest: dict) -> str:
+    """The model's revision, wherever the runner or backend recorded one (empty when none was)."""
+    for section in ("model", "backend"):
+        found = _get(manifest, section, default={}) or {}
+        for key in REVISION_KEYS:
+            if isinstance(found, dict) and found.get(key):
+                return str(found[key])
+    return ""
+
+
+def engine(manifest: dict, limit: int = 6) -> str:
+    """The backend's own description (``manifest["backend"]``) as ``key=value`` pairs, scalars only."""
+    described = _get(manifest, "backend", default={}) or {}
+    if not isinstance(described, dict):
+        return ""
+    pairs = [f"{k}={v}" for k, v in described.items() if v not in (None, "") and not isinstance(v, (dict, list))]
+    return ", ".join(pairs[:limit])
+
+
 def _short_revision(revision: str) -> str:
     """A git revision shortened to 12 hex digits (``+dirty`` kept)."""
     base, plus, rest = revision.partition("+")
@@ -107,7 +129,8 @@ def summary(info: RunInfo) -> dict:
         "model": model.get("preset") or model.get("tag") or "",
         "model_id": model.get("model_id") or "",
         "model_path": model.get("model_path") or "",
-        "model_revision": model.get("revision") or model.get("model_revision") or "",
+        "model_revision": model_revision(m),
+        "engine": engine(m),
         "backend": model.get("backend") or _get(m, "backend", "backend", default="") or "",
         "dataset": f"{dataset.get('kind', '')}: {dataset.get('id', '')}".strip(": "),
         "dataset_revision": dataset.get("revision") or "",

@@ -198,12 +198,12 @@ def analyses_section(data, page_dir: str) -> str:
 
 
 # -- runs ------------------------------------------------------------------------------------------------
-RUN_COLUMNS = (("model", ("model", "model_id", "model_revision", "backend")),
+RUN_COLUMNS = (("model", ("model", "model_id", "model_revision", "backend", "engine")),
                ("data", ("dataset", "dataset_revision", "fingerprint")),
                ("protocol", ("protocol", "mode", "format")),
                ("rows / failed", ("rows", "failed")),
                ("created / smmile revision", ("created", "git")))
-LABELS = {"model_revision": "revision", "dataset_revision": "revision", "fingerprint": "fingerprint",
+LABELS = {"model_revision": "revision", "engine": "engine", "dataset_revision": "revision", "fingerprint": "fingerprint",
           "backend": "backend", "failed": "failed", "git": "smmile"}
 
 
@@ -236,7 +236,7 @@ def _run_row(info) -> str:
 
 def runs_section(data) -> str:
     head = ['<tr><th class="name">result file</th>' + "".join(f"<th>{esc(label)}</th>" for label, _ in RUN_COLUMNS)
-            + "<th>command, manifest</th><th>judge (backend:model, protocol; replies)</th></tr>"]
+            + "<th>command, manifest</th><th>judge: backend:model (protocol); replies</th></tr>"]
     body = [_run_row(info) for info in data.runs.values()]
     note = ("One row per result CSV: the run manifest smmile's runner wrote beside it (model, revisions, "
             "protocol, data, dates) and, for judged files, the judge recorded in <code>_judgements.jsonl</code>.")
