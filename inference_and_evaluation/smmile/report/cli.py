@@ -72,13 +72,14 @@ def render(data, figs, page_dir: str) -> str:
 
 
 def _json_safe(value):
-    if isinstance(value, float) and math.isnan(value):
-        return None
+    """NaN → None, numpy scalars → Python, recursively (for ``json.dump(allow_nan=False)``)."""
     if isinstance(value, dict):
         return {str(k): _json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_json_safe(v) for v in value]
-    return stats._json_safe(value)
+    if hasattr(value, "item") and callable(value.item):
+        value = value.item()
+    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def write_report(args) -> tuple[str, list]:
