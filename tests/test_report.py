@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
 import re
 from html.parser import HTMLParser
 from pathlib import Path
