@@ -201,3 +201,9 @@ def test_noise_relaxes_irrelevance_only_when_it_must():
     out, notes = variants.noise_random(ps, seed=4)
     assert [n["irrelevant"] for n in notes] == [False, False]
     assert [n["donor_problem_id"] for n in notes] == ["b", "a"]
+
+
+def test_noise_on_a_permuted_set_takes_donors_from_other_base_problems(problems):
+    plus = variants.permute(problems[:3], seed=1)
+    for note in variants.noise_random(plus, seed=2)[1]:
+        assert variants.base_id(note["donor_problem_id"]) != variants.base_id(note["problem_id"])

@@ -9,6 +9,7 @@ from .. import frontdoor as fd
 
 def build_parser():
     p = fd.parser("Generate datasets in the SMMILE schema.")
+    p.prog = "smmile data"
     sub = p.add_subparsers(dest="action", required=True)
     demo = sub.add_parser("demo", help="write the deterministic demo dataset (SMMILE + permuted SMMILE++ style)",
                           formatter_class=fd.HelpFormatter)

@@ -21,6 +21,7 @@ import itertools
 import json
 import os
 import random
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -33,6 +34,7 @@ NOISY_FLAGS = {"AddOneExample": "noise-random", "AddOneExample-BySpeciality": "n
 TARGET_TIERS = (("speciality", "speciality"), ("image_type", "flag_image_type"), ("random", None))
 MANIFEST = "variant_manifest.json"
 FORMAT_VERSION = 1
+PERM_SUFFIX = re.compile(r"_perm_\d+$")
 
 
 # -- permute (SMMILE++) -------------------------------------------------------------------------------
@@ -94,8 +96,14 @@ def _donor_examples(donor: Problem, query_answer: str, strict: bool) -> list[tup
             if not strict or (r.image is not None and r.answer != query_answer)]
 
 
+def base_id(problem_id: str) -> str:
+    """`<id>_perm_<k>` -> `<id>`: the permutations of one problem are one problem for noise donors."""
+    return PERM_SUFFIX.sub("", problem_id)
+
+
 def _tier_pool(problem: Problem, problems: list[Problem], column: str | None) -> list[Problem]:
-    others = [p for p in problems if p.problem_id != problem.problem_id]
+    own = base_id(problem.problem_id)
+    others = [p for p in problems if base_id(p.problem_id) != own]
     if column is None:
         return others
     value = problem.query.fields.get(column)
