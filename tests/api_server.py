@@ -59,6 +59,10 @@ class FakeApi:
         with self._lock:
             return [r for r in self.records if kind is None or r["protocol"] == kind]
 
+    def summaries(self) -> list[dict]:
+        keep = ("n", "protocol", "path", "action", "time", "doomed")
+        return [{**{k: r[k] for k in keep if k in r}, "key": body_key(r)} for r in self.requests()]
+
     def _record(self, rec: dict) -> dict:
         with self._lock:
             rec["n"] = len(self.records)
@@ -70,11 +74,14 @@ class FakeApi:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out as separate writes: no 40 ms delayed-ACK stall
 
             def log_message(self, *args):  # quiet
                 pass
 
             def do_GET(self):
+                if self.path == "/_records":  # summaries for a user in another process (ForkedFakeApi)
+                    return self._json(200, {"max_in_flight": api.max_in_flight, "records": api.summaries()})
                 if self.path.rstrip("/").endswith("/models"):
                     return self._json(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
                 self._json(404, {"error": {"message": "not found"}})
@@ -209,3 +216,47 @@ def permanent_failure(status: int = 500):
 
     script.doomed = doomed
     return script
+
+
+class ForkedFakeApi:
+    """The same server in a forked child process, so that it does not compete with the client for the GIL
+    (benchmarks). `requests()` returns summaries: n, protocol, path, action, time, doomed, key."""
+
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+
+    def __enter__(self) -> "ForkedFakeApi":
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        queue, self._stop = ctx.Queue(), ctx.Event()
+        self._proc = ctx.Process(target=_serve, args=(self.kwargs, queue, self._stop), daemon=True)
+        self._proc.start()
+        self.url = queue.get(timeout=30)
+        return self
+
+    def _fetch(self) -> dict:
+        import urllib.request
+
+        with urllib.request.urlopen(self.url + "/_records", timeout=30) as response:
+            return json.loads(response.read())
+
+    def requests(self, kind: str | None = None) -> list[dict]:
+        return [r for r in self._fetch()["records"] if kind is None or r["protocol"] == kind]
+
+    @property
+    def max_in_flight(self) -> int:
+        return self._fetch()["max_in_flight"]
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._proc.join(timeout=10)
+        if self._proc.is_alive():
+            self._proc.terminate()
+            self._proc.join(timeout=10)
+
+
+def _serve(kwargs: dict, queue, stop) -> None:
+    with FakeApi(**kwargs) as api:
+        queue.put(api.url)
+        stop.wait()

@@ -2,7 +2,7 @@
 
 Provider subclasses implement four hooks: `make_client`, `render` (neutral request -> SDK keyword
 arguments), `send` (one SDK call -> (text, usage)) and `classify` (exception -> Failure).
-Everything runs on one asyncio event loop, so `on_done` is always called from a single thread.
+Requests run on one asyncio event loop; `on_done` is called on one dedicated thread, one call at a time.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ...errors import MissingDependency
@@ -175,6 +176,9 @@ class ApiBackend(Backend):
         client = self.make_client()
         pending = iter(work)
         started = 0
+        loop = asyncio.get_running_loop()
+        # one journal thread: on_done (an fsynced append) runs there, one call at a time, off the event loop
+        recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smmile-journal")
 
         async def worker() -> None:
             nonlocal started
@@ -186,11 +190,12 @@ class ApiBackend(Backend):
                 response = await self.one(client, req)
                 self.meter.add(response.usage)
                 self.stats["failed_problems"] += response.error is not None
-                on_done(item, response)
+                await loop.run_in_executor(recorder, on_done, item, response)
 
         try:
             await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(work)))))
         finally:
+            recorder.shutdown(wait=True)
             await self.aclose(client)
         if self.meter.stopped:
             self.stats["not_started_max_cost"] = len(work) - started
