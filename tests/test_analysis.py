@@ -114,7 +114,7 @@ def test_permutation_pairs_by_base_problem_with_clusters(tmp_path):
     assert by["b"]["correct_orders"] == 1 and by["b"]["n_orders"] == 3 and by["c"]["accuracy_orders"] == 100
 
 
-def test_labels_come_from_run_manifests(tmp_path):
+def test_labels_come_from_run_manifests(tmp_path, demo_dir):
     ds = tmp_path / "ds"
     ds.mkdir()
     (ds / "variant_manifest.json").write_text(json.dumps({"kind": "noise-targeted"}))
@@ -124,6 +124,10 @@ def test_labels_come_from_run_manifests(tmp_path):
     assert rs.load_set(str(tmp_path / "o")).label == "original"
     assert rs.load_set(str(tmp_path / "v")).label == "noise-targeted"
     assert rs.load_set(f"mine={tmp_path / 'v'}").label == "mine"
+    assert rs.variant_kind({"kind": "hub", "id": "smmile/SMMILE-augmented-050825"}) == "permute"
+    assert rs.variant_kind({"kind": "hub", "id": "smmile/SMMILE"}) == "original"
+    assert rs.variant_kind({"kind": "demo", "id": str(demo_dir / "plusplus")}) == "permute"
+    assert rs.variant_kind({"kind": "demo", "id": str(demo_dir / "smmile")}) == "original"
     with pytest.raises(UserError, match="labelled"):
         rs.load_sets([str(tmp_path / "o"), str(tmp_path / "o")])
 

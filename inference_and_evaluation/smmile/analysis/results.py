@@ -3,7 +3,8 @@
 A set's label says which dataset it was run on: ``original`` or a variant kind (``noise-random``,
 ``order-last``, ``permute``...). It is written ``LABEL=PATH`` on the command line, or read from the
 run manifests (``<stem>.manifest.json``): a run on a local dataset that holds a
-``variant_manifest.json`` gets that variant's kind, any other run is ``original``.
+``variant_manifest.json`` gets that variant's kind, a run on SMMILE++ (hub or demo-plusplus) is
+``permute``, any other run is ``original``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..data.load import DATED_IDS, PLUSPLUS_ID
 from ..data.variants import MANIFEST
 from ..errors import UserError
 from ..scoring.exact_match import ResultFileError
@@ -55,14 +57,18 @@ def _manifests(path: Path) -> list[Path]:
     return [side] if side and side.is_file() else []
 
 
-def variant_kind(dataset_ref: str | None) -> str:
-    """The kind recorded next to a local dataset, or ``original``."""
-    if not dataset_ref:
-        return ORIGINAL
-    manifest = Path(dataset_ref) / MANIFEST
-    if not manifest.is_file():
-        return ORIGINAL
-    return json.loads(manifest.read_text())["kind"]
+def variant_kind(dataset: dict) -> str:
+    """The variant a run manifest's dataset is: a local/demo folder's `variant_manifest.json` (or the
+    demo's own `smmile_demo.json`), SMMILE++ on the hub (`permute`), else `original`."""
+    ref = dataset.get("id") or ""
+    if dataset.get("kind") == "hub":
+        return "permute" if ref in (PLUSPLUS_ID, *[k for k, v in DATED_IDS.items() if v == PLUSPLUS_ID]) else ORIGINAL
+    for name in (MANIFEST, "smmile_demo.json"):
+        path = Path(ref) / name
+        if ref and path.is_file():
+            info = json.loads(path.read_text())
+            return info.get("kind") or info.get("variant") or ORIGINAL
+    return ORIGINAL
 
 
 def detect_label(path: Path) -> str:
@@ -73,7 +79,7 @@ def detect_label(path: Path) -> str:
             dataset = json.loads(m.read_text()).get("dataset") or {}
         except (OSError, ValueError):
             continue
-        kinds.add(variant_kind(dataset.get("id") if dataset.get("kind") == "local" else None))
+        kinds.add(variant_kind(dataset))
     if len(kinds) > 1:
         raise UserError(f"{path}: runs on different datasets ({', '.join(sorted(kinds))}); "
                         "split them or label the set explicitly as LABEL=PATH")
