@@ -1,0 +1,140 @@
+"""vLLM backend (`--backend vllm`, optional; install with `pip install -r requirements-vllm.txt` in its own
+environment, since vLLM pins its own torch).
+
+Every prompt of a run goes into ONE `LLM.generate` call. Prompts are the same strings the HF backend renders
+(the checkpoint's chat template via its processor; LLaVA-Med's mistral_instruct prompt), images the same PIL images
+(LLaVA-Med padded to squares as planned). Sampling parameters are explicit and equal to what the original ran with
+on transformers: the checkpoint's generation_config, overlaid with the script's generate() arguments; greedy
+(`do_sample=False`) becomes temperature 0 (repetition_penalty from the generation config is kept, as HF applies it
+to greedy decoding too). `limit_mm_per_prompt` is sized for the largest problem of the run (SMMILE: up to 20
+images). Llama-3.2-Vision is not offered: vLLM's Mllama support has been broken or removed across versions.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import MissingDependency, UserError
+from .base import Backend, Response
+from .hf.request import HFRequest
+
+GENCONFIG_KEYS = ("do_sample", "temperature", "top_k", "top_p", "repetition_penalty")
+NOT_ON_VLLM = ("hf.families:Llama32VFamily",)
+
+
+def sampling_settings(gen: dict, generation_config: dict) -> dict:
+    """SamplingParams keyword arguments equal to HF generate(**gen) on a checkpoint with `generation_config`."""
+    merged = {k: generation_config[k] for k in GENCONFIG_KEYS if generation_config.get(k) is not None}
+    merged.update({k: v for k, v in gen.items() if k in GENCONFIG_KEYS})
+    out: dict[str, Any] = {"max_tokens": int(gen["max_new_tokens"]), "n": int(gen.get("num_return_sequences", 1))}
+    if merged.get("repetition_penalty") is not None:
+        out["repetition_penalty"] = float(merged["repetition_penalty"])
+    if not merged.get("do_sample", False):
+        out["temperature"] = 0.0
+        return out
+    out["temperature"] = float(merged.get("temperature", 1.0))
+    out["top_p"] = float(merged.get("top_p", 1.0))
+    top_k = merged.get("top_k", 50)  # HF's default top_k applies when sampling
+    out["top_k"] = int(top_k) if top_k else -1
+    return out
+
+
+def read_generation_config(path: str) -> dict:
+    local = Path(path) / "generation_config.json"
+    if local.is_file():
+        return json.loads(local.read_text())
+    try:
+        from transformers import GenerationConfig
+
+        return GenerationConfig.from_pretrained(path).to_dict()
+    except Exception:
+        return {}
+
+
+class VLLMBackend(Backend):
+    name = "vllm"
+
+    def __init__(self, preset=None, spec=None):
+        super().__init__(preset, spec)
+        if preset is not None and preset.family in NOT_ON_VLLM:
+            raise UserError(f"{preset.name} runs on transformers only (vLLM's Mllama support is unreliable)")
+        self.settings = {**(preset.settings if preset else {}), **(spec.settings if spec else {})}
+        self.path = str((spec.model_path if spec else None) or preset.model_id)
+        self.tp = int(self.settings.get("tensor_parallel_size", 1))
+        self.llm = None
+        self.calls: list[dict] = []  # what was sent (for the manifest and tests)
+
+    def describe(self) -> dict:
+        return {"backend": self.name, "model_path": self.path, "tensor_parallel_size": self.tp,
+                "dtype": self.settings.get("dtype"), "generate_calls": len(self.calls)}
+
+    def _vllm(self):
+        try:
+            import vllm
+        except ImportError:
+            raise MissingDependency("vllm", why="--backend vllm (pip install -r requirements-vllm.txt)") from None
+        return vllm
+
+    def build_requests(self, work: list[tuple[Any, HFRequest]], processor) -> list[dict]:
+        from .hf.encode import render_prompt
+        from .hf.llavamed import expand2square
+
+        out = []
+        for _, req in work:
+            images = req.load_images()
+            if req.render == "llavamed":
+                bg = tuple(int(x * 255) for x in processor.image_processor.image_mean)
+                kw = req.processor_kwargs
+                images = [(i.convert("RGB") if kw["rgb"] else i) for i in images]
+                images = [i if off is None else expand2square(i, bg, off) for i, off in zip(images, kw["pad_offsets"])]
+                prompt = req.prompt
+            else:
+                prompt = render_prompt(processor, req)
+            entry: dict[str, Any] = {"prompt": prompt}
+            if images:
+                entry["multi_modal_data"] = {"image": images}
+            out.append(entry)
+        return out
+
+    def engine_kwargs(self, max_images: int) -> dict:
+        kwargs = {"model": self.path, "tensor_parallel_size": self.tp, "limit_mm_per_prompt": {"image": max(1, max_images)},
+                  "dtype": self.settings.get("dtype", "auto"), "seed": 42}
+        for key in ("max_model_len", "gpu_memory_utilization"):
+            if self.settings.get(key) is not None:
+                kwargs[key] = self.settings[key]
+        if self.settings.get("cache_dir"):
+            kwargs["download_dir"] = self.settings["cache_dir"]
+        return kwargs
+
+    def generate(self, work: list[tuple[Any, HFRequest]], on_done) -> None:
+        if not work:
+            return
+        vllm = self._vllm()
+        from .hf.processor import load_processor
+
+        processor = load_processor(self.path, min_pixels=self.settings.get("min_pixels"),
+                                   max_pixels=self.settings.get("max_pixels"))
+        requests = self.build_requests(work, processor)
+        params = sampling_settings(work[0][1].gen, read_generation_config(self.path))
+        engine = self.engine_kwargs(max(len(r.images) for _, r in work))
+        self.calls.append({"engine": {k: v for k, v in engine.items() if k != "model"}, "sampling": params,
+                           "prompts": len(requests)})
+        t0 = time.time()
+        self.llm = self.llm or vllm.LLM(**engine)
+        try:
+            outputs = self.llm.generate(requests, vllm.SamplingParams(**params))
+        except Exception as exc:  # noqa: BLE001 - every problem of the call failed
+            for item, req in work:
+                on_done(item, Response(error=req.errors["other"].format(e=exc)))
+            return
+        seconds = (time.time() - t0) / len(work)
+        tok = processor.tokenizer
+        for (item, _), out in zip(work, outputs):
+            gen = out.outputs[0]
+            ids = list(out.prompt_token_ids or []) + list(gen.token_ids)
+            on_done(item, Response(text=gen.text, full_text=tok.decode(ids, skip_special_tokens=True), seconds=seconds,
+                                   usage={"input_tokens": len(out.prompt_token_ids or []),
+                                          "output_tokens": len(gen.token_ids)}))
