@@ -133,3 +133,15 @@ def test_help_of_every_front_door(capsys):
         assert exc.value.code == 0
     out = capsys.readouterr().out
     assert "vLLM" in out and "--batch-size" in out and "--attn-implementation" in out
+
+
+def test_smmile_run_with_local_flags(tmp_path):
+    from smmile.runner.cli import main as run_main
+
+    args = ["--model", "llava_7b", "--script", "mcqa", "--task_format", "mcqa", "--batch-size", "2",
+            "--model-path", str(model_path("llava")), "--dataset", str(tiny_models.demo_subset(4)),
+            "--output-dir", str(tmp_path), "--max-new-tokens", "3", "--dtype", "float32", "--backend", "hf"]
+    assert run_main(args) == 0
+    manifest = json.loads((tmp_path / "result_llava_7b_ICL_mcqa.manifest.json").read_text())
+    assert manifest["settings"]["script"] == "mcqa" and manifest["settings"]["batch_size"] == 2
+    assert manifest["backend"]["batch_size"] == 2

@@ -7,6 +7,7 @@ from pathlib import Path
 from .. import frontdoor as fd
 from ..models import presets_api, registry
 from ..api_cli import add_api_flags, api_settings
+from ..models.hf.cli import LOCAL_BACKENDS, add_local_model_flags, local_model_settings
 from .run import RunSpec, parse_shard, run
 
 
@@ -26,6 +27,7 @@ def build_parser():
                    help="name open results result_<tag>_<mode>.csv, as the original open-only scripts did")
     fd.add_run_flags(p)
     add_api_flags(p)
+    add_local_model_flags(p)
     return p
 
 
@@ -37,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
                        revision=args.revision, augmented=augmented, output_dir=out, protocol=args.protocol,
                        open_suffix=not args.no_open_suffix, model_path=args.model_path,
                        image_dir=Path(args.image_dir), shard=parse_shard(args.shard), batch_size=args.batch_size,
-                       backend=presets_api.backend_path(args.backend), settings=api_settings(args))
+                       backend=LOCAL_BACKENDS.get(args.backend) or presets_api.backend_path(args.backend),
+                       settings={**api_settings(args), **local_model_settings(args)})
         if args.backend == "openai-compatible":
             presets_api.served_model(args.model)  # any model the server serves, tagged by its name
         return run(spec).exit_code

@@ -218,3 +218,27 @@ def llavamed_mcqa_main(argv: list[str] | None = None) -> int:
                       llava=False)
     return fd.guarded(lambda: _llava_go(p.parse_args(argv), model="llavamed", mcqa_script=True,
                                         summary_display="LLaVA-Med"))
+
+
+# -- `smmile run` additions ------------------------------------------------------------------------------------------
+LOCAL_BACKENDS = {"hf": "hf.backend:HFBackend", "vllm": VLLM}
+
+
+def add_local_model_flags(p: argparse.ArgumentParser) -> None:
+    """Local-model settings for `smmile run` (unset = the preset's, i.e. the original's)."""
+    g = p.add_argument_group("local models (transformers / vLLM; --backend hf|vllm)")
+    g.add_argument("--max-new-tokens", type=int, default=None, help="generation length limit (original: 512)")
+    g.add_argument("--dtype", default=None, help="bfloat16 | float16 | float32 | auto")
+    g.add_argument("--device-map", default=None, help="accelerate device map (default auto; 'none': one device)")
+    g.add_argument("--attn-implementation", default=None, help="eager | sdpa | flash_attention_2")
+    g.add_argument("--min-pixels", type=int, default=None, help="Qwen-family image processor min_pixels")
+    g.add_argument("--max-pixels", type=int, default=None, help="Qwen-family image processor max_pixels")
+    g.add_argument("--tensor-parallel-size", type=int, default=None, help="vLLM tensor parallelism")
+    g.add_argument("--script", choices=["open", "mcqa"], default=None,
+                   help="LLaVA / LLaVA-Med: behave as the open-only script or the _mcqa script (default open)")
+
+
+def local_model_settings(a: argparse.Namespace) -> dict:
+    keys = ("max_new_tokens", "dtype", "device_map", "attn_implementation", "min_pixels", "max_pixels",
+            "tensor_parallel_size", "script")
+    return {k: getattr(a, k) for k in keys if getattr(a, k, None) is not None}
