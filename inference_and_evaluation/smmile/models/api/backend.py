@@ -84,8 +84,10 @@ class ApiBackend(Backend):
     def classify(self, exc: BaseException) -> Failure:
         if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
             return Failure("Request timed out.", True)
-        if isinstance(exc, (ConnectionError, json.JSONDecodeError)):
-            return Failure(f"{type(exc).__name__}: {exc}", True)
+        if isinstance(exc, ConnectionError):  # e.g. ollama's "Failed to connect to Ollama..." (the original's text)
+            return Failure(str(exc) or type(exc).__name__, True)
+        if isinstance(exc, json.JSONDecodeError):
+            return Failure(f"malformed response: {exc}", True)
         return Failure(f"{exc}", False)
 
     async def aclose(self, client: Any) -> None:
