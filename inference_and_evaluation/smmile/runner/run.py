@@ -103,12 +103,15 @@ class Runner:
         return items
 
     def key(self, item: Item) -> str:
-        s = self.spec
-        run_only = getattr(registry.load_symbol(s.backend or self.preset.backend), "RUN_ONLY", ())
-        settings = {k: v for k, v in {**self.preset.settings, **s.settings}.items() if k not in run_only}
-        ident = {"model": self.preset.name, "model_id": self.preset.model_id, "model_path": s.model_path,
-                 "backend": s.backend or self.preset.backend, "protocol": s.protocol,
-                 "settings": settings, "item": item.fingerprint()}
+        """Journal key: everything that can change this item's answer (not how requests are sent)."""
+        if not hasattr(self, "_identity"):
+            s = self.spec
+            run_only = getattr(registry.load_symbol(s.backend or self.preset.backend), "RUN_ONLY", ())
+            settings = {k: v for k, v in {**self.preset.settings, **s.settings}.items() if k not in run_only}
+            self._identity = {"model": self.preset.name, "model_id": self.preset.model_id,
+                              "model_path": s.model_path, "backend": s.backend or self.preset.backend,
+                              "protocol": s.protocol, "settings": settings}
+        ident = {**self._identity, "item": item.fingerprint()}
         return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
     # -- execution ------------------------------------------------------------------------------
