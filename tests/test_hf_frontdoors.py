@@ -123,6 +123,8 @@ def test_llava_noisy_flag_is_parsed(tmp_path, capsys):
         assert code == 2 and "not available yet" in capsys.readouterr().err
     else:
         assert code == 0
+        manifest = json.loads((tmp_path / "result_llava_7b_ICL.manifest.json").read_text())
+        assert "noise" in json.dumps(manifest["dataset"])  # ran on the variant, not on the plain dataset
 
 
 def test_help_of_every_front_door(capsys):

@@ -160,12 +160,12 @@ def _llava_parser(description: str, *, mcqa_script: bool, llava: bool) -> argpar
     return p
 
 
-def _noisy_dataset(dataset: str | None, kind: str, augmented: bool) -> str:
+def _noisy_dataset(dataset: str | None, kind: str, augmented: bool, revision: str | None) -> str:
     try:
         from ...data.variants import noisy_dataset
     except ImportError:
         raise UserError(f"--noisy {kind}: not available yet (dataset noise variants are not implemented)") from None
-    return noisy_dataset(dataset, kind, augmented=augmented)
+    return noisy_dataset(dataset, kind, augmented=augmented, revision=revision)
 
 
 def _llava_go(a, *, model: str, mcqa_script: bool, summary_display: str | None) -> int:
@@ -173,7 +173,8 @@ def _llava_go(a, *, model: str, mcqa_script: bool, summary_display: str | None) 
     fmt = a.task_format if mcqa_script else "open"
     dataset = a.dataset
     if getattr(a, "noisy", None):
-        dataset = _noisy_dataset(None if dataset == "augmented" else dataset, a.noisy, dataset == "augmented")
+        dataset = _noisy_dataset(None if dataset == "augmented" else dataset, a.noisy, dataset == "augmented",
+                                 a.revision)
         a.output_dir = a.output_dir + ("_augmented" if a.dataset == "augmented" else "")
     summary = (model if summary_display is None else "llavamed", summary_display or model) if mcqa_script else None
     spec = spec_for(a, model, fmt, dataset=dataset, augmented_flag=bool(getattr(a, "augmented", None)),

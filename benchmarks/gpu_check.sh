@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# One command, under 8 minutes on one H200: random-weight models with the real 7B-class configs
+# (Qwen2.5-VL-7B, LLaVA-1.5-7B), the demo problems through HF batch 1, HF batched and vLLM (if importable),
+# output agreement and tokens/s for each. Needs CUDA torch + transformers (+ accelerate); vLLM optional
+# (requirements-vllm.txt); flash-attn optional (requirements-gpu.txt). Nothing is downloaded.
+#   bash benchmarks/gpu_check.sh [--archs qwen2_5_vl,llava] [--max-new-tokens 32] [--batch-size 8]
+#   bash benchmarks/gpu_check.sh --tiny     # the same pipeline on the tiny test checkpoints (CPU smoke)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+python -c "import torch, sys; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), file=sys.stderr)"
+exec python benchmarks/gpu_check.py "$@"
