@@ -83,6 +83,7 @@ def test_front_door(door, mode, fmt, tmp_path, capsys):
     manifest = json.loads(csv_path.with_name(f"result_{tag}_{mode}_{fmt}.manifest.json").read_text())
     assert manifest["backend"]["attn_implementation"] in ("sdpa", "eager", "flash_attention_2")
     assert manifest["counts"]["failed"] == 0
+    assert manifest["backend"]["model_class"].endswith("ForConditionalGeneration")
     has_summary = (tmp_path / f"accuracy_summary_{summary}_{mode}_mcqa.txt").exists()
     assert has_summary == (summary is not None and fmt == "mcqa")
     if fmt == "mcqa":
@@ -147,3 +148,23 @@ def test_smmile_run_with_local_flags(tmp_path):
     manifest = json.loads((tmp_path / "result_llava_7b_ICL_mcqa.manifest.json").read_text())
     assert manifest["settings"]["script"] == "mcqa" and manifest["settings"]["batch_size"] == 2
     assert manifest["backend"]["batch_size"] == 2
+
+
+def test_processor_fallback_and_pixel_limits(tmp_path):
+    """Qwen's processor is built without its torchvision video processor; --max-pixels shrinks the images."""
+    from smmile.runner.journal import Journal
+
+    def run_qwen(out, *extra):
+        assert cli.qwen_main(["--models", "3B", *flags("qwen2_5_vl", out, tokens=1), *extra]) == 0
+        stem = "result_qwen3B_ICL_open"
+        manifest = json.loads((out / f"{stem}.manifest.json").read_text())
+        records = Journal(out / ".smmile" / f"{stem}.journal.jsonl").records().values()
+        return manifest, sum(r["usage"]["input_tokens"] for r in records)
+
+    manifest, tokens = run_qwen(tmp_path / "a")
+    try:
+        import torchvision  # noqa: F401
+    except ImportError:
+        assert manifest["backend"]["processor"] == "Qwen2_5_VLProcessor (image-only, no torchvision)"
+    small_manifest, small = run_qwen(tmp_path / "b", "--max-pixels", str(28 * 28 * 4))
+    assert small < tokens and small_manifest["settings"]["max_pixels"] == 28 * 28 * 4

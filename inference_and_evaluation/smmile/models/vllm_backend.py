@@ -65,11 +65,13 @@ class VLLMBackend(Backend):
         self.path = str((spec.model_path if spec else None) or preset.model_id)
         self.tp = int(self.settings.get("tensor_parallel_size", 1))
         self.llm = None
-        self.calls: list[dict] = []  # what was sent (for the manifest and tests)
+        self.calls: list[dict] = []  # what was sent: engine arguments, sampling parameters, prompt count
+        self.info = {"backend": self.name, "model_path": self.path, "tensor_parallel_size": self.tp,
+                     "dtype": self.settings.get("dtype"), "calls": self.calls}
 
     def describe(self) -> dict:
-        return {"backend": self.name, "model_path": self.path, "tensor_parallel_size": self.tp,
-                "dtype": self.settings.get("dtype"), "generate_calls": len(self.calls)}
+        """The manifest's `backend` entry; `calls` fills in as the run goes."""
+        return self.info
 
     def _vllm(self):
         try:

@@ -75,7 +75,9 @@ class HFBackend(Backend):
         say(f"attention implementation: {self.attn} ({why})")
         self.device_map = self.settings.get("device_map", "auto")
         self.model = self.processor = None
-        self.processor_kind = "AutoProcessor"
+        self.info = {"backend": self.name, "model_path": str(self.path), "dtype": self.dtype,
+                     "attn_implementation": self.attn, "attn_reason": why, "device_map": self.device_map,
+                     "batch_size": self.batch_size, "processor": None, "model_class": None}
 
     # -- loading --------------------------------------------------------------------------------------------------
     def load(self) -> None:
@@ -87,11 +89,10 @@ class HFBackend(Backend):
         from . import processor as proc_mod
 
         hub = {"cache_dir": self.settings["cache_dir"]} if self.settings.get("cache_dir") else {}
-        n_warned = len(proc_mod._warned)
         self.processor = proc_mod.load_processor(self.path, min_pixels=self.settings.get("min_pixels"),
                                                  max_pixels=self.settings.get("max_pixels"), **hub)
-        if len(proc_mod._warned) > n_warned or type(self.processor).__name__ in proc_mod._warned:
-            self.processor_kind = "image-only fallback (no torchvision)"
+        fallback = getattr(self.processor, "video_processor", True) is None
+        self.info["processor"] = type(self.processor).__name__ + (" (image-only, no torchvision)" if fallback else "")
         kwargs: dict[str, Any] = {"dtype": getattr(torch, self.dtype) if self.dtype != "auto" else "auto",
                                   "attn_implementation": self.attn, **hub}
         if self.device_map not in (None, "", "none"):
@@ -99,12 +100,11 @@ class HFBackend(Backend):
         self.model = AutoModelForImageTextToText.from_pretrained(self.path, **kwargs).eval()
         if self.device_map in (None, "", "none") and torch.cuda.is_available():
             self.model.to("cuda")
+        self.info["model_class"] = type(self.model).__name__
 
     def describe(self) -> dict:
-        return {"backend": self.name, "model_path": str(self.path), "dtype": self.dtype,
-                "attn_implementation": self.attn, "device_map": self.device_map, "batch_size": self.batch_size,
-                "processor": self.processor_kind,
-                "model_class": type(self.model).__name__ if self.model is not None else None}
+        """The manifest's `backend` entry; the same dict is completed when the model loads."""
+        return self.info
 
     # -- generation -----------------------------------------------------------------------------------------------
     def generate(self, work: list[tuple[Any, HFRequest]], on_done) -> None:

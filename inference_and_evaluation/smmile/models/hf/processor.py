@@ -38,14 +38,12 @@ def load_processor(path: str, *, min_pixels: int | None = None, max_pixels: int 
 def set_pixel_limits(image_processor, min_pixels: int | None = None, max_pixels: int | None = None) -> None:
     """--min-pixels/--max-pixels for Qwen-family image processors (both the v4 and v5 attribute names)."""
     size = dict(getattr(image_processor, "size", None) or {})
-    if min_pixels:
-        image_processor.min_pixels = min_pixels
-        size["shortest_edge"] = min_pixels
-    if max_pixels:
-        image_processor.max_pixels = max_pixels
-        size["longest_edge"] = max_pixels
-    if size:
-        image_processor.size = size
+    for attr, key, value in (("min_pixels", "shortest_edge", min_pixels), ("max_pixels", "longest_edge", max_pixels)):
+        if value:
+            size[key] = value
+            if getattr(image_processor, attr, None) is not None:  # transformers 4.x keeps both
+                setattr(image_processor, attr, value)
+    image_processor.size = size
 
 
 def _processor_class_name(path: str, **hub) -> str:
