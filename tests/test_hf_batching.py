@@ -24,19 +24,20 @@ PRESETS = {"qwen2_5_vl": "qwen3B", "qwen2_vl": "MedVLM-R1", "mllama": "llama32_v
            "llavamed": "llavamed"}
 
 
-def _spec(arch: str, out: Path, batch: int, fmt: str = "open", **settings) -> RunSpec:
-    return RunSpec(model=PRESETS[arch], mode="ICL", fmt=fmt, dataset=str(tiny_models.demo_subset(6)),
+def _spec(arch: str, out: Path, batch: int, fmt: str = "open", n: int = 6, **settings) -> RunSpec:
+    return RunSpec(model=PRESETS[arch], mode="ICL", fmt=fmt, dataset=str(tiny_models.demo_subset(n)),
                    output_dir=out, model_path=str(model_path(arch)), batch_size=batch, quiet=True,
                    settings={"max_new_tokens": 6, "dtype": "float32", **settings})
 
 
 @pytest.mark.parametrize("arch", list(PRESETS))
 def test_batched_equals_batch_1(arch, tmp_path):
-    one = run(_spec(arch, tmp_path / "b1", 1))
-    four = run(_spec(arch, tmp_path / "b4", 4))
-    assert one.exit_code == four.exit_code == 0
-    assert [r["problem_id"] for r in one.rows] == [r["problem_id"] for r in four.rows]  # problem order kept
-    assert one.rows == four.rows
+    """--batch-size 8 on 10 demo problems (one sorted window: batches of 8 and 2) equals --batch-size 1."""
+    one = run(_spec(arch, tmp_path / "b1", 1, n=10))
+    eight = run(_spec(arch, tmp_path / "b8", 8, n=10))
+    assert one.exit_code == eight.exit_code == 0
+    assert [r["problem_id"] for r in one.rows] == [r["problem_id"] for r in eight.rows]  # problem order kept
+    assert one.rows == eight.rows
 
 
 def _logits(backend, req):
