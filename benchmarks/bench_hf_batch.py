@@ -1,6 +1,6 @@
 """Batch 8 vs batch 1 on the demo set with a tiny random-weight local model (CPU is fine).
 
-    python benchmarks/bench_hf_batch.py [--arch llava] [--max-new-tokens 16] [--batch-size 8] [--threads N]
+    python benchmarks/bench_hf_batch.py [--arch llava] [--max-new-tokens 16] [--batch-size 8] [--repeat 3]
 
 Builds (or reuses) the tiny checkpoint of tests/tiny_models.py, runs the same front-door pipeline (RunSpec ->
 HF backend) on the 24-problem demo set at batch size 1 and N, checks the result rows are identical, and prints

@@ -15,7 +15,6 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 pytest.importorskip("transformers")
 
-import tiny_models  # noqa: E402
 from smmile.models.hf import cli  # noqa: E402
 from smmile.models.hf.backend import HFBackend  # noqa: E402
 from test_hf_frontdoors import flags, read_csv  # noqa: E402

@@ -10,7 +10,6 @@ llavamed family builds `tokenizer_image_token` ids and pads images to squares it
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
