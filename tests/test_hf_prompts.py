@@ -212,3 +212,23 @@ def test_presets_and_settings():
         assert (p.model_id, p.settings["dtype"], p.settings["max_new_tokens"]) == (model_id, dtype, 512)
     assert family("qwen3B").gen_kwargs() == {"max_new_tokens": 512}
     assert family("llama32_vision_90b").gen_kwargs() == {"max_new_tokens": 512, "do_sample": False}
+
+
+@pytest.mark.parametrize("preset,template", [("qwen3B", "A"), ("llava_7b", "A"), ("llavamed", "A"),
+                                             ("llama32_vision_90b", "B"), ("medgemma_4b", "C")])
+def test_mcqa_target_and_query_turn(preset, template):
+    from smmile.protocol.templates import MCQA_TEMPLATES
+
+    fam, item = planned(preset, fmt="mcqa")
+    rng = random.Random(42)
+    letters = ["A", "B"]
+    rng.shuffle(letters)  # one shuffle per problem from random.Random(42) (spec §2.1)
+    options = "\n".join(f"{letter}. {dict(A='Red.', B='Blue.')[letter]}" for letter in letters)
+    assert item.target == MCQA_TEMPLATES[template].format(question=Q, options_text=options)
+    assert item.correct == "A"
+    req = fam.request(item)
+    if req.messages is not None:
+        last = req.messages[-1]
+        assert last["role"] == "user" and {"type": "text", "text": item.target} in last["content"]
+    else:
+        assert req.prompt.endswith(f"[INST] <image>\n{item.target} [/INST]")
