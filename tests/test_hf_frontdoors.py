@@ -168,3 +168,15 @@ def test_processor_fallback_and_pixel_limits(tmp_path):
         assert manifest["backend"]["processor"] == "Qwen2_5_VLProcessor (image-only, no torchvision)"
     small_manifest, small = run_qwen(tmp_path / "b", "--max-pixels", str(28 * 28 * 4))
     assert small < tokens and small_manifest["settings"]["max_pixels"] == 28 * 28 * 4
+
+
+@pytest.mark.parametrize("script", ["qwen", "llama32v", "medr1", "medgemma", "llava", "llava_mcqa", "llavamed",
+                                    "llavamed_mcqa"])
+def test_script_files_run_as_main(script, monkeypatch, capsys):
+    import runpy
+
+    path = Path(__file__).resolve().parents[1] / "inference_and_evaluation" / f"inference_{script}.py"
+    monkeypatch.setattr("sys.argv", [str(path), "--help"])
+    with pytest.raises(SystemExit) as exc:
+        runpy.run_path(str(path), run_name="__main__")
+    assert exc.value.code == 0 and "--inference_mode" in capsys.readouterr().out
