@@ -93,7 +93,8 @@ def one_run(arch, path, out, *, batch, backend, dtype, tokens, dataset):
 
     spec = RunSpec(model=PRESETS[arch], mode="ICL", fmt="open", dataset=dataset, output_dir=out, quiet=True,
                    model_path=str(path), batch_size=batch, backend=backend,
-                   settings={"max_new_tokens": tokens, "dtype": dtype, "max_model_len": 16384})
+                   settings={"max_new_tokens": tokens, "dtype": dtype, "max_model_len": 16384,
+                             "enforce_eager": True, "gpu_memory_utilization": 0.6})
     t0 = time.perf_counter()
     result = run(spec)
     seconds = time.perf_counter() - t0

@@ -104,7 +104,7 @@ class VLLMBackend(Backend):
     def engine_kwargs(self, max_images: int) -> dict:
         kwargs = {"model": self.path, "tensor_parallel_size": self.tp, "limit_mm_per_prompt": {"image": max(1, max_images)},
                   "dtype": self.settings.get("dtype", "auto"), "seed": 42}
-        for key in ("max_model_len", "gpu_memory_utilization"):
+        for key in ("max_model_len", "gpu_memory_utilization", "enforce_eager"):
             if self.settings.get(key) is not None:
                 kwargs[key] = self.settings[key]
         if self.settings.get("cache_dir"):

@@ -106,6 +106,14 @@ class HFBackend(Backend):
         """The manifest's `backend` entry; the same dict is completed when the model loads."""
         return self.info
 
+    def close(self) -> None:
+        """Free the model (and the CUDA cache) before the next run of the process (`--models all`)."""
+        import gc
+
+        self.model = self.processor = None
+        gc.collect()
+        self._free_memory()
+
     # -- generation -----------------------------------------------------------------------------------------------
     def generate(self, work: list[tuple[Any, HFRequest]], on_done) -> None:
         if not work:
