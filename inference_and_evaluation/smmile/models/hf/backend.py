@@ -134,8 +134,12 @@ class HFBackend(Backend):
         except Exception as exc:  # noqa: BLE001
             self._free_memory()
             return self._fail(batch, exc, "oom" if is_oom(exc) else "other", on_done)
+        try:
+            responses = self.decode(inputs, out, reqs)
+        except Exception as exc:  # noqa: BLE001
+            return self._fail(batch, exc, "other", on_done)
         seconds = (time.time() - t0) / len(batch)
-        for (item, req), response in zip(batch, self.decode(inputs, out, reqs)):
+        for (item, req), response in zip(batch, responses):
             response.seconds = seconds
             on_done(item, response)
 
