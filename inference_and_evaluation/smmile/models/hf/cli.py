@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 from ... import frontdoor as fd
-from ...errors import UserError
 from ...protocol.items import Rngs
 from ...runner.run import RunSpec, parse_shard, run
 
@@ -160,22 +159,16 @@ def _llava_parser(description: str, *, mcqa_script: bool, llava: bool) -> argpar
     return p
 
 
-def _noisy_dataset(dataset: str | None, kind: str, augmented: bool, revision: str | None) -> str:
-    try:
-        from ...data.variants import noisy_dataset
-    except ImportError:
-        raise UserError(f"--noisy {kind}: not available yet (dataset noise variants are not implemented)") from None
-    return noisy_dataset(dataset, kind, augmented=augmented, revision=revision)
-
-
 def _llava_go(a, *, model: str, mcqa_script: bool, summary_display: str | None) -> int:
     export_gpus(a.gpu_devices)
     fmt = a.task_format if mcqa_script else "open"
     dataset = a.dataset
-    if getattr(a, "noisy", None):
-        dataset = _noisy_dataset(None if dataset == "augmented" else dataset, a.noisy, dataset == "augmented",
-                                 a.revision)
-        a.output_dir = a.output_dir + ("_augmented" if a.dataset == "augmented" else "")
+    if getattr(a, "noisy", None):  # run on the noise variant; results go to <output-dir>_<variant>
+        from ...data.variants import noisy_dataset, noisy_output_dir
+
+        augmented = dataset == "augmented"
+        dataset = noisy_dataset(None if augmented else dataset, a.noisy, augmented=augmented, revision=a.revision)
+        a.output_dir = str(noisy_output_dir(a.output_dir + ("_augmented" if augmented else ""), a.noisy))
     summary = (model if summary_display is None else "llavamed", summary_display or model) if mcqa_script else None
     spec = spec_for(a, model, fmt, dataset=dataset, augmented_flag=bool(getattr(a, "augmented", None)),
                     open_suffix=mcqa_script, summary=summary, extra={"script": "mcqa" if mcqa_script else "open"})
