@@ -36,3 +36,14 @@ def published() -> Path:
     if not PUBLISHED.is_dir():
         pytest.skip("published SMMILE outputs (../shared/published/smmile) not available")
     return PUBLISHED
+
+
+@pytest.fixture(autouse=True)
+def _restore_cuda_visible_devices():
+    """Front doors export their GPU flag as CUDA_VISIBLE_DEVICES, as the originals did; undo it per test."""
+    before = os.environ.get("CUDA_VISIBLE_DEVICES")
+    yield
+    if before is None:
+        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    else:
+        os.environ["CUDA_VISIBLE_DEVICES"] = before

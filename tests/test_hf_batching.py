@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 pytest.importorskip("transformers")
 
 import tiny_models  # noqa: E402
@@ -19,16 +17,6 @@ from test_hf_frontdoors import model_path  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-
-@pytest.fixture(autouse=True)
-def _restore_cuda_visible_devices():
-    """The front doors export their GPU flag, as the originals did; keep it out of other tests."""
-    before = os.environ.get("CUDA_VISIBLE_DEVICES")
-    yield
-    if before is None:
-        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
-    else:
-        os.environ["CUDA_VISIBLE_DEVICES"] = before
 
 PRESETS = {"qwen2_5_vl": "qwen3B", "qwen2_vl": "MedVLM-R1", "mllama": "llama32_vision_90b", "gemma3": "medgemma_4b",
            "llava": "llava_7b", "llava_next": "llavanext_7b", "llava_onevision": "llavaonevision_0.5b",

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 pytest.importorskip("transformers")
 
 import tiny_models  # noqa: E402
@@ -20,16 +18,6 @@ from smmile.models.hf import cli  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-
-@pytest.fixture(autouse=True)
-def _restore_cuda_visible_devices():
-    """The front doors export their GPU flag, as the originals did; keep it out of other tests."""
-    before = os.environ.get("CUDA_VISIBLE_DEVICES")
-    yield
-    if before is None:
-        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
-    else:
-        os.environ["CUDA_VISIBLE_DEVICES"] = before
 
 OPEN5 = ["problem_id", "final_question", "true_answer", "generated_answer", "full_response"]
 MCQA8 = ["problem_id", "final_question", "true_answer", "correct_option", "selected_option", "is_correct",

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 pytest.importorskip("transformers")
 
 from smmile.models.hf import cli  # noqa: E402
@@ -21,16 +20,6 @@ from test_hf_frontdoors import flags, read_csv  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-
-@pytest.fixture(autouse=True)
-def _restore_cuda_visible_devices():
-    """The front doors export their GPU flag, as the originals did; keep it out of other tests."""
-    before = os.environ.get("CUDA_VISIBLE_DEVICES")
-    yield
-    if before is None:
-        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
-    else:
-        os.environ["CUDA_VISIBLE_DEVICES"] = before
 ROOT = Path(__file__).resolve().parents[1] / "inference_and_evaluation"
 
 

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import types
 
 import pytest
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 pytest.importorskip("transformers")
 
 import tiny_models  # noqa: E402
@@ -17,16 +15,6 @@ from smmile.models.hf import cli  # noqa: E402
 from smmile.models.vllm_backend import sampling_settings  # noqa: E402
 from test_hf_frontdoors import flags, read_csv  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _restore_cuda_visible_devices():
-    """The front doors export their GPU flag, as the originals did; keep it out of other tests."""
-    before = os.environ.get("CUDA_VISIBLE_DEVICES")
-    yield
-    if before is None:
-        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
-    else:
-        os.environ["CUDA_VISIBLE_DEVICES"] = before
 
 
 class FakeVLLM(types.ModuleType):
