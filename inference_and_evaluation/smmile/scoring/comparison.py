@@ -124,3 +124,12 @@ def write_comparison(results: Mapping[str, Mapping], results_dir: str | os.PathL
     with open(path, "w") as handle:
         handle.write(format_comparison_file(results))
     return path
+
+
+def report_comparison(results: Mapping[str, Mapping], results_dir: str | os.PathLike, filename: str,
+                      label: str = EM_LABEL) -> None:
+    """With more than one result: print the console summary and write the comparison file (spec §4.6)."""
+    if len(results) > 1:
+        print(format_console_summary(results, label))
+        path = write_comparison(results, results_dir, filename)
+        print(f"Comparison results saved to: {path}")

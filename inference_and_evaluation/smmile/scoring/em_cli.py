@@ -67,10 +67,7 @@ def _run(args) -> int:
         return 1
     outcome = Outcome()
     results = score_files(files, args.strict_match, outcome)
-    if len(results) > 1:
-        print(comparison.format_console_summary(results))
-        path = comparison.write_comparison(results, args.results_dir, "model_comparison.txt")
-        print(f"Comparison results saved to: {path}")
+    comparison.report_comparison(results, args.results_dir, "model_comparison.txt")
     if outcome.summary():
         print(outcome.summary())
     return outcome.exit_code

@@ -181,10 +181,7 @@ def _run(args) -> int:
         stats = score(csv_path)
         if stats is not None:
             results[f"{stats['model']}:{stats['inference_mode']}"] = stats
-    if len(results) > 1:
-        print(comparison.format_console_summary(results, LABEL))
-        path = comparison.write_comparison(results, args.results_dir, "model_comparison_llm.txt")
-        print(f"Comparison results saved to: {path}")
+    comparison.report_comparison(results, args.results_dir, "model_comparison_llm.txt", LABEL)
     if outcome.summary():
         print(outcome.summary())
     return outcome.exit_code
