@@ -48,9 +48,9 @@ def _hf_cache(path: str | None) -> None:
 
 def _parser(description: str, *, fmt_default: str, fmt_choices=("open", "mcqa"), output_dir_flag: str = "smmile"):
     p = fd.parser(description)
-    p.add_argument("--inference_mode", choices=["0-shot", "ICL"], default="ICL")
+    p.add_argument("--inference_mode", choices=["0-shot", "ICL"], default="ICL", help=fd.MODE_HELP)
     if fmt_choices:
-        p.add_argument("--task_format", choices=list(fmt_choices), default=fmt_default)
+        p.add_argument("--task_format", choices=list(fmt_choices), default=fmt_default, help=fd.FORMAT_HELP)
     fd.add_dataset_flag(p)
     p.add_argument("--image-dir", default="../missing_images", help="folder of manually downloaded images "
                    "(unused by the original; used under --protocol corrected)")

@@ -9,6 +9,9 @@ from typing import Callable
 
 from .errors import UserError
 
+MODE_HELP = "0-shot: the query alone; ICL: the solved examples first, then the query"
+FORMAT_HELP = "open: free-text answer; mcqa: options from the problem's answers, a letter is extracted"
+OUTPUT_HELP = "where result files go (with --dataset augmented: <output-dir>_augmented)"
 PROTOCOL_HELP = ("paper (default): reproduce the original scripts, quirks included; corrected: apply every "
                  "documented fix at once (see docs/deviations.md)")
 

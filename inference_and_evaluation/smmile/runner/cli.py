@@ -15,8 +15,10 @@ def build_parser():
     p = fd.parser("Run a model preset on SMMILE / SMMILE++ / the demo data and write the original result CSV.",
                   epilog="Presets: " + ", ".join(registry.names()))
     p.add_argument("--model", required=True, help="preset name (see the list below)")
-    p.add_argument("--inference_mode", "--inference-mode", dest="inference_mode", choices=["0-shot", "ICL"], default="ICL")
-    p.add_argument("--task_format", "--task-format", dest="task_format", choices=["open", "mcqa"], default="open")
+    p.add_argument("--inference_mode", "--inference-mode", dest="inference_mode", choices=["0-shot", "ICL"], default="ICL",
+                   help=fd.MODE_HELP)
+    p.add_argument("--task_format", "--task-format", dest="task_format", choices=["open", "mcqa"], default="open",
+                   help=fd.FORMAT_HELP)
     fd.add_dataset_flag(p)
     p.add_argument("--output-dir", "--output_dir", dest="output_dir", default="../results",
                    help="where result files go (with --dataset augmented: <output-dir>_augmented)")

@@ -27,15 +27,16 @@ TITLE, LABEL = "LLM AS A JUDGE", "LLM as a Judge"
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description="LLM-as-a-judge evaluation of SMMILE open-format results")
-    p.add_argument("results_dir", nargs="?", default="../results")
+    p.add_argument("results_dir", nargs="?", default="../results", help="directory with result_*.csv files")
     p.add_argument("--model", default=None, help="file-name model token, e.g. qwen72B")
     p.add_argument("--inference-mode", dest="inference_mode", default=None, help="0-shot or ICL")
     p.add_argument("--visualize-only", dest="visualize_only", action="store_true",
                    help="no judging: report the existing *_evaluationllm.json files")
-    p.add_argument("--judge-backend", choices=("ollama", "openai"), default="ollama")
+    p.add_argument("--judge-backend", choices=("ollama", "openai"), default="ollama",
+                   help="ollama (the original) or any OpenAI-compatible server (vLLM, llama.cpp, ollama /v1, OpenAI)")
     p.add_argument("--judge-base-url", default=None,
                    help="server URL (ollama: default $OLLAMA_HOST; openai: e.g. http://127.0.0.1:8000/v1)")
-    p.add_argument("--judge-model", default=DEFAULT_JUDGE_MODEL)
+    p.add_argument("--judge-model", default=DEFAULT_JUDGE_MODEL, help="judge model name on that server")
     p.add_argument("--protocol", choices=("paper", "corrected"), default="paper",
                    help="paper: server-default sampling (as published); corrected: temperature 0 + fixed seed")
     p.add_argument("--judge-seed", type=int, default=0, help="seed for --protocol corrected")

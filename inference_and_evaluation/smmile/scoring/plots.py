@@ -196,12 +196,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="smmile figures",
                                      description="Accuracy bars with CIs, ICL-gain plot and stratification "
                                                  "heatmaps for a results directory (PNG + SVG).")
-    parser.add_argument("results_dir")
+    parser.add_argument("results_dir", help="directory with result_*.csv (+ *_evaluationllm.json, model_stratification_*.json)")
     parser.add_argument("--out", help="figure directory (default: figures/ beside results_dir, "
                                       "i.e. the repository's figures/ for ../results)")
-    parser.add_argument("--n-boot", type=int, default=bootstrap.DEFAULT_N_BOOT)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cluster", choices=stats.CLUSTER_CHOICES, default="auto")
+    parser.add_argument("--n-boot", type=int, default=bootstrap.DEFAULT_N_BOOT, help="bootstrap resamples for the CIs")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    parser.add_argument("--cluster", choices=stats.CLUSTER_CHOICES, default="auto",
+                        help="auto: resample base problems when ids end in _perm_<k>")
     parser.add_argument("--flags", nargs="*", help="stratification flags to plot (default: all)")
     parser.add_argument("--formats", default="png,svg", help="comma-separated (default png,svg)")
     return parser

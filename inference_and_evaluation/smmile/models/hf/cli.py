@@ -71,9 +71,9 @@ def spec_for(a: argparse.Namespace, model: str, fmt: str, *, dataset=None, augme
 
 
 def _common(p, *, mode_default="ICL", fmt_default="open", fmt=True) -> None:
-    p.add_argument("--inference_mode", choices=MODES, default=mode_default)
+    p.add_argument("--inference_mode", choices=MODES, default=mode_default, help=fd.MODE_HELP)
     if fmt:
-        p.add_argument("--task_format", choices=FORMATS, default=fmt_default)
+        p.add_argument("--task_format", choices=FORMATS, default=fmt_default, help=fd.FORMAT_HELP)
 
 
 # -- inference_qwen.py ----------------------------------------------------------------------------------------------
@@ -82,7 +82,7 @@ def qwen_main(argv: list[str] | None = None) -> int:
     _common(p)
     p.add_argument("--models", nargs="+", choices=["3B", "7B", "32B", "72B", "all"], default=["all"],
                    help="'all' anywhere runs 3B, 7B, 32B, 72B in order, sharing one random stream")
-    p.add_argument("--output-dir", default="../results")
+    p.add_argument("--output-dir", default="../results", help=fd.OUTPUT_HELP)
     p.add_argument("--gpu_devices", default="0,1", help="exported as CUDA_VISIBLE_DEVICES")
     p.add_argument("--hf_cache_dir", default=None, help=CACHE_HELP)
     fd.add_dataset_flag(p)
@@ -142,12 +142,13 @@ def _llava_parser(description: str, *, mcqa_script: bool, llava: bool) -> argpar
     p = fd.parser(description)
     _common(p, fmt_default="mcqa", fmt=mcqa_script)
     if llava:
-        p.add_argument("--model_name", required=True, choices=LLAVA_NAMES)
-    p.add_argument("--output-dir", default="../results")
+        p.add_argument("--model_name", required=True, choices=LLAVA_NAMES, help="which LLaVA checkpoint (spec §3.5)")
+    p.add_argument("--output-dir", default="../results", help=fd.OUTPUT_HELP)
     p.add_argument("--gpu-devices", default="0", help="exported as CUDA_VISIBLE_DEVICES")
     p.add_argument("--hf_cache_dir", default=None, help=CACHE_HELP)
     if mcqa_script:
-        p.add_argument("--max_new_tokens", "--max-new-tokens", dest="max_new_tokens", type=int, default=512)
+        p.add_argument("--max_new_tokens", "--max-new-tokens", dest="max_new_tokens", type=int, default=512,
+                       help="generation budget per problem (the original's flag)")
         p.add_argument("--augmented", choices=["augmented"], default=None, help="SMMILE++ (this script's switch)")
         fd.add_dataset_flag(p)  # smmile addition: demo / local datasets
     else:
