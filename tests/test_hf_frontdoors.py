@@ -176,3 +176,12 @@ def test_script_files_run_as_main(script, monkeypatch, capsys):
     with pytest.raises(SystemExit) as exc:
         runpy.run_path(str(path), run_name="__main__")
     assert exc.value.code == 0 and "--inference_mode" in capsys.readouterr().out
+
+
+def test_model_revision_recorded_and_part_of_the_resume_key(tmp_path):
+    base = ["--models", "3B", "--inference_mode", "0-shot", *flags("qwen2_5_vl", tmp_path, tokens=1)]
+    assert cli.qwen_main(base) == 0
+    assert cli.qwen_main([*base, "--model-revision", "v1"]) == 0
+    manifest = json.loads((tmp_path / "result_qwen3B_0-shot_open.manifest.json").read_text())
+    assert manifest["backend"]["model_revision"] == "v1" and "model_commit" in manifest["backend"]
+    assert manifest["counts"]["computed_this_run"] == manifest["counts"]["rows"]  # another revision: recomputed

@@ -88,7 +88,8 @@ class HFBackend(Backend):
 
         from . import processor as proc_mod
 
-        hub = {"cache_dir": self.settings["cache_dir"]} if self.settings.get("cache_dir") else {}
+        hub = {k: self.settings[s] for k, s in (("cache_dir", "cache_dir"), ("revision", "model_revision"))
+               if self.settings.get(s)}
         self.processor = proc_mod.load_processor(self.path, min_pixels=self.settings.get("min_pixels"),
                                                  max_pixels=self.settings.get("max_pixels"), **hub)
         fallback = getattr(self.processor, "video_processor", True) is None
@@ -101,6 +102,8 @@ class HFBackend(Backend):
         if self.device_map in (None, "", "none") and torch.cuda.is_available():
             self.model.to("cuda")
         self.info["model_class"] = type(self.model).__name__
+        self.info["model_revision"] = self.settings.get("model_revision")
+        self.info["model_commit"] = getattr(self.model.config, "_commit_hash", None)  # resolved hub commit
 
     def describe(self) -> dict:
         """The manifest's `backend` entry; the same dict is completed when the model loads."""

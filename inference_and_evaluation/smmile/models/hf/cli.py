@@ -28,6 +28,8 @@ def add_local_flags(p: argparse.ArgumentParser, *, qwen_pixels: bool = False, vl
                        help="the original wrote to ../results (../results_augmented with --dataset augmented)")
     if max_new_tokens:
         g.add_argument("--max-new-tokens", type=int, default=512, help="generation length limit (original: 512)")
+    g.add_argument("--model-revision", default=None,
+                   help="hub revision (commit, tag, branch) of the model; the resolved commit goes in the manifest")
     g.add_argument("--dtype", default=None, help="bfloat16 | float16 | float32 | auto (default: the original's)")
     g.add_argument("--device-map", default=None, help="accelerate device map (default auto, as the original; "
                    "'none' loads on one device)")
@@ -45,7 +47,8 @@ def add_local_flags(p: argparse.ArgumentParser, *, qwen_pixels: bool = False, vl
 
 def settings_from(a: argparse.Namespace) -> dict:
     keys = {"dtype": "dtype", "device_map": "device_map", "attn_implementation": "attn_implementation",
-            "min_pixels": "min_pixels", "max_pixels": "max_pixels", "hf_cache_dir": "cache_dir"}
+            "min_pixels": "min_pixels", "max_pixels": "max_pixels", "hf_cache_dir": "cache_dir",
+            "model_revision": "model_revision"}
     out = {dst: getattr(a, src) for src, dst in keys.items() if getattr(a, src, None) is not None}
     out["max_new_tokens"] = a.max_new_tokens
     if getattr(a, "backend", "hf") == "vllm":
@@ -223,6 +226,8 @@ def add_local_model_flags(p: argparse.ArgumentParser) -> None:
     """Local-model settings for `smmile run` (unset = the preset's, i.e. the original's)."""
     g = p.add_argument_group("local models (transformers / vLLM; --backend hf|vllm)")
     g.add_argument("--max-new-tokens", type=int, default=None, help="generation length limit (original: 512)")
+    g.add_argument("--model-revision", default=None,
+                   help="hub revision (commit, tag, branch) of the model; the resolved commit goes in the manifest")
     g.add_argument("--dtype", default=None, help="bfloat16 | float16 | float32 | auto")
     g.add_argument("--device-map", default=None, help="accelerate device map (default auto; 'none': one device)")
     g.add_argument("--attn-implementation", default=None, help="eager | sdpa | flash_attention_2")
@@ -235,5 +240,5 @@ def add_local_model_flags(p: argparse.ArgumentParser) -> None:
 
 def local_model_settings(a: argparse.Namespace) -> dict:
     keys = ("max_new_tokens", "dtype", "device_map", "attn_implementation", "min_pixels", "max_pixels",
-            "tensor_parallel_size", "script")
+            "tensor_parallel_size", "script", "model_revision")
     return {k: getattr(a, k) for k in keys if getattr(a, k, None) is not None}
