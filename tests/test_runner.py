@@ -202,7 +202,7 @@ def test_unknown_preset_and_bad_flags(tmp_path):
 
 
 def test_secrets_never_written(tmp_path):
-    sentinel = "hf_SENTINELsentinelSENTINEL0123456789"
+    sentinel = "hf_SENTINEL-not-a-real-token-0042"
     r = front("inference_baselines.py", "--baseline", "majority", "--dataset", "demo", "--output-dir", str(tmp_path),
               env={"HF_TOKEN": sentinel})
     assert r.returncode == 0 and sentinel not in r.stdout + r.stderr
