@@ -185,3 +185,14 @@ def test_model_revision_recorded_and_part_of_the_resume_key(tmp_path):
     manifest = json.loads((tmp_path / "result_qwen3B_0-shot_open.manifest.json").read_text())
     assert manifest["backend"]["model_revision"] == "v1" and "model_commit" in manifest["backend"]
     assert manifest["counts"]["computed_this_run"] == manifest["counts"]["rows"]  # another revision: recomputed
+
+
+def test_unloadable_checkpoint_is_one_line_exit_2(tmp_path, capsys):
+    empty = tmp_path / "not-a-checkpoint"
+    empty.mkdir()
+    args = ["--models", "3B", *flags("qwen2_5_vl", tmp_path / "out")]
+    args[args.index("--model-path") + 1] = str(empty)
+    assert cli.qwen_main(args) == 2
+    err = capsys.readouterr().err
+    assert "cannot load model" in err and str(empty) in err and "Traceback" not in err
+    assert not list((tmp_path / "out").glob("*.csv")) if (tmp_path / "out").exists() else True

@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any
 
+from ...errors import UserError
 from ..base import Backend, Response
 from .request import PAD_FROM_TOKENIZER, HFRequest
 
@@ -81,8 +82,17 @@ class HFBackend(Backend):
 
     # -- loading --------------------------------------------------------------------------------------------------
     def load(self) -> None:
+        """Load processor and model; a checkpoint that cannot be found or read is a user error (one line)."""
         if self.model is not None:
             return
+        try:
+            self._load()
+        except (OSError, ValueError, KeyError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            hint = "" if self.spec is None or self.spec.model_path else " (use --model-path DIR for a local checkpoint)"
+            raise UserError(f"cannot load model {self.path}: {first}{hint}") from None
+
+    def _load(self) -> None:
         import torch
         from transformers import AutoModelForImageTextToText
 
