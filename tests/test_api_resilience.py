@@ -201,3 +201,20 @@ def test_base_url_with_credentials_is_refused(env, tmp_path, capsys):
     rc = main(["--backend", "openai-compatible", "--base-url", "http://user:pw@127.0.0.1:9/v1", "--model", "m",
                "--dataset", "demo", "--output-dir", str(tmp_path)])
     assert rc == 2 and "must not carry credentials" in capsys.readouterr().err
+
+
+def test_unreachable_server_stops_early_and_resumes(env, tmp_path, capsys):
+    import socket
+
+    with socket.socket() as s:  # a port with nobody listening
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    rc = api_cli.anthropic_main(["--dataset", "demo", "--output-dir", str(tmp_path), "--base-url", dead,
+                                 "--inference_mode", "0-shot", "--max-retries", "0", "--concurrency", "2",
+                                 "--max-consecutive-failures", "3"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "in a row failed" in err and "not started" in err
+    assert not (tmp_path / "result_claude-3-7-sonnet_0-shot_open.csv").exists()  # no all-error result file
+    with FakeApi() as api:  # the server is back: the rerun does everything
+        assert claude(api, tmp_path) == 0
+        assert len(api.requests()) == 24

@@ -10,7 +10,7 @@ from . import frontdoor as fd
 from .runner.run import RunSpec, parse_shard, run
 
 API_FLAGS = ("concurrency", "max_retries", "timeout", "max_cost", "price", "base_url", "api_model",
-             "max_image_side", "max_tokens")
+             "max_image_side", "max_tokens", "max_consecutive_failures")
 
 
 def add_api_flags(p: argparse.ArgumentParser) -> None:
@@ -23,6 +23,9 @@ def add_api_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--timeout", type=float, default=None, help="seconds per request (default 120)")
     g.add_argument("--max-cost", type=float, default=None,
                    help="stop launching new requests once the estimated cost (USD) reaches this")
+    g.add_argument("--max-consecutive-failures", type=int, default=None, metavar="N",
+                   help="stop launching requests after N problems in a row failed on transient errors even after "
+                        "all retries (server down); nothing final is written and a rerun resumes (default 8)")
     g.add_argument("--price", default=None, metavar="IN:OUT",
                    help="USD per million input:output tokens (default: the table in smmile/models/api/accounting.py)")
     g.add_argument("--base-url", default=None,

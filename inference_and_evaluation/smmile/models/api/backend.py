@@ -23,7 +23,7 @@ from .request import ChatRequest
 from .retry import Failure, RetryPolicy
 from .secrets import Scrubber, public_url
 
-DEFAULTS = {"concurrency": 8, "max_retries": 5, "timeout": 120.0}
+DEFAULTS = {"concurrency": 8, "max_retries": 5, "timeout": 120.0, "max_consecutive_failures": 8}
 
 
 class TooLarge(Exception):
@@ -42,7 +42,7 @@ class ApiBackend(Backend):
     provider = "api"
     sdk: str | None = None  # the official SDK package, checked when the backend is built
     # settings that change how requests are sent, not what is asked: not part of the journal key
-    RUN_ONLY = ("concurrency", "max_retries", "timeout", "max_cost", "base_url", "price")
+    RUN_ONLY = ("concurrency", "max_retries", "timeout", "max_cost", "base_url", "price", "max_consecutive_failures")
     limits: dict = {}  # request_bytes, image_b64_bytes, image_side, image_side_many (over 20 images)
     default_max_image_side: int | None = None  # corrected protocol only
 
@@ -62,8 +62,11 @@ class ApiBackend(Backend):
         self.meter = CostMeter(price_for(self.model, parse_price(s.get("price"))),
                                None if max_cost is None else float(max_cost))
         self.scrub = Scrubber()
+        # a server that is down fails every request after all retries: stop instead of burning the run
+        self.breaker = max(1, int(s["max_consecutive_failures"]))
+        self.unreachable_streak = 0
         self.stats = {"retries": 0, "failed_problems": 0, "downscaled_images": 0, "not_sent_too_large": 0,
-                      "not_started_max_cost": 0}
+                      "not_started_max_cost": 0, "not_started_unreachable": 0}
         if self.sdk:
             import_sdk(self.sdk, f"the {self.provider} backend")  # a missing SDK fails before any work
         self._client_args = self.client_args()  # so does a missing key
@@ -169,7 +172,7 @@ class ApiBackend(Backend):
             usage["cost_usd"] = cost
         seconds = time.monotonic() - t0
         if failure is not None:
-            extra["status"] = failure.status
+            extra.update(status=failure.status, transient=failure.transient)
             return Response(error=req.error_format.format(e=failure.message), usage=usage, seconds=seconds, extra=extra)
         return Response(text=text, usage=usage, seconds=seconds, extra=extra)
 
@@ -188,10 +191,14 @@ class ApiBackend(Backend):
                 if self.meter.exhausted():
                     self.meter.stopped = True
                     return
+                if self.unreachable_streak >= self.breaker:
+                    return
                 started += 1
                 response = await self.one(client, req)
                 self.meter.add(response.usage)
                 self.stats["failed_problems"] += response.error is not None
+                transient = response.error is not None and response.extra.get("transient", False)
+                self.unreachable_streak = self.unreachable_streak + 1 if transient else 0
                 await loop.run_in_executor(recorder, on_done, item, response)
 
         try:
@@ -199,6 +206,11 @@ class ApiBackend(Backend):
         finally:
             recorder.shutdown(wait=True)
             await self.aclose(client)
+        if self.unreachable_streak >= self.breaker and started < len(work):
+            self.stats["not_started_unreachable"] = len(work) - started
+            print(f"{self.unreachable_streak} problems in a row failed after all retries (server unreachable or "
+                  f"overloaded?): stopped launching new requests; {len(work) - started} problem(s) not started",
+                  file=sys.stderr)
         if self.meter.stopped:
             self.stats["not_started_max_cost"] = len(work) - started
             print(f"--max-cost {self.meter.max_cost:g} USD reached (estimated {self.meter.cost:.4f} USD spent): "
