@@ -1,4 +1,5 @@
-"""End to end with a tiny random-weight LLaVA: original, noise and order variants -> `smmile analyze`.
+"""End to end: the random baseline and a tiny random-weight LLaVA on the original, noise and order
+variants -> `smmile analyze` -> `smmile report`.
 
 Skipped where torch/transformers or the tiny-checkpoint builder are not available.
 """
@@ -39,6 +40,9 @@ def runs(tmp_path_factory) -> Path:
                        output_dir=root / "res" / label, model_path=str(model),
                        settings={"max_new_tokens": 4}, quiet=True)
         assert run(spec).exit_code == 0
+        baseline = RunSpec(model="random", mode="ICL", fmt="open", dataset=dataset, open_suffix=False,
+                           output_dir=root / "res" / label, quiet=True)
+        assert run(baseline).exit_code == 0
     return root
 
 
@@ -49,7 +53,13 @@ def test_tiny_model_noise_and_order(runs):
     assert smmile(["analyze", "order", *[str(runs / "res" / k) for k in ("original", *LABELS[1:])],
                    "--out", str(out), "--n-boot", "200"]) == 0
     noise = json.loads((out / "noise.json").read_text())
-    assert {(r["model"], r["variant"]) for r in noise["summary"]} == {("llava_7b", LABELS[0])}
+    assert {(r["model"], r["variant"]) for r in noise["summary"]} == {("llava_7b", LABELS[0]), ("random", LABELS[0])}
     kept = json.loads((runs / "ds" / "order-last" / "variant_manifest.json").read_text())["counts"]["problems"]
     order = json.loads((out / "order.json").read_text())
-    assert {r["n"] for r in order["summary"]} == {kept} and len(order["recency"]) == 1
+    assert {r["n"] for r in order["summary"]} == {kept} and len(order["recency"]) == 2  # two models
+
+    report = runs / "report"
+    assert smmile(["report", str(runs / "res" / "original"), "--analyses", str(out), "--out", str(report),
+                   "--n-boot", "200"]) == 0
+    page = (report / "index.html").read_text()
+    assert "LLaVA-v1.5-7B" in page and "Random" in page and "noise" in page.lower() and "recency" in page.lower()
