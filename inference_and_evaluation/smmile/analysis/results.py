@@ -20,7 +20,8 @@ from ..data.variants import MANIFEST
 from ..errors import UserError
 from ..scoring.exact_match import ResultFileError
 from ..scoring.naming import extract_model_info
-from ..scoring.stats import MODES, Record, em_scores, llm_scores, load_records, mcqa_scores
+from ..scoring.stats import MODES, Record, load_records
+from ..scoring.stats import file_records as stats_file_records
 
 ORIGINAL = "original"
 
@@ -38,16 +39,9 @@ class ResultSet:
 
 def file_records(path: str) -> list[Record]:
     """The scores of one result CSV: MCQA (is_correct), or EM plus LLM judge when judged."""
-    info = extract_model_info(path)
-    if info.mode not in MODES:
+    if extract_model_info(path).mode not in MODES:
         raise UserError(f"{path}: no 0-shot/ICL mode in the file name")
-    loaders = [("MCQA", mcqa_scores)] if info.is_closed else [("EM", em_scores), ("LLM", llm_scores)]
-    out = []
-    for metric, loader in loaders:
-        scores = loader(path)
-        if scores is not None:
-            out.append(Record(info.model, metric, info.mode, path, scores))
-    return out
+    return stats_file_records(path)
 
 
 def _manifests(path: Path) -> list[Path]:

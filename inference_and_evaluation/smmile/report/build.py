@@ -113,10 +113,10 @@ def compute_stats(data: ReportData) -> None:
 def gather(results_dir: str, analyses_dirs=(), settings: Settings | None = None, title: str | None = None) -> ReportData:
     """Everything the report shows for ``results_dir`` (and the optional analysis output folders)."""
     if not os.path.isdir(results_dir):
-        raise UserError(f"error: results directory {results_dir} not found")
+        raise UserError(f"results directory {results_dir} not found")
     for directory in analyses_dirs:
         if not os.path.isdir(directory):
-            raise UserError(f"error: analyses directory {directory} not found")
+            raise UserError(f"analyses directory {directory} not found")
     data = ReportData(os.path.abspath(results_dir), title or f"SMMILE results: {os.path.basename(os.path.abspath(results_dir))}",
                       settings or Settings())
     compute_stats(data)
@@ -125,7 +125,7 @@ def gather(results_dir: str, analyses_dirs=(), settings: Settings | None = None,
     data.analysis_tables, data.analysis_images = analyses_mod.load_analyses(list(analyses_dirs))
     data.variance_table = read_text(os.path.join(results_dir, VARIANCE_TABLE))
     if not data.estimates and not data.analysis_tables:
-        raise UserError(f"error: no scorable result files in {results_dir}")
+        raise UserError(f"no scorable result files in {results_dir}")
     return data
 
 

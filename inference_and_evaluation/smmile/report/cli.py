@@ -15,6 +15,7 @@ import sys
 import time
 
 from smmile.errors import UserError
+from smmile.frontdoor import guarded
 from smmile.report import build, figures, html, sections
 from smmile.scoring import bootstrap, stats
 
@@ -49,9 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _settings(args) -> build.Settings:
     if args.n_boot < 1:
-        raise UserError("error: --n-boot must be at least 1")
+        raise UserError("--n-boot must be at least 1")
     if not 0 < args.level < 1 or not 0 < args.alpha < 1:
-        raise UserError("error: --level and --alpha must be between 0 and 1")
+        raise UserError("--level and --alpha must be between 0 and 1")
     return build.Settings(args.n_boot, args.seed, args.level, args.cluster, args.alpha)
 
 
@@ -59,7 +60,7 @@ def _formats(text: str) -> tuple[str, ...]:
     formats = tuple(f.strip().lower() for f in text.split(",") if f.strip())
     unknown = [f for f in formats if f not in html.MIME]
     if unknown or not formats:
-        raise UserError(f"error: --formats must list png and/or svg, got {text!r}")
+        raise UserError(f"--formats must list png and/or svg, got {text!r}")
     return formats
 
 
@@ -99,12 +100,12 @@ def write_report(args) -> tuple[str, list]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``smmile report``; 0 on success, 1 when inputs were skipped, 2 on bad input."""
     args = build_parser().parse_args(argv)
-    try:
-        _formats(args.formats)
-        page_path, warnings = write_report(args)
-    except UserError as exc:
-        print(str(exc), file=sys.stderr)
-        return exc.exit_code
+    return guarded(lambda: _report(args))
+
+
+def _report(args) -> int:
+    _formats(args.formats)
+    page_path, warnings = write_report(args)
     for warning in warnings:
         print(f"warning: {warning}" if not warning.startswith("warning") else warning, file=sys.stderr)
     print(f"Report written to {page_path}")

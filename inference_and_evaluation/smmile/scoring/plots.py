@@ -20,6 +20,7 @@ import sys
 import numpy as np
 
 from smmile.errors import MissingDependency, UserError
+from smmile.frontdoor import guarded
 from smmile.scoring import bootstrap, stats, tables
 
 FORMATS = ("png", "svg")
@@ -118,7 +119,7 @@ def load_stratification(path: str) -> dict:
     with open(path, encoding="utf-8") as handle:
         data = json.load(handle)
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise UserError(f"error: {path}: not a stratification file (expected model keys → flag tables)")
+        raise UserError(f"{path}: not a stratification file (expected model keys → flag tables)")
     return data
 
 
@@ -214,7 +215,7 @@ def default_out(results_dir: str) -> str:
 
 def make_figures(args) -> list[str]:
     if not os.path.isdir(args.results_dir):
-        raise UserError(f"error: results directory {args.results_dir} not found")
+        raise UserError(f"results directory {args.results_dir} not found")
     out, formats = args.out or default_out(args.results_dir), tuple(args.formats.split(","))
     records = stats.load_records(args.results_dir)
     written = []
@@ -233,11 +234,11 @@ def make_figures(args) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the figure part of ``smmile report``; returns the exit status."""
     args = build_parser().parse_args(argv)
-    try:
-        written = make_figures(args)
-    except UserError as exc:
-        print(str(exc), file=sys.stderr)
-        return exc.exit_code
+    return guarded(lambda: _report_figures(args))
+
+
+def _report_figures(args) -> int:
+    written = make_figures(args)
     if not written:
         print(f"warning: nothing to plot in {args.results_dir}", file=sys.stderr)
         return 1

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from smmile.errors import UserError
+from smmile.frontdoor import guarded
 from smmile.scoring import bootstrap, tables
 from smmile.scoring.exact_match import ResultFileError, flexible_matches, read_result_csv
 from smmile.scoring.naming import evaluationllm_json_path, extract_model_info
@@ -80,7 +81,8 @@ def llm_scores(csv_path: str) -> pd.Series | None:
         raise ResultFileError(f"{json_path}: unusable judge file ({type(exc).__name__}: {exc})") from None
 
 
-def _file_records(path: str) -> list[Record]:
+def file_records(path: str) -> list[Record]:
+    """The scores of one result CSV: MCQA (is_correct), or EM plus LLM judge when judged."""
     info = extract_model_info(path)
     if info.is_closed:
         loaders = [("MCQA", mcqa_scores)]
@@ -107,7 +109,7 @@ def load_records(directory: str, warn=None) -> list[Record]:
             warn(f"warning: {path}: no 0-shot/ICL mode in the file name; skipped")
             continue
         try:
-            for record in _file_records(path):
+            for record in file_records(path):
                 found[(record.model, record.metric, record.mode)] = record
         except ResultFileError as exc:
             warn(f"warning: {exc}; skipped")
@@ -267,11 +269,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _check(args) -> None:
     if not os.path.isdir(args.results_dir):
-        raise UserError(f"error: results directory {args.results_dir} not found")
+        raise UserError(f"results directory {args.results_dir} not found")
     if args.n_boot < 1:
-        raise UserError("error: --n-boot must be at least 1")
+        raise UserError("--n-boot must be at least 1")
     if not 0 < args.level < 1:
-        raise UserError("error: --level must be between 0 and 1")
+        raise UserError("--level must be between 0 and 1")
 
 
 def run(args) -> int:
@@ -284,7 +286,7 @@ def run(args) -> int:
 
     records = load_records(args.results_dir, warn)
     if not records:
-        raise UserError(f"error: no scorable result files in {args.results_dir}")
+        raise UserError(f"no scorable result files in {args.results_dir}")
     out = args.out or args.results_dir
     os.makedirs(out, exist_ok=True)
     settings = {"results_dir": os.path.abspath(args.results_dir), "n_boot": args.n_boot, "seed": args.seed,
@@ -306,8 +308,4 @@ def run(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``smmile stats``; returns the exit status (2 on bad input)."""
     args = build_parser().parse_args(argv)
-    try:
-        return run(args)
-    except UserError as exc:
-        print(str(exc), file=sys.stderr)
-        return exc.exit_code
+    return guarded(lambda: run(args))

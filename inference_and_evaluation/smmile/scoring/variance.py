@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smmile.errors import UserError
+from smmile.frontdoor import guarded
 from smmile.scoring import bootstrap, tables
 from smmile.scoring.exact_match import ResultFileError, flexible_matches, read_result_csv
 from smmile.scoring.naming import evaluationllm_json_path, extract_model_info
@@ -203,7 +204,7 @@ def _report(analysis: Analysis, directory: str, args) -> None:
 def _run(args) -> int:
     directory = args.directory
     if not os.path.isdir(directory):
-        raise UserError(f"Error: Directory {directory} not found")
+        raise UserError(f"Directory {directory} not found")
     files = list_csvs(directory, sort=args.sorted)
     if not files:
         print(f"No CSV files found in {directory}", file=sys.stderr)
@@ -223,8 +224,4 @@ def _run(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``variance_analysis.py``; returns the exit status."""
     args = build_parser().parse_args(argv)
-    try:
-        return _run(args)
-    except UserError as exc:
-        print(str(exc), file=sys.stderr)
-        return exc.exit_code
+    return guarded(lambda: _run(args))
