@@ -78,6 +78,10 @@ class Family:
     def columns(self, fmt: str) -> list[str]:
         return self.mcqa_columns if fmt == "mcqa" else self.open_columns
 
+    def select(self, item: Item, row: dict) -> dict:
+        """The script's CSV columns, in its order (a missing one is a bug: KeyError)."""
+        return {c: row[c] for c in self.columns(item.fmt)}
+
 
 def base_row(item: Item) -> dict:
     q = item.problem.query

@@ -43,7 +43,7 @@ class BaselineFamily(Family):
             row["full_response"] = row["generated_answer"]
         else:
             row["generated_answer"] = row["full_response"] = response.text
-        return {c: row[c] for c in self.columns(item.fmt)}
+        return self.select(item, row)
 
 
 class BaselineBackend(Backend):

@@ -50,4 +50,4 @@ class ApiChatFamily(Family):
             row["full_response"] = text
         else:
             row["generated_answer"] = row["full_response"] = text
-        return {c: row[c] for c in self.columns(item.fmt)}
+        return self.select(item, row)

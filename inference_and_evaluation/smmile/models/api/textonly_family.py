@@ -74,4 +74,4 @@ class TextOnlyFamily(Family):
             row["full_response"] = full
         else:
             row["generated_answer"] = row["full_response"] = text
-        return {c: row[c] for c in self.columns(item.fmt)}
+        return self.select(item, row)

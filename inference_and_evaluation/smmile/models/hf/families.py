@@ -82,7 +82,7 @@ class QwenFamily(LocalFamily):
             row.update(mcqa_fields(item, selected))
         else:
             row.update(generated_answer=gen, full_response=full)
-        return {c: row[c] for c in self.columns(item.fmt)}
+        return self.select(item, row)
 
 
 # -- Llama-3.2-Vision (§3.2) --------------------------------------------------------------------------------------
@@ -103,7 +103,7 @@ class Llama32VFamily(LocalFamily):
         else:
             gen = text.strip() if self.corrected else full.split("assistant")[-1].strip()
             row.update(generated_answer=gen, full_response=full)
-        return {c: row[c] for c in self.columns(item.fmt)}
+        return self.select(item, row)
 
 
 # -- MedGemma (§3.4) ----------------------------------------------------------------------------------------------
@@ -126,7 +126,7 @@ class MedGemmaFamily(LocalFamily):
             row.update(mcqa_fields(item, extract_e3(response.text)), full_response=response.text)
         else:
             row.update(generated_answer=response.text.strip(), full_response=response.text)
-        return {c: row[c] for c in self.columns(item.fmt)}
+        return self.select(item, row)
 
 
 # -- MedVLM-R1 (§3.3) ---------------------------------------------------------------------------------------------
@@ -211,7 +211,7 @@ class MedR1Family(LocalFamily):
                        is_correct=extracted == item.correct, full_response=full)
         else:
             row.update(true_answer=q.answer, generated_answer=full, full_response=full)
-        return {c: row[c] for c in self.columns(item.fmt)}
+        return self.select(item, row)
 
     def row(self, item: Item, response: Response) -> dict:
         return self._row(item, response.text, extract_e4(response.text) if item.fmt == "mcqa" else None)
@@ -253,5 +253,5 @@ class LlavaFamily(LocalFamily):
             row.update(mcqa_fields(item, selected), full_response=full)
         else:
             row.update(generated_answer=gen, full_response=full)
-        return {c: row[c] for c in self.columns(item.fmt)}
+        return self.select(item, row)
 

@@ -96,4 +96,4 @@ class LlavaMedFamily(LocalFamily):
             row.update(mcqa_fields(item, extract_e1(text, item.options)), full_response=text)
         else:
             row.update(generated_answer=text, full_response=text)
-        return {c: row[c] for c in self.columns(item.fmt)}
+        return self.select(item, row)
