@@ -142,7 +142,7 @@ def fingerprint(problems: list[Problem]) -> str:
     for p in problems:
         for r in p.rows:
             h.update(repr((r.problem_id, r.order, r.question, r.answer, r.image_url)).encode())
-            h.update(hashlib.sha256(r.image.data).digest() if r.image else b"-")
+            h.update(r.image.digest if r.image else b"-")
     return h.hexdigest()[:16]
 
 

@@ -46,6 +46,6 @@ class Item:
         h = hashlib.sha256()
         for r in self.problem.rows:
             h.update(repr((r.question, r.answer)).encode())
-            h.update(hashlib.sha256(r.image.data).digest() if r.image else b"-")
+            h.update(r.image.digest if r.image else b"-")
         h.update(repr((self.mode, self.fmt, self.target, self.options, self.correct, sorted(self.extra.items()))).encode())
         return h.hexdigest()[:20]

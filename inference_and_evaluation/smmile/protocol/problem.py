@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 
@@ -24,6 +26,11 @@ class ImageRef:
         img = Image.open(io.BytesIO(self.data))
         img.load()
         return img
+
+    @cached_property
+    def digest(self) -> bytes:
+        """sha256 of the encoded bytes, computed once (dataset and journal fingerprints both use it)."""
+        return hashlib.sha256(self.data).digest()
 
     @property
     def size(self) -> tuple[int, int]:
