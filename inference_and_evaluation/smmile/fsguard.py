@@ -1,0 +1,271 @@
+"""Safe writing: atomic files, output folders we may own, checks before work, one run per output.
+
+- `atomic_write_text/bytes/json` and `atomic_path`: a temp file in the target's folder, fsync, rename; a reader
+  (or a Ctrl-C) never sees half a file, and a failed write leaves the old file as it was.
+- `check_writable_dir`: fail with one line before any expensive work when an output folder cannot be written.
+- `prepare_output_dir`: a command that owns a whole folder may reuse a non-empty one only if it carries that
+  command's marker (`.smmile-output.json`); folders such as `.`, `..`, `/`, the home folder or one containing
+  the project are refused even with force.
+- `OutputLock`: one process per output; a second one gets a one-line error naming the holder; the lock of a
+  killed process is taken over (an flock is released by the kernel when its process dies).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+from .errors import UserError
+
+MARKER = ".smmile-output.json"
+LOCK_IN_FOLDER = ".smmile.lock"
+_PACKAGE = Path(__file__).resolve().parent
+
+
+# ---------------------------------------------------------------- atomic writes
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temp path beside `path`; on success it is fsynced and renamed onto `path`, else removed.
+
+    For writers that want a file name (pandas `to_csv`, matplotlib `savefig`, pyarrow): write to the yielded
+    path. The suffix is kept so that writers choosing a format from the extension still do so.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        yield tmp
+        _fsync_file(tmp)
+        _keep_mode(path, tmp)
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    finally:
+        # BaseException too: a Ctrl-C during the write leaves neither half a file nor the temp file.
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)
+    return Path(path)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
+    return atomic_write_bytes(path, text.encode(encoding))
+
+
+def atomic_write_json(path: str | os.PathLike, obj, indent: int | None = 2, **dumps_kwargs) -> Path:
+    return atomic_write_text(path, json.dumps(obj, indent=indent, **dumps_kwargs) + "\n")
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):  # not every file system lets a folder be opened and synced
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _keep_mode(path: Path, tmp: Path) -> None:
+    """mkstemp makes 0600 files; keep an existing file's mode, else the umask's default."""
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    os.chmod(tmp, mode)
+
+
+# ---------------------------------------------------------------- checks before work
+
+def check_writable_dir(path: str | os.PathLike, what: str) -> Path:
+    """Raise UserError unless `path` is a folder that exists (or can be created) and can be written.
+
+    Nothing is created: the nearest existing folder is probed with a temp file that is removed at once.
+    `what` names the folder for the message ("output folder", "report folder").
+    """
+    path = Path(path).expanduser()
+    probe = path
+    while not probe.exists():
+        if probe.is_symlink():
+            raise UserError(f"{what} {path}: {probe} is a broken link")
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        where = "" if probe == path else f" ({probe} is a file)"
+        raise UserError(f"{what} {path} is not a folder{where}")
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as exc:
+        raise UserError(f"cannot write the {what} {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def check_writable_file(path: str | os.PathLike, what: str) -> Path:
+    """Raise UserError unless a file can be written at `path` (its folder checked as above; not a folder)."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise UserError(f"{what} {path} is a folder, not a file")
+    check_writable_dir(path.parent, f"folder of the {what}")
+    return path
+
+
+# ---------------------------------------------------------------- folders a command owns
+
+def refuse_dangerous_dir(path: str | os.PathLike, what: str = "output folder") -> Path:
+    """Raise UserError for folders no command may own: `/`, the home folder, the working folder or one of
+    its parents, and any folder containing the smmile code. Returns the resolved path."""
+    resolved = Path(path).expanduser().resolve()
+    cwd = Path.cwd().resolve()
+    home = Path.home().resolve()
+    reasons = [
+        (resolved == Path(resolved.anchor), "the root folder"),
+        (resolved == home or home.is_relative_to(resolved), "the home folder or a folder containing it"),
+        (cwd.is_relative_to(resolved), "the working folder or a folder containing it"),
+        (_PACKAGE.is_relative_to(resolved), "a folder containing the smmile project"),
+    ]
+    for hit, reason in reasons:
+        if hit:
+            raise UserError(f"refusing to use {path} ({resolved}) as the {what}: it is {reason}; "
+                            "choose a new or empty folder")
+    return resolved
+
+
+def read_marker(path: str | os.PathLike) -> dict | None:
+    """The marker of an output folder, or None when it has none (or an unreadable one)."""
+    try:
+        data = json.loads((Path(path) / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def prepare_output_dir(path: str | os.PathLike, owner: str, force: bool = False) -> Path:
+    """Make `path` ready to receive `owner`'s outputs and return it; nothing in it is deleted.
+
+    A new or empty folder is created and marked. An existing non-empty folder is used only if it carries
+    `owner`'s marker from an earlier run (or `force`); anything else is a UserError before any work.
+    `owner` is the command name (`smmile report`, `smmile data variant`).
+    """
+    path = Path(path).expanduser()
+    if path.exists() and not path.is_dir():
+        raise UserError(f"output folder {path} is a file; choose a folder")
+    refuse_dangerous_dir(path)
+    check_writable_dir(path, "output folder")
+    if path.is_dir() and not force:
+        foreign = [p.name for p in path.iterdir() if p.name not in (MARKER, LOCK_IN_FOLDER)]
+        marker = read_marker(path)
+        if foreign and (marker or {}).get("owner") != owner:
+            made_by = f" (it was written by `{marker['owner']}`)" if marker and marker.get("owner") else ""
+            raise UserError(f"output folder {path} is not empty and was not written by `{owner}`{made_by}; "
+                            "choose a new or empty folder, or pass --force to write into it anyway "
+                            "(files of the same names are replaced, nothing else is touched)")
+    path.mkdir(parents=True, exist_ok=True)
+    write_marker(path, owner)
+    return path
+
+
+def write_marker(path: str | os.PathLike, owner: str, **extra) -> Path:
+    from . import __version__
+
+    info = {"owner": owner, "smmile_version": __version__, "command": _command_line(),
+            "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **extra}
+    return atomic_write_json(Path(path) / MARKER, info)
+
+
+def _command_line() -> str:
+    return " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv and sys.argv[0] else ""
+
+
+# ---------------------------------------------------------------- one run per output
+
+class OutputLock:
+    """`with OutputLock(path, "the results of qwen72B ICL"):` — one process at a time per output.
+
+    The lock file is `<path>/.smmile.lock` when `path` is an existing folder, else `<path>.lock` beside it.
+    It holds the holder's PID, host and command (for the message) and is removed on release. The flock is
+    dropped by the kernel when the holder dies, so a lock left by a killed process is simply taken over.
+    """
+
+    def __init__(self, path: str | os.PathLike, what: str):
+        path = Path(path)
+        self.file = path / LOCK_IN_FOLDER if path.is_dir() else path.with_name(path.name + ".lock")
+        self.what = what
+        self._fd: int | None = None
+
+    def __enter__(self) -> "OutputLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def acquire(self) -> None:
+        import fcntl
+
+        while True:
+            fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise UserError(self._held_message()) from None
+                raise UserError(f"cannot lock {self.file} for {self.what}: {exc.strerror or exc}") from None
+            if self._same_file(fd):
+                break
+            os.close(fd)  # the holder removed the file between our open and our flock: lock the new one
+        holder = {"pid": os.getpid(), "host": socket.gethostname(), "command": _command_line(),
+                  "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        os.ftruncate(fd, 0)
+        os.write(fd, (json.dumps(holder) + "\n").encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            self.file.unlink()
+        os.close(self._fd)
+        self._fd = None
+
+    def _same_file(self, fd: int) -> bool:
+        try:
+            st = os.stat(self.file)
+        except FileNotFoundError:
+            return False
+        mine = os.fstat(fd)
+        return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+
+    def _held_message(self) -> str:
+        try:
+            holder = json.loads(self.file.read_text() or "{}")
+        except (OSError, ValueError):
+            holder = {}
+        who = f"process {holder.get('pid', '?')}"
+        if holder.get("host") and holder["host"] != socket.gethostname():
+            who += f" on {holder['host']}"
+        if holder.get("command"):
+            who += f" (`{holder['command']}`)"
+        return f"{self.what} is being written by {who}; wait for it to finish or stop it (lock: {self.file})"
