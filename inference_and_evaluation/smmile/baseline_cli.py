@@ -29,4 +29,4 @@ def main(argv: list[str] | None = None) -> int:
                        open_suffix=False, image_dir=Path(a.image_dir), shard=parse_shard(a.shard))
         return run(spec).exit_code
 
-    return fd.guarded(go)
+    return fd.guarded(go, interrupted=fd.INTERRUPTED_RUN)

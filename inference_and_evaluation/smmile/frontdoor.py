@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from pathlib import Path
 from typing import Callable
@@ -53,14 +54,29 @@ def dataset_and_output(dataset: str | None, output_dir: str, augmented_flag: boo
     return (None if dataset == "augmented" else dataset), augmented, Path(out)
 
 
-def guarded(main: Callable[[], int]) -> int:
-    """Run a CLI entry point: user mistakes become one line on stderr and exit status 2."""
+# Ctrl-C messages: a command passes the one that tells the truth about what it leaves behind.
+INTERRUPTED = "interrupted; files already written are complete (each is written whole or not at all)"
+INTERRUPTED_RUN = "interrupted: finished problems are kept in the journal; rerun the same command to resume"
+
+# OS errors about a path the user named (a read-only or full disk, a file where a folder is expected):
+# one line instead of a traceback. Other OS errors stay tracebacks: they are more likely bugs.
+_PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EISDIR, errno.ENOTDIR,
+                errno.ENAMETOOLONG}
+
+
+def guarded(main: Callable[[], int], interrupted: str = INTERRUPTED) -> int:
+    """Run a CLI entry point: user mistakes become one line on stderr and exit status 2; Ctrl-C prints
+    `interrupted` (a message fitting the command) and exits 130, without a traceback."""
     try:
         return main()
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("interrupted: finished problems are kept in the journal; rerun the same command to resume",
-              file=sys.stderr)
+        print(f"\n{interrupted}", file=sys.stderr)
         return 130
+    except OSError as exc:
+        if exc.errno not in _PATH_ERRNOS or not exc.filename:
+            raise
+        print(f"error: {exc.strerror}: {exc.filename}", file=sys.stderr)
+        return 1 if exc.errno in (errno.ENOSPC, errno.EDQUOT) else 2
