@@ -1,7 +1,9 @@
-"""Test set-up: offline, the demo dataset built once per session, paths to shared data."""
+"""Test set-up: offline, the demo dataset built once per session, paths to shared data, and a whole-run check
+that the suite left the shared published outputs untouched."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -18,6 +20,51 @@ if str(FRONT) not in sys.path:
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def published_changes(root: Path, before: dict[str, tuple[int, int]] | None = None) -> list[str]:
+    """What differs under `root` from its SHA256SUMS files (content, files missing or added) and, given a
+    `before` snapshot, which files were rewritten at all (a test rewriting a file with the same bytes
+    would otherwise go unseen)."""
+    listed: dict[Path, str] = {}
+    for sums in root.rglob("SHA256SUMS"):
+        for line in sums.read_text().splitlines():
+            if line.strip():
+                digest, name = line.split(maxsplit=1)
+                listed[sums.parent / name.lstrip("*")] = digest
+    problems = []
+    for path, digest in sorted(listed.items()):
+        if not path.is_file():
+            problems.append(f"missing: {path}")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            problems.append(f"changed: {path}")
+    for path in sorted(p for p in root.rglob("*") if not p.is_dir()):
+        if path.name != "SHA256SUMS" and path not in listed:
+            problems.append(f"appeared: {path}")
+    now = file_stamps(root)
+    for name, stamp in sorted((before or {}).items()):
+        if name in now and now[name] != stamp and f"changed: {name}" not in problems:
+            problems.append(f"rewritten: {name}")
+    return problems
+
+
+def file_stamps(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_published_untouched():
+    """Fail the run if any test wrote under ../shared/published (tests must copy inputs to tmp_path)."""
+    root = PUBLISHED.parent
+    if not root.is_dir():
+        yield
+        return
+    before = file_stamps(root)
+    yield
+    problems = published_changes(root, before)
+    if problems:
+        pytest.fail(f"the test run wrote under {root} (tests must copy published inputs to tmp_path first):\n  "
+                    + "\n  ".join(problems[:20]), pytrace=False)
 
 
 @pytest.fixture(scope="session", autouse=True)

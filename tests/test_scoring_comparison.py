@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -76,9 +77,11 @@ def _files_in_published_order(order):
 
 
 @needs_published
-def test_model_comparison_txt_reproduced_byte_for_byte(capsys):
+def test_model_comparison_txt_reproduced_byte_for_byte(tmp_path):
     published = (PUBLISHED / "model_comparison.txt").read_text()
     files = _files_in_published_order(_published_order(published))
+    # scoring writes `_evaluation.json` beside each CSV: score copies, never the published folder itself
+    files = [Path(shutil.copy(f, tmp_path / f.name)) for f in files]
     # the implied order is a valid §4.2 discovery order: `_<mode>.csv` files before `_<mode>_open.csv`
     for mode in ("0-shot", "ICL"):
         names = [f.name for f in files if f"_{mode}" in f.name]
