@@ -64,15 +64,25 @@ def test_datasets_library_reads_demo_offline(demo_dir):
     assert ds[0]["image"].size[0] > 0 and "flag_image_type" in ds.column_names
 
 
-def test_grouping_sorts_by_order_stably(tmp_path):
-    recs = [dict(problem_id="b", order=1, question="q", answer="b1", image=None, image_url="u"),
+def test_grouping_sorts_by_order(tmp_path):
+    recs = [dict(problem_id="b", order=2, question="q", answer="b2", image=None, image_url="u"),
             dict(problem_id="a", order=0, question="q", answer="a0", image=None, image_url="u"),
-            dict(problem_id="b", order=0, question="q", answer="b0x", image=None, image_url="u"),
-            dict(problem_id="b", order=0, question="q", answer="b0y", image=None, image_url="u")]
+            dict(problem_id="b", order=0, question="q", answer="b0", image=None, image_url="u"),
+            dict(problem_id="b", order=1, question="q", answer="b1", image=None, image_url="u")]
     write_dataset(recs, tmp_path / "d")
     problems = load_problems(str(tmp_path / "d"))
     assert [p.problem_id for p in problems] == ["b", "a"]
-    assert [r.answer for r in problems[0].rows] == ["b0x", "b0y", "b1"]
+    assert [r.answer for r in problems[0].rows] == ["b0", "b1", "b2"]
+
+
+def test_two_rows_at_one_order_are_refused_naming_the_problem(tmp_path):
+    """The original sorted ties stably; a tie is now an error (docs/deviations.md): it is how a doubled
+    dataset shows, and the query would also be one of its own ICL examples."""
+    recs = [dict(problem_id="b", order=0, question="q", answer="b0x", image=None, image_url="u"),
+            dict(problem_id="b", order=0, question="q", answer="b0y", image=None, image_url="u")]
+    write_dataset(recs, tmp_path / "d")
+    with pytest.raises(UserError, match="problem b: two rows with order 0"):
+        load_problems(str(tmp_path / "d"))
 
 
 def test_missing_column_named(tmp_path):

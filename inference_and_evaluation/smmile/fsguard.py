@@ -161,12 +161,10 @@ def read_marker(path: str | os.PathLike) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def prepare_output_dir(path: str | os.PathLike, owner: str, force: bool = False) -> Path:
-    """Make `path` ready to receive `owner`'s outputs and return it; nothing in it is deleted.
+def check_output_dir(path: str | os.PathLike, owner: str, force: bool = False) -> Path:
+    """Raise UserError unless `owner` may write into `path` (rules of `prepare_output_dir`); creates nothing.
 
-    A new or empty folder is created and marked. An existing non-empty folder is used only if it carries
-    `owner`'s marker from an earlier run (or `force`); anything else is a UserError before any work.
-    `owner` is the command name (`smmile report`, `smmile data variant`).
+    For commands that check before their expensive work and create the folder only when they write.
     """
     path = Path(path).expanduser()
     if path.exists() and not path.is_dir():
@@ -181,17 +179,31 @@ def prepare_output_dir(path: str | os.PathLike, owner: str, force: bool = False)
             raise UserError(f"output folder {path} is not empty and was not written by `{owner}`{made_by}; "
                             "choose a new or empty folder, or pass --force to write into it anyway "
                             "(files of the same names are replaced, nothing else is touched)")
+    return path
+
+
+def prepare_output_dir(path: str | os.PathLike, owner: str, force: bool = False) -> Path:
+    """Make `path` ready to receive `owner`'s outputs and return it; nothing in it is deleted.
+
+    A new or empty folder is created and marked. An existing non-empty folder is used only if it carries
+    `owner`'s marker from an earlier run (or `force`); anything else is a UserError before any work.
+    `owner` is the command name (`smmile report`, `smmile data variant`).
+    """
+    path = check_output_dir(path, owner, force)
     path.mkdir(parents=True, exist_ok=True)
     write_marker(path, owner)
     return path
 
 
-def write_marker(path: str | os.PathLike, owner: str, **extra) -> Path:
+def write_marker(path: str | os.PathLike, owner: str, *, stamp: bool = True, **extra) -> Path:
+    """Mark `path` as `owner`'s output folder. `stamp`: add the command line and time (left out where the
+    folder's bytes must depend on its content only, as for generated datasets)."""
     from . import __version__
 
-    info = {"owner": owner, "smmile_version": __version__, "command": _command_line(),
-            "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **extra}
-    return atomic_write_json(Path(path) / MARKER, info)
+    info = {"owner": owner, "smmile_version": __version__}
+    if stamp:
+        info.update(command=_command_line(), written=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    return atomic_write_json(Path(path) / MARKER, {**info, **extra})
 
 
 def _command_line() -> str:

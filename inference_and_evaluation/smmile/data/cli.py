@@ -6,6 +6,11 @@ from pathlib import Path
 
 from .. import frontdoor as fd
 
+DEMO_OWNER = "smmile data demo"
+FORCE_HELP = ("write into a non-empty folder smmile did not make (files of the same names are replaced, nothing "
+              "else is touched); never allowed for '.', '..', '/', the home folder or one holding the project")
+INTERRUPTED = "interrupted: each dataset folder is written whole or not at all; rerun the same command"
+
 
 def build_parser():
     p = fd.parser("Generate datasets in the SMMILE schema.")
@@ -13,8 +18,10 @@ def build_parser():
     sub = p.add_subparsers(dest="action", required=True)
     demo = sub.add_parser("demo", help="write the deterministic demo dataset (SMMILE + permuted SMMILE++ style)",
                           formatter_class=fd.HelpFormatter)
-    demo.add_argument("--out", required=True, help="output folder (gets smmile/ and plusplus/ sub-folders)")
+    demo.add_argument("--out", required=True, help="output folder (gets smmile/ and plusplus/ sub-folders); "
+                      "new, empty, or written by an earlier `smmile data demo`")
     demo.add_argument("--seed", type=int, default=42, help="generator seed; same seed, same bytes")
+    demo.add_argument("--force", action="store_true", help=FORCE_HELP)
     _add_variant_parser(sub)
     return p
 
@@ -32,8 +39,9 @@ def _add_variant_parser(sub) -> None:
     fd.add_dataset_flag(v)
     v.add_argument("--revision", default=None, help="dataset revision to pin on the hub")
     v.add_argument("--augmented", action="store_true", help="start from SMMILE++ instead of SMMILE")
-    v.add_argument("--out", required=True, help="output folder (replaced if it exists)")
+    v.add_argument("--out", required=True, help="output folder: new, empty, or an earlier variant (replaced whole)")
     v.add_argument("--seed", type=int, default=42, help="variant seed; same seed and source, same bytes")
+    v.add_argument("--force", action="store_true", help=FORCE_HELP)
 
 
 def _variant(args) -> int:
@@ -42,7 +50,7 @@ def _variant(args) -> int:
     from .variants import MANIFEST, write_variant
 
     out = write_variant(args.dataset, args.kind, Path(args.out), seed=args.seed, revision=args.revision,
-                        augmented=args.augmented)
+                        augmented=args.augmented, force=args.force)
     manifest = json.loads((out / MANIFEST).read_text())
     counts = manifest["counts"]
     print(f"{manifest['kind']} (seed {args.seed}): {counts['problems']} problems, {counts['rows']} rows "
@@ -50,16 +58,23 @@ def _variant(args) -> int:
     return 0
 
 
+def _demo(args) -> int:
+    from .. import fsguard
+    from .demo import write_demo
+    from .parquet import check_dataset_dir
+
+    out = fsguard.check_output_dir(args.out, DEMO_OWNER, args.force)
+    for name in ("smmile", "plusplus"):
+        check_dataset_dir(out / name)
+    fsguard.prepare_output_dir(out, DEMO_OWNER, args.force)
+    for name, path in write_demo(out, seed=args.seed).items():
+        print(f"{name}: {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     def go() -> int:
         args = build_parser().parse_args(argv)
-        if args.action == "demo":
-            from .demo import write_demo
+        return _demo(args) if args.action == "demo" else _variant(args)
 
-            for name, path in write_demo(Path(args.out), seed=args.seed).items():
-                print(f"{name}: {path}")
-        elif args.action == "variant":
-            return _variant(args)
-        return 0
-
-    return fd.guarded(go)
+    return fd.guarded(go, interrupted=INTERRUPTED)

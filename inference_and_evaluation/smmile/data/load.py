@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -65,13 +66,25 @@ def read_records(source: Source) -> tuple[list[str], list[dict]]:
 
 
 def _parquet_files(path: Path) -> list[Path]:
+    """The parquet files of the one dataset in `path` (its `train` split when it has one); hidden files
+    and folders (temp folders of a write in progress) are skipped."""
     if path.is_file():
         return [path]
-    files = sorted(path.rglob("*.parquet"))
-    train = [f for f in files if "train" in f.name or "train" in f.parent.name]
+    files = sorted(f for f in path.rglob("*.parquet") if not any(part.startswith(".") for part in f.relative_to(path).parts))
     if not files:
         raise UserError(f"dataset folder {path} holds no .parquet file")
+    roots = sorted({str(_dataset_root(f.relative_to(path))) for f in files})
+    if len(roots) > 1:
+        raise UserError(f"dataset folder {path} holds {len(roots)} datasets ({', '.join(roots)}); "
+                        "pass the folder of one of them")
+    train = [f for f in files if "train" in f.name or "train" in f.parent.name]
     return train or files
+
+
+def _dataset_root(relative: Path) -> Path:
+    """The folder a parquet file's dataset starts at: above a `data/` folder (hub layout), else its own."""
+    parts = relative.parts[:-1]
+    return Path(*parts[:parts.index("data")]) if "data" in parts else Path(*parts)
 
 
 def _read_parquet(path: Path) -> tuple[list[str], list[dict]]:
@@ -95,14 +108,23 @@ def _read_hub(source: Source) -> tuple[list[str], list[dict]]:
         import datasets
     except ImportError:
         raise MissingDependency("datasets", "data", why=f"loading {source.ref} from the Hugging Face hub") from None
+    from .. import hub
+
+    down = None if hub.offline_requested() else hub.unreachable()
+    if down:
+        print(f"The Hugging Face hub is unreachable ({down}): looking for '{source.ref}' in the local cache")
     print(f"Loading dataset '{source.ref}'...")
     try:
-        ds = datasets.load_dataset(
-            source.ref,
-            split="train", revision=source.revision, token=os.environ.get("HF_TOKEN") or None,
-        )
+        with hub.offline_mode() if down else contextlib.nullcontext():
+            ds = datasets.load_dataset(source.ref, split="train", revision=source.revision,
+                                       token=os.environ.get("HF_TOKEN") or None)
     except Exception as exc:
-        raise UserError(f"cannot load dataset {source.ref} from the hub: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+        if down or hub.offline_requested():
+            why = down or "offline mode (HF_HUB_OFFLINE) is on"
+            raise UserError(f"cannot load dataset {source.ref}: {why} and it is not in the Hugging Face cache; "
+                            "load it once where the hub is reachable, or pass a local copy with --dataset PATH") from None
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise UserError(f"cannot load dataset {source.ref} from the hub: {type(exc).__name__}: {first}") from None
     check_columns(ds.column_names, source.ref)
     ds = ds.cast_column("image", datasets.Image(decode=False))
     return list(ds.column_names), [dict(r) for r in ds]
@@ -126,8 +148,15 @@ def _image(value, problem_id: str) -> ImageRef | None:
 def group(records: list[dict]) -> list[Problem]:
     """Group by problem_id (first-appearance order), stable sort by `order` (spec §1.3)."""
     chunks: dict[str, list[Row]] = {}
+    seen: set[tuple[str, object]] = set()
     for rec in records:
         pid = str(rec["problem_id"])
+        if (pid, rec["order"]) in seen:
+            # two rows at one position: a copied file or a merged dataset; the query would also appear as
+            # one of its own ICL examples (its answer given away)
+            raise UserError(f"problem {pid}: two rows with order {rec['order']}; the dataset holds this problem "
+                            "twice (a second copy of a parquet file, or two datasets merged)")
+        seen.add((pid, rec["order"]))
         other = {k: v for k, v in rec.items() if k not in ("problem_id", "order", "question", "answer", "image", "image_url")}
         row = Row(pid, rec["order"], rec["question"], rec["answer"], _image(rec["image"], pid), rec.get("image_url"), other)
         chunks.setdefault(pid, []).append(row)

@@ -8,7 +8,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..errors import UserError
+
 TEXT_COLUMNS = ("problem_id", "question", "answer", "image_url")
+PARQUET_NAME = "train-00000-of-00001.parquet"
+DATASET_OWNER = "smmile data"
 
 
 def _features(columns: list[str], records: list[dict]) -> dict:
@@ -23,15 +27,81 @@ def _features(columns: list[str], records: list[dict]) -> dict:
     return feats
 
 
-def write_dataset(records: list[dict], out: Path, columns: list[str] | None = None, extra_files: dict | None = None) -> Path:
-    """Write `records` to `out/data/train-00000-of-00001.parquet` atomically (temp folder + rename).
+def write_dataset(records: list[dict], out: Path, columns: list[str] | None = None, extra_files: dict | None = None,
+                  *, owner: str = DATASET_OWNER, force: bool = False) -> Path:
+    """Write `records` to `out/data/train-00000-of-00001.parquet` (+ `extra_files`), built in a temp folder
+    beside `out` and moved into place; nothing half-written stays behind, even on Ctrl-C.
 
+    `out` may be new or empty, or a dataset folder `owner` wrote earlier (replaced whole). Anything else is
+    refused (`check_dataset_dir`); with `force`, our files are added to it and nothing else is touched.
     Images are {"bytes", "path"} structs, the layout `datasets` uses for its Image feature.
     """
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    columns = columns or list(records[0])
+    from .. import fsguard
+
+    out = Path(out)
+    replace = check_dataset_dir(out, owner, force)
+    table = _table(records, columns or list(records[0]))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        (tmp / "data").mkdir()
+        pq.write_table(table, tmp / "data" / PARQUET_NAME)
+        for name, text in (extra_files or {}).items():
+            (tmp / name).write_text(text)
+        files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
+        fsguard.write_marker(tmp, owner, stamp=False, files=files)
+        _install(tmp, out, replace)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return out
+
+
+def check_dataset_dir(out: Path, owner: str = DATASET_OWNER, force: bool = False) -> bool:
+    """Raise UserError unless `owner` may write a dataset to `out`; True when an earlier dataset of
+    `owner` is to be replaced whole (it holds only the files its marker lists)."""
+    from .. import fsguard
+
+    fsguard.check_output_dir(out, owner, force)
+    marker = fsguard.read_marker(out) if out.is_dir() else None
+    if not marker or marker.get("owner") != owner:
+        return False
+    written = set(marker.get("files") or ())
+    others = sorted(str(p.relative_to(out)) for p in out.rglob("*")
+                    if p.is_file() and p.name not in (fsguard.MARKER, fsguard.LOCK_IN_FOLDER)
+                    and str(p.relative_to(out)) not in written)
+    if others and not force:
+        raise UserError(f"output folder {out} holds files `{owner}` did not write ({', '.join(others[:3])}"
+                        f"{', ...' if len(others) > 3 else ''}); move them or choose another folder")
+    return not others
+
+
+def _install(tmp: Path, out: Path, replace: bool) -> None:
+    """Move the finished folder `tmp` to `out`: a rename, a swap with our own earlier dataset, or (an empty
+    or --force folder) file by file, replacing only files of the same names."""
+    if not out.exists():
+        os.rename(tmp, out)
+    elif replace:
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        os.replace(out, old)
+        try:
+            os.rename(tmp, out)
+        except BaseException:
+            os.replace(old, out)
+            raise
+        shutil.rmtree(old)
+    else:
+        for f in sorted(p for p in tmp.rglob("*") if p.is_file()):
+            target = out / f.relative_to(tmp)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(f, target)
+
+
+def _table(records: list[dict], columns: list[str]):
+    import pyarrow as pa
+
     arrays = {}
     for c in columns:
         values = [r.get(c) for r in records]
@@ -42,18 +112,7 @@ def write_dataset(records: list[dict], out: Path, columns: list[str] | None = No
         else:
             arrays[c] = pa.array([None if v is None else str(v) for v in values], type=pa.string())
     meta = {"huggingface": json.dumps({"info": {"features": _features(columns, records)}})}
-    table = pa.table(arrays).replace_schema_metadata(meta)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    (tmp / "data").mkdir()
-    pq.write_table(table, tmp / "data" / "train-00000-of-00001.parquet")
-    for name, text in (extra_files or {}).items():
-        (tmp / name).write_text(text)
-    if out.exists():
-        shutil.rmtree(out)
-    os.replace(tmp, out)
-    return out
+    return pa.table(arrays).replace_schema_metadata(meta)
 
 
 def problems_to_records(problems) -> list[dict]:

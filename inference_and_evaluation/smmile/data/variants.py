@@ -33,6 +33,7 @@ KINDS = ("permute", "noise-random", "noise-targeted", "order-first", "order-last
 NOISY_FLAGS = {"AddOneExample": "noise-random", "AddOneExample-BySpeciality": "noise-targeted"}
 TARGET_TIERS = (("speciality", "speciality"), ("image_type", "flag_image_type"), ("random", None))
 MANIFEST = "variant_manifest.json"
+OWNER = "smmile data variant"
 FORMAT_VERSION = 1
 PERM_SUFFIX = re.compile(r"_perm_\d+$")
 
@@ -220,7 +221,8 @@ def build_manifest(kind: str, seed: int, source: dict, source_problems: int, pro
             "problems": notes}
 
 
-def _write(problems: list[Problem], columns: list[str], source: dict, kind: str, seed: int, out: Path) -> Path:
+def _write(problems: list[Problem], columns: list[str], source: dict, kind: str, seed: int, out: Path,
+           force: bool = False) -> Path:
     from .parquet import problems_to_records, write_dataset
 
     new, notes = transform(kind, problems, seed)
@@ -229,7 +231,7 @@ def _write(problems: list[Problem], columns: list[str], source: dict, kind: str,
     manifest = build_manifest(kind, seed, source, len(problems), new, notes)
     records = problems_to_records(new)
     columns = columns + [c for c in records[0] if c not in columns]
-    return write_dataset(records, Path(out), columns=columns,
+    return write_dataset(records, Path(out), columns=columns, owner=OWNER, force=force,
                          extra_files={MANIFEST: json.dumps(manifest, indent=2, default=str) + "\n"})
 
 
@@ -243,11 +245,16 @@ def _load_source(dataset: str | None, revision: str | None, augmented: bool):
 
 
 def write_variant(dataset: str | None, kind: str, out: str | os.PathLike, seed: int = 42,
-                  revision: str | None = None, augmented: bool = False) -> Path:
-    """Load `dataset` (hub id, path, demo), transform it and write it to `out` (parquet + manifest)."""
+                  revision: str | None = None, augmented: bool = False, force: bool = False) -> Path:
+    """Load `dataset` (hub id, path, demo), transform it and write it to `out` (parquet + manifest).
+
+    `out` is checked first (new, empty, or an earlier variant; `force`: any folder but the refused ones)."""
+    from .parquet import check_dataset_dir
+
     kind = canonical_kind(kind)
+    check_dataset_dir(Path(out), OWNER, force)
     source, columns, problems = _load_source(dataset, revision, augmented)
-    return _write(problems, columns, source, kind, seed, Path(out))
+    return _write(problems, columns, source, kind, seed, Path(out), force)
 
 
 def variant_cache_root() -> Path:

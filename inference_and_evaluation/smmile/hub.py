@@ -1,0 +1,67 @@
+"""Is the Hugging Face hub reachable? One quick probe, so that an offline machine uses its cache or fails
+within seconds instead of retrying for minutes (huggingface_hub retries each request with back-off)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import socket
+import sys
+from typing import Iterator
+from urllib.parse import urlsplit
+
+DEFAULT_ENDPOINT = "https://huggingface.co"
+_TRUE = {"1", "ON", "YES", "TRUE"}
+
+
+def offline_requested() -> bool:
+    """The user asked for offline mode (the variables huggingface_hub, datasets and transformers read)."""
+    return any(os.environ.get(v, "").upper() in _TRUE
+               for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def _probe_target() -> tuple[str, int]:
+    """The host a hub request connects to first: the HTTPS proxy when one is set, else the endpoint."""
+    for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        if os.environ.get(var):
+            url = urlsplit(os.environ[var] if "://" in os.environ[var] else "http://" + os.environ[var])
+            return url.hostname or "", url.port or 80
+    url = urlsplit(os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT)
+    return url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
+
+
+@functools.lru_cache(maxsize=None)
+def unreachable(timeout: float = 3.0) -> str | None:
+    """None when a TCP connection to the hub (or the proxy) opens within `timeout` seconds, else why not."""
+    host, port = _probe_target()
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        return f"cannot reach {host}:{port} ({exc.strerror or type(exc).__name__})"
+    return None
+
+
+@contextlib.contextmanager
+def offline_mode() -> Iterator[None]:
+    """Run hub clients already imported in offline mode: cached files only, no request, no retry.
+
+    huggingface_hub and datasets read HF_HUB_OFFLINE once, at import; their module flags are switched for
+    the duration and restored after.
+    """
+    os.environ["HF_HUB_OFFLINE"], before = "1", os.environ.get("HF_HUB_OFFLINE")
+    switched = []
+    for module, name in (("huggingface_hub.constants", "HF_HUB_OFFLINE"), ("datasets.config", "HF_HUB_OFFLINE")):
+        mod = sys.modules.get(module)
+        if mod is not None and hasattr(mod, name):
+            switched.append((mod, name, getattr(mod, name)))
+            setattr(mod, name, True)
+    try:
+        yield
+    finally:
+        for mod, name, value in switched:
+            setattr(mod, name, value)
+        if before is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = before
