@@ -69,9 +69,9 @@ def test_check_writable_dir_accepts_new_nested_folder_without_creating_it(tmp_pa
 
 def test_check_writable_dir_refuses_a_file_and_a_path_below_a_file(tmp_path):
     (tmp_path / "f").write_text("keep")
-    with pytest.raises(UserError, match="is not a folder"):
+    with pytest.raises(UserError, match="f is a file, not a folder"):
         fsguard.check_writable_dir(tmp_path / "f", "output folder")
-    with pytest.raises(UserError, match=r"f is a file"):
+    with pytest.raises(UserError, match=r"sub cannot be created: .*f is a file"):
         fsguard.check_writable_dir(tmp_path / "f" / "sub", "output folder")
     assert (tmp_path / "f").read_text() == "keep"
 

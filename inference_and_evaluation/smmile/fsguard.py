@@ -112,8 +112,9 @@ def check_writable_dir(path: str | os.PathLike, what: str) -> Path:
             break
         probe = probe.parent
     if not probe.is_dir():
-        where = "" if probe == path else f" ({probe} is a file)"
-        raise UserError(f"{what} {path} is not a folder{where}")
+        if probe == path:
+            raise UserError(f"{what} {path} is a file, not a folder")
+        raise UserError(f"{what} {path} cannot be created: {probe} is a file")
     try:
         with tempfile.TemporaryFile(dir=probe):
             pass

@@ -19,9 +19,15 @@ def _read_shard(path: Path) -> tuple[dict, list[str], list[dict]]:
     if not m:
         raise UserError(f"{path} is not a shard result (expected <name>.shard-<i>-of-<N>.csv)")
     manifest_path = path.with_name(path.name[:-4] + ".manifest.json")
+    if not path.is_file():
+        raise UserError(f"shard {path} does not exist")
     if not manifest_path.exists():
         raise UserError(f"{path}: its manifest {manifest_path.name} is missing")
-    manifest = json.loads(manifest_path.read_text())
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        manifest["shard"]["indices"], manifest["counts"]["failed"], manifest["dataset"]["fingerprint"]
+    except (ValueError, KeyError, TypeError):
+        raise UserError(f"{manifest_path} is not the manifest of a shard run (unreadable or incomplete)") from None
     with path.open(newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         rows = list(reader)
@@ -32,7 +38,41 @@ def _read_shard(path: Path) -> tuple[dict, list[str], list[dict]]:
     return manifest, list(reader.fieldnames or []), rows
 
 
-def merge(paths: list[Path], out: Path | None = None) -> Path:
+# Manifest entries that describe one shard's run rather than the settings the answers depend on.
+PER_SHARD = ("result_file", "command", "created", "shard", "counts", "failures", "usage", "seconds_this_run",
+             "seconds_generation_total", "journal", "rows_derived_by", "backend.stats", "backend.accounting",
+             "backend.calls")
+
+
+def _flatten(data: dict, prefix: str = "") -> dict[str, object]:
+    out = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if name in PER_SHARD:
+            continue
+        if isinstance(value, dict) and value:
+            out.update(_flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def check_same_run(shards: list[tuple[Path, dict]]) -> None:
+    """Refuse shards whose manifests differ in anything but the shard (protocol, model, data, settings...)."""
+    flat = [(p, _flatten(m)) for p, m in shards]
+    first_path, first = flat[0]
+    for path, other in flat[1:]:
+        differ = sorted(k for k in first.keys() | other.keys() if first.get(k) != other.get(k))
+        if differ:
+            shown = "; ".join(f"{k}: {first.get(k)!r} in {first_path.name}, {other.get(k)!r} in {path.name}"
+                              for k in differ[:3])
+            more = f" (and {len(differ) - 3} more)" if len(differ) > 3 else ""
+            raise UserError(f"shards were run with different settings, so they are not one run: {shown}{more}")
+
+
+def merge(paths: list[Path], out: Path | None = None, force: bool = False) -> Path:
+    from .. import fsguard
+
     shards = [(p, *_read_shard(p)) for p in paths]
     stems = {SHARD.match(p.name)["stem"] for p, *_ in shards}
     counts = {m["shard"]["count"] for _, m, _, _ in shards}
@@ -45,6 +85,7 @@ def merge(paths: list[Path], out: Path | None = None) -> Path:
     fingerprints = {m["dataset"]["fingerprint"] for _, m, _, _ in shards}
     if len(fingerprints) != 1:
         raise UserError("shards were run on different data (dataset fingerprints differ)")
+    check_same_run([(p, m) for p, m, _, _ in shards])
     by_index: dict[int, dict] = {}
     for _, m, _, rows in shards:
         for idx, row in zip(m["shard"]["indices"], rows):
@@ -54,23 +95,38 @@ def merge(paths: list[Path], out: Path | None = None) -> Path:
     total = shards[0][1]["dataset"]["problems"]
     if sorted(by_index) != list(range(total)):
         raise UserError(f"shards cover {len(by_index)} of {total} problems")
-    stem = stems.pop()
-    out = out or paths[0].with_name(f"{stem}.csv")
-    write_csv(out, shards[0][2], [by_index[i] for i in range(total)])
+    out = out or paths[0].with_name(f"{stems.pop()}.csv")
+    _check_out(out, force)
     merged = {k: v for k, v in shards[0][1].items() if k not in ("shard", "counts", "failures")}
     merged.update(result_file=out.name, merged_from=[p.name for p in paths], counts={"rows": total, "failed": 0})
-    write_json(out.with_name(f"{stem}.manifest.json"), merged)
+    with fsguard.OutputLock(out, f"the merged result {out.name}"):
+        write_csv(out, shards[0][2], [by_index[i] for i in range(total)])
+        write_json(out.with_name(f"{out.stem}.manifest.json"), merged)
     return out
+
+
+def _check_out(out: Path, force: bool) -> None:
+    """The merged CSV can be written, and does not replace a CSV that no merge wrote (the result of an
+    unsharded run has the same name)."""
+    from .. import fsguard
+    from . import manifest as mf
+
+    fsguard.check_writable_file(out, "merged CSV")
+    if out.exists() and not force and "merged_from" not in mf.read(out.with_name(f"{out.stem}.manifest.json")):
+        raise UserError(f"{out} exists and was not written by `smmile merge` (an unsharded run's result?); "
+                        "choose another --out or pass --force to replace it")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = fd.parser("Join shard results (from `--shard i/N` runs) into one result CSV in problem order.")
     p.add_argument("shards", nargs="+", type=Path, help="the shard CSVs: <name>.shard-<i>-of-<N>.csv")
-    p.add_argument("--out", type=Path, default=None, help="merged CSV (default: <name>.csv beside the shards)")
+    p.add_argument("--out", type=Path, default=None, help="merged CSV (default: <name>.csv beside the shards); "
+                   "its manifest is <out name>.manifest.json beside it")
+    p.add_argument("--force", action="store_true", help="replace an existing --out that no merge wrote")
 
     def go() -> int:
         args = p.parse_args(argv)
-        print(f"merged into {merge(args.shards, args.out)}")
+        print(f"merged into {merge(args.shards, args.out, args.force)}")
         return 0
 
-    return fd.guarded(go)
+    return fd.guarded(go, interrupted="interrupted: nothing was merged (the merged CSV is written whole or not at all)")
