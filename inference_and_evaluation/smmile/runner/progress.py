@@ -1,21 +1,80 @@
-"""A progress bar on stderr (done/total, rate, ETA); silent when stderr is not a terminal."""
+"""Progress on stderr: a bar on a terminal; plain lines in a log (a Slurm job's stderr is a file).
+
+In a log, a line is printed when the run starts, then at most once per 30 s and once per 10 % of the
+problems (both must have passed since the last line, so a log gets about ten lines however long the run),
+and when it ends: done/total, rate, ETA and failures so far.
+"""
 
 from __future__ import annotations
 
 import sys
+import time
+from typing import Callable, TextIO
+
+MIN_SECONDS = 30.0
+MIN_FRACTION = 0.10
 
 
 class Progress:
-    def __init__(self, total: int, done: int, desc: str):
+    def __init__(self, total: int, done: int, desc: str, *, stream: TextIO | None = None,
+                 interactive: bool | None = None, clock: Callable[[], float] = time.monotonic):
+        self.total, self.done, self.desc = total, done, desc
+        self.stream = stream or sys.stderr
+        self.failed = 0
+        self.clock = clock
+        self.start = self.last_time = clock()
+        self.first = self.last_done = done
+        if interactive is None:
+            interactive = getattr(self.stream, "isatty", lambda: False)()
+        self.bar = self._bar() if interactive else None
+        if self.bar is None and done < total:
+            self._line(f"{done}/{total} problems done, {total - done} to run")
+
+    def _bar(self):
         from tqdm import tqdm
 
-        self.bar = tqdm(total=total, initial=done, desc=desc, unit="problem", file=sys.stderr,
-                        disable=None, dynamic_ncols=True, smoothing=0.1)
+        return tqdm(total=self.total, initial=self.done, desc=self.desc, unit="problem", file=self.stream,
+                    dynamic_ncols=True, smoothing=0.1)
 
-    def update(self, failed: bool) -> None:
-        self.bar.update(1)
-        if failed:
-            self.bar.set_postfix_str("failures so far", refresh=False)
+    def update(self, failed: bool = False) -> None:
+        self.done += 1
+        self.failed += bool(failed)
+        if self.bar is not None:
+            self.bar.update(1)
+            if self.failed:
+                self.bar.set_postfix_str(f"{self.failed} failed", refresh=False)
+            return
+        now = self.clock()
+        if (now - self.last_time >= MIN_SECONDS and self.done - self.last_done >= MIN_FRACTION * self.total
+                and self.done < self.total):
+            self._status(now)
 
     def close(self) -> None:
-        self.bar.close()
+        if self.bar is not None:
+            self.bar.close()
+        elif self.done > self.last_done:
+            self._status(self.clock())
+
+    def _status(self, now: float) -> None:
+        elapsed = max(now - self.start, 1e-9)
+        ran = self.done - self.first
+        rate = ran / elapsed
+        text = f"{self.done}/{self.total} problems ({100 * self.done / max(self.total, 1):.0f}%), {rate:.2f}/s"
+        if self.done < self.total:
+            text += f", ETA {_duration((self.total - self.done) / rate) if rate else '?'}"
+        else:
+            text += f", {ran} in {_duration(elapsed)}"
+        self._line(f"{text}, {self.failed} failed")
+        self.last_time, self.last_done = now, self.done
+
+    def _line(self, text: str) -> None:
+        print(f"{self.desc}: {text}", file=self.stream, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
