@@ -77,8 +77,11 @@ def test_wilson_and_intervals():
     strata = stratify.stratify_accuracies({"p1": 100.0, "p2": 0.0, "p3": 100.0}, {p.problem_id: p for p in PROBLEMS},
                                           ["speciality"], "ICL")
     ci = stratify.stratum_intervals(strata, ["speciality"])
-    assert ci["speciality"]["radiology"]["n"] == 2 and ci["speciality"]["radiology"]["small"] is True
-    assert ci["speciality"]["radiology"]["ci95_low"] < 50 < ci["speciality"]["radiology"]["ci95_high"]
+    radiology = ci["speciality"]["radiology"]
+    assert (radiology["n_rows"], radiology["n_problems"], radiology["small"]) == (2, 2, True)
+    assert radiology["ci95_low"] < 50 < radiology["ci95_high"]
+    assert (radiology["ci95_low"], radiology["ci95_high"]) == pytest.approx([100 * x for x in stratify.wilson_interval(0.5, 2)])
+    assert json.dumps(strata) == json.dumps(dict(strata))  # the faithful JSON shows nothing extra
 
 
 def test_flag_table():
@@ -125,7 +128,8 @@ def test_stratify_cli_on_demo(tmp_path, capsys):
     assert out["llava_7B:0-shot"]["flag_num_ICL_total"] == {"0": len(ids)}
     ci = json.loads((tmp_path / "model_stratification_em_ci.json").read_text())
     stratum = next(iter(ci["qwen7B:ICL"]["speciality"].values()))
-    assert set(stratum) == {"n", "correct", "accuracy", "ci95_low", "ci95_high", "small"}
+    assert set(stratum) == {"n_rows", "n_problems", "correct", "accuracy", "ci95_low", "ci95_high", "method", "small"}
+    assert stratum["n_rows"] == stratum["n_problems"] and stratum["method"] == "Wilson"
 
 
 def test_stratify_cli_errors(tmp_path, capsys):
@@ -183,3 +187,51 @@ def test_published_stratification_agrees_with_evaluation_jsons(eval_type, ext):
     # llama32_vision_90b ICL: the published EM stratification was made from an older evaluation
     # (25 correct vs 34 in the shipped *_evaluation.json); every other model agrees exactly
     assert stale == (["llama32_vision_90b:ICL"] if eval_type == "em" else [])
+
+
+# -- SMMILE++: strata counted and bounded by base problem (issue #12) --------------------------------
+Z = 1.959963984540054
+
+
+def _plusplus_problems():
+    """One 24-order problem with 19 ICL examples, two 2-order problems with 7, twenty 2-order with 3."""
+    def perms(base, n_orders, n_examples):
+        return [_problem(f"{base}_perm_{k}", ["A"] * n_examples + ["B"], "free response", base[:2])
+                for k in range(1, n_orders + 1)]
+    problems = perms("u19", 24, 19) + perms("u7a", 2, 7) + perms("u7b", 2, 7)
+    for i in range(20):
+        problems += perms(f"x{i:02d}", 2, 3)
+    return problems
+
+
+def test_stratum_of_one_base_problem_is_small_and_as_wide_as_one_problem_allows():
+    problems = _plusplus_problems()
+    accs = {p.problem_id: (0.0 if p.problem_id.startswith("u19") else 100.0) for p in problems}
+    strata = stratify.stratify_accuracies(accs, {p.problem_id: p for p in problems}, ["flag_num_ICL"], "ICL")
+    ci = stratify.stratum_intervals(strata, ["flag_num_ICL"])["flag_num_ICL"]
+    one, two, many = ci[19], ci[7], ci[3]
+    assert (one["n_rows"], one["n_problems"], one["small"], one["accuracy"]) == (24, 1, True, 0.0)
+    assert (one["ci95_low"], one["ci95_high"]) == pytest.approx((0.0, 100 * Z * Z / (1 + Z * Z)))  # Wilson, n = 1
+    assert (two["n_rows"], two["n_problems"], two["small"]) == (4, 2, True)
+    assert (two["ci95_low"], two["ci95_high"]) == pytest.approx((100 * 2 / (2 + Z * Z), 100.0))  # Wilson, n = 2
+    assert (many["n_rows"], many["n_problems"], many["small"]) == (40, 20, False)
+    assert many["ci95_high"] > many["ci95_low"] and many["method"].startswith("cluster")
+
+
+def test_stratify_cli_on_demo_plusplus_counts_base_problems(tmp_path):
+    try:
+        from smmile.data.load import load_problems
+        problems = load_problems("demo-plusplus")
+    except Exception as exc:  # pragma: no cover - data layer not available
+        pytest.skip(f"demo-plusplus not available: {exc}")
+    accs = {p.problem_id: 100.0 * (i % 2) for i, p in enumerate(problems)}
+    (tmp_path / "result_qwen7B_ICL_open_evaluationllm.json").write_text(json.dumps({"problem_accuracies": accs}))
+    assert stratify_cli.main([str(tmp_path), "--eval_type", "llm", "--dataset", "demo-plusplus"]) == 0
+    ci = json.loads((tmp_path / "model_stratification_llm_ci.json").read_text())["qwen7B:ICL"]
+    bases = {p.problem_id.rsplit("_perm_", 1)[0] for p in problems}
+    for flag, labels in ci.items():
+        assert sum(s["n_rows"] for s in labels.values()) == len(problems)
+        for stratum in labels.values():
+            assert stratum["n_problems"] <= len(bases) and stratum["ci95_high"] > stratum["ci95_low"]
+            assert stratum["small"] == (stratum["n_problems"] < stratify.MIN_PROBLEMS)
+    assert max(s["n_problems"] for s in ci["speciality"].values()) < max(s["n_rows"] for s in ci["speciality"].values())

@@ -100,13 +100,43 @@ def test_holm_known_values():
 
 
 # -- percentile CIs ----------------------------------------------------------------------------------
+Z = 1.959963984540054
+
+
 def test_ci_guards_for_tiny_samples():
     empty = bs.percentile_ci([])
     assert math.isnan(empty.estimate) and math.isnan(empty.low) and empty.n == 0
-    one = bs.percentile_ci([1.0])
-    assert one.estimate == 1.0 and math.isnan(one.low) and math.isnan(one.high) and one.n == 1
+    one = bs.percentile_ci([1.0])  # Wilson for 1 of 1: [1 / (1 + z²), 1]
+    assert one.estimate == 1.0 and one.n == 1 and one.method == bs.BOUND
+    assert (one.low, one.high) == pytest.approx((1 / (1 + Z * Z), 1.0))
     single_cluster = bs.percentile_ci([1, 0, 1], clusters=["a", "a", "a"])
-    assert single_cluster.n_clusters == 1 and math.isnan(single_cluster.low)
+    u = Z * Z / (1 + Z * Z)  # one unit: at most this share of units could differ from 2/3
+    assert single_cluster.n_clusters == 1
+    assert (single_cluster.low, single_cluster.high) == pytest.approx((2 / 3 * (1 - u), 2 / 3 + u / 3))
+
+
+@pytest.mark.parametrize("n", [1, 5, 111, 1038])
+def test_intervals_at_0_and_100_percent_are_wilson_intervals(n):
+    for value in (0.0, 1.0):
+        ci = bs.percentile_ci([value] * n, n_boot=500)
+        low, high = _wilson(value, n)
+        assert (ci.low, ci.high) == pytest.approx((low, high), abs=1e-12)
+        assert ci.high > ci.low and ci.method == bs.BOUND and math.isnan(ci.se)
+    assert bs.percentile_ci([0.0] * 111).high == pytest.approx(0.03345, abs=1e-5)  # issue #12: 0/111
+
+
+def _wilson(p, n):
+    """Textbook Wilson score interval (written here independently of the code under test)."""
+    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z / (1 + Z * Z / n) * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def test_constant_clusters_and_tiny_n_boot_never_give_zero_width():
+    clustered = bs.percentile_ci([0.5] * 48, clusters=["a"] * 24 + ["b"] * 24)
+    assert clustered.low < 0.5 < clustered.high and clustered.n_clusters == 2
+    one_resample = bs.percentile_ci([1, 0, 1, 0, 1], n_boot=1)
+    assert one_resample.high > one_resample.low
 
 
 def test_ci_is_seeded_and_brackets_the_estimate():
@@ -161,10 +191,11 @@ def test_base_problem_ids():
 
 
 # -- paired differences ------------------------------------------------------------------------------
-def test_paired_difference_of_identical_vectors_is_exactly_zero():
+def test_paired_difference_of_identical_vectors_is_zero_with_the_discordance_bound():
     a = (np.random.RandomState(2).rand(100) < 0.5).astype(float)
     ci = bs.paired_difference_ci(a, a, n_boot=1000)
-    assert (ci.estimate, ci.low, ci.high) == (0.0, 0.0, 0.0)
+    bound = Z * Z / (100 + Z * Z)  # at most this share of the 100 pairs could be discordant
+    assert (ci.estimate, ci.low, ci.high) == pytest.approx((0.0, -bound, bound))
 
 
 def test_paired_difference_is_narrower_than_unpaired_when_correlated():

@@ -48,7 +48,7 @@ def test_estimates_on_smmilepp_shape_are_clustered(synthetic, tmp_path):
     for row in est.itertuples():
         correct, n = expected[(row.model, row.metric, row.mode)]
         assert row.accuracy == pytest.approx(100 * correct / n)
-        assert row.n == 1038 and row.n_clusters == 111 and row.clustered
+        assert row.n_rows == 1038 and row.n_problems == 111 and row.clustered
         assert row.ci_low < row.accuracy < row.ci_high
     json.loads((out / "stats_estimates.json").read_text())  # strict JSON (no NaN)
     tex = (out / "stats_table.tex").read_text()
@@ -59,7 +59,7 @@ def test_cluster_none_gives_narrower_intervals_on_correlated_data(synthetic, tmp
     root, _ = synthetic
     _, _, clustered, _ = run(tmp_path / "a", root, "--compare", "none")
     _, _, iid, _ = run(tmp_path / "b", root, "--compare", "none", "--cluster", "none")
-    assert not iid.clustered.any() and (iid.n_clusters == 1038).all()
+    assert not iid.clustered.any() and (iid.n_problems == 1038).all()
     wide = (clustered.ci_high - clustered.ci_low).mean()
     narrow = (iid.ci_high - iid.ci_low).mean()
     assert wide > 1.3 * narrow  # generator: strong per-base-problem effect
@@ -74,19 +74,20 @@ def test_icl_comparisons(synthetic, tmp_path):
         acc = est.set_index(["model", "metric", "mode"]).accuracy
         assert row.difference == pytest.approx(acc[(row.model_a, row.metric, "ICL")] - acc[(row.model_a, row.metric, "0-shot")])
         assert row.ci_low <= row.difference <= row.ci_high
-        assert row.p_holm >= row.p_mcnemar
-        assert (row.only_a_correct - row.only_b_correct) == pytest.approx(row.difference * row.n / 100)
+        assert row.p_holm >= row.p_value
+        assert (row.only_a_correct - row.only_b_correct) == pytest.approx(row.difference * row.n_pairs / 100)
 
 
-def test_model_comparisons_and_holm_family(synthetic, tmp_path):
+def test_model_comparisons_and_holm_families(synthetic, tmp_path):
     root, _ = synthetic
-    _, out, est, comp = run(tmp_path, root)
+    _, out, est, comp = run(tmp_path, root, "--compare", "all")
     models = comp[comp.kind == "model_vs_model"]
     groups = est.groupby(["metric", "mode"]).size()
     assert len(models) == sum(k * (k - 1) // 2 for k in groups)
-    m = comp.p_mcnemar.notna().sum()
-    smallest = comp.p_mcnemar.idxmin()
-    assert comp.p_holm[smallest] == pytest.approx(min(1.0, m * comp.p_mcnemar[smallest]))
+    for _, family in comp.groupby("kind"):  # each kind is its own Holm family
+        m = family.p_value.notna().sum()
+        smallest = family.p_value.idxmin()
+        assert family.p_holm[smallest] == pytest.approx(min(1.0, m * family.p_value[smallest]))
     assert json.loads((out / "stats_comparisons.json").read_text())["settings"]["compare"] == "all"
 
 
@@ -102,10 +103,10 @@ def test_pairing_is_an_inner_join_on_problem_id(tmp_path):
     rc, _, est, comp = run(tmp_path, root, "--compare", "icl")
     assert rc == 0
     row = comp.iloc[0]
-    assert row.n == 3  # p2, p3, p4
+    assert (row.n_pairs, row.n_a, row.n_b) == (3, 4, 4)  # p2, p3, p4
     assert row.difference == pytest.approx(100 * (3 / 3 - 1 / 3))
     assert (row.only_a_correct, row.only_b_correct) == (2, 0)
-    assert row.p_mcnemar == pytest.approx(0.5)
+    assert row.p_value == pytest.approx(0.5) and row.p_method == "exact McNemar"
 
 
 def test_bad_inputs(tmp_path, capsys):
@@ -135,6 +136,6 @@ def test_published_estimates(tmp_path):
     acc = est.set_index(["model", "metric", "mode"])
     assert round(acc.accuracy[("qwen72B", "LLM", "ICL")], 2) == 43.24  # spec §10.3
     assert round(acc.accuracy[("gpt-4o", "MCQA", "ICL")], 2) == 58.56
-    assert not acc.clustered.any() and (acc.n == 111).all()
+    assert not acc.clustered.any() and (acc.n_rows == 111).all()
     sd = math.sqrt(0.4324 * 0.5676 / 111) * 100
     assert acc.ci_high[("qwen72B", "LLM", "ICL")] - acc.ci_low[("qwen72B", "LLM", "ICL")] == pytest.approx(3.92 * sd, rel=0.15)

@@ -8,16 +8,21 @@ Two families live here:
   numbers as the original per-resample loop, so it reproduces its output bit for bit.
 * Modern, seeded statistics for reporting: the point estimate with a percentile confidence interval
   (``percentile_ci``), the cluster bootstrap for SMMILE++ permutations (``base_problem_ids`` +
-  ``clusters=``), the paired bootstrap of a difference (``paired_difference_ci``), the exact
-  McNemar test (``mcnemar_exact``) and the Holm correction (``holm``).
+  ``clusters=``), the paired bootstrap of a difference (``paired_difference_ci``), the paired test
+  (``paired_test``: exact McNemar for independent 0/1 rows, the cluster-adjusted McNemar of Durkalski
+  et al. 2003 otherwise), the Holm correction (``holm``) and the Wilson interval (``wilson_interval``).
 
-All modern functions take an explicit seed and never touch numpy's global RNG.
+All modern functions take an explicit seed and never touch numpy's global RNG. No interval has zero
+width for n >= 1: when the bootstrap has nothing to resample (a single unit, or every unit with the
+same mean: 0 %, 100 %, constant data) the interval is the Wilson bound on the resampling units
+(``bound_interval``).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from statistics import NormalDist
 from dataclasses import dataclass, asdict
 from typing import Sequence
 
@@ -81,15 +86,21 @@ def mean_only(values: Sequence) -> float:
 
 
 # -- modern percentile bootstrap ----------------------------------------------------------------------
+PERCENTILE = "percentile bootstrap"
+BOUND = "Wilson bound"
+PROPORTION = (0.0, 1.0)  # range of a per-problem score
+DIFFERENCE = (-1.0, 1.0)  # range of a paired difference of two scores
+
+
 @dataclass(frozen=True)
 class Interval:
-    """A point estimate with a bootstrap percentile interval and standard error.
+    """A point estimate with a confidence interval and standard error.
 
-    ``estimate`` is the plain sample mean (not the bootstrap mean); ``low``/``high`` are the
-    (1-level)/2 and (1+level)/2 quantiles of the bootstrap distribution; ``se`` is that
-    distribution's standard deviation (ddof=1). ``n`` counts observations, ``n_clusters`` the
-    resampling units (= n without clustering). With fewer than 2 units the interval is undefined
-    (nan): a single observation says nothing about variability.
+    ``estimate`` is the plain sample mean (not the bootstrap mean). ``method`` says how the interval
+    was made: ``percentile bootstrap`` — the (1-level)/2 and (1+level)/2 quantiles of the bootstrap
+    distribution, ``se`` its standard deviation (ddof=1); ``Wilson bound`` — the bootstrap had nothing
+    to resample (see ``bound_interval``), ``se`` is nan. ``n`` counts observations, ``n_clusters`` the
+    resampling units (= n without clustering). n = 0 gives nan throughout.
     """
 
     estimate: float
@@ -100,9 +111,46 @@ class Interval:
     n_clusters: int
     level: float
     n_boot: int
+    method: str = PERCENTILE
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+Z95 = 1.959963984540054  # the 0.975 normal quantile, to the last digit (NormalDist gives ...536)
+
+
+def z_value(level: float = DEFAULT_LEVEL) -> float:
+    """Two-sided standard normal quantile for ``level``."""
+    return Z95 if level == 0.95 else NormalDist().inv_cdf((1 + level) / 2)
+
+
+def wilson_interval(p_hat: float, n: float, level: float = DEFAULT_LEVEL) -> tuple[float, float]:
+    """Wilson score interval for a proportion ``p_hat`` observed on ``n`` units; (0, 1) for n = 0."""
+    if n <= 0:
+        return (0.0, 1.0)
+    z = z_value(level)
+    denom = 1 + z * z / n
+    centre = (p_hat + z * z / (2 * n)) / denom
+    half = z * math.sqrt(max(0.0, p_hat * (1 - p_hat)) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def bound_interval(estimate: float, units: int, value_range: tuple[float, float] = PROPORTION,
+                   level: float = DEFAULT_LEVEL) -> tuple[float, float]:
+    """The interval used when every resampling unit has the same mean (or there is only one unit).
+
+    Seeing no unit differ from ``estimate`` among ``units`` units, the share of units that could
+    differ is at most u = z²/(units + z²), the upper Wilson bound for 0 events in ``units`` trials;
+    such a unit could lie anywhere in ``value_range``. Hence
+    [estimate − u·(estimate − lo), estimate + u·(hi − estimate)]. For a proportion at 0 % or 100 %
+    this is exactly the Wilson interval on the units (0/111 → [0, 3.35 %]; one base problem → [0, 79.3 %]);
+    for a paired difference of identical vectors it is ±u.
+    """
+    z = z_value(level)
+    share = z * z / (units + z * z)
+    low, high = value_range
+    return (estimate - share * (estimate - low), estimate + share * (high - estimate))
 
 
 def base_problem_ids(problem_ids: Sequence[str]) -> list[str]:
@@ -171,26 +219,33 @@ def bootstrap_means(values: Sequence[float], clusters: Sequence | None = None,
 
 
 def percentile_ci(values: Sequence[float], clusters: Sequence | None = None,
-                  n_boot: int = DEFAULT_N_BOOT, seed: int = 0,
-                  level: float = DEFAULT_LEVEL) -> Interval:
+                  n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL,
+                  value_range: tuple[float, float] = PROPORTION) -> Interval:
     """Mean of ``values`` with a seeded percentile bootstrap interval.
 
     ``clusters`` (one label per value, e.g. ``base_problem_ids(ids)``) switches to the cluster
     bootstrap: whole clusters are resampled, which keeps correlated rows (the permutations of one
     SMMILE++ problem) together and gives honest, usually wider, intervals. Values are used as given
-    (0/1 → a proportion; multiply by 100 yourself for percent).
+    (0/1 → a proportion; multiply by 100 yourself for percent). When the bootstrap distribution has
+    no spread (one unit, or all units with the same mean) the interval is ``bound_interval`` on the
+    units, with ``value_range`` the range a value can take.
     """
     data = np.asarray(values, dtype=np.float64)
     n = len(data)
     units = n if clusters is None else len(set(map(str, clusters)))
-    estimate = float(data.mean()) if n else float("nan")
-    if units < 2:
+    if n == 0:
         nan = float("nan")
-        return Interval(estimate, nan, nan, nan, n, units, level, n_boot)
-    boots = bootstrap_means(data, clusters, n_boot, seed)
-    alpha = (1 - level) / 2
-    low, high = np.quantile(boots, [alpha, 1 - alpha])
-    return Interval(estimate, float(low), float(high), float(np.std(boots, ddof=1)), n, units, level, n_boot)
+        return Interval(nan, nan, nan, nan, 0, 0, level, n_boot, BOUND)
+    estimate = float(data.mean())
+    if units >= 2:
+        boots = bootstrap_means(data, clusters, n_boot, seed)
+        alpha = (1 - level) / 2
+        low, high = np.quantile(boots, [alpha, 1 - alpha])
+        if high > low:
+            se = float(np.std(boots, ddof=1)) if n_boot > 1 else float("nan")
+            return Interval(estimate, float(low), float(high), se, n, units, level, n_boot)
+    low, high = bound_interval(estimate, units, value_range, level)
+    return Interval(estimate, low, high, float("nan"), n, units, level, n_boot, BOUND)
 
 
 def paired_difference_ci(a: Sequence[float], b: Sequence[float], clusters: Sequence | None = None,
@@ -200,13 +255,13 @@ def paired_difference_ci(a: Sequence[float], b: Sequence[float], clusters: Seque
 
     Resampling the per-problem differences (rather than each vector separately) keeps the pairing,
     so the problem-to-problem variation common to both systems cancels. ``clusters`` resamples whole
-    base problems, as in ``percentile_ci``.
+    base problems, as in ``percentile_ci``. Scores lie in [0, 1], so differences lie in [-1, 1].
     """
     left = np.asarray(a, dtype=np.float64)
     right = np.asarray(b, dtype=np.float64)
     if left.shape != right.shape:
         raise ValueError(f"paired vectors differ in length: {len(left)} vs {len(right)}")
-    return percentile_ci(left - right, clusters, n_boot, seed, level)
+    return percentile_ci(left - right, clusters, n_boot, seed, level, DIFFERENCE)
 
 
 # -- tests -------------------------------------------------------------------------------------------
@@ -247,6 +302,68 @@ def binomial_two_sided(b: int, c: int) -> float:
     return min(1.0, 2 * tail / 2**m)
 
 
+EXACT_MCNEMAR = "exact McNemar"
+DURKALSKI = "cluster-adjusted McNemar (Durkalski 2003)"
+
+
+def durkalski_mcnemar(a: Sequence[float], b: Sequence[float], clusters: Sequence) -> float:
+    """Two-sided p-value of the cluster-adjusted McNemar test for clustered matched pairs.
+
+    Durkalski VL, Palesch YY, Lipsitz SR, Rust PF (2003). Analysis of clustered matched-pair data.
+    Statistics in Medicine 22(15):2417-2428. With b_k (c_k) the pairs of cluster k where only A (only
+    B) is right, X² = (Σ_k (b_k − c_k))² / Σ_k (b_k − c_k)², referred to χ² with 1 degree of freedom.
+    b_k − c_k is the sum over the cluster's rows of a − b, which is how it is computed here, so a
+    fractional score enters with its weight. With one row per cluster X² is the classic McNemar
+    (b − c)²/(b + c). No discordance at all gives p = 1.
+    """
+    left = np.asarray(a, dtype=np.float64)
+    right = np.asarray(b, dtype=np.float64)
+    if left.shape != right.shape or len(left) != len(clusters):
+        raise ValueError("paired vectors and clusters differ in length")
+    per_cluster, _ = _cluster_totals(left - right, clusters)
+    denominator = float(np.sum(per_cluster ** 2))
+    if denominator == 0:
+        return 1.0
+    statistic = float(np.sum(per_cluster)) ** 2 / denominator
+    return math.erfc(math.sqrt(statistic / 2))  # P(χ²₁ ≥ X²)
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """A paired test of A vs B: p-value, which test gave it, discordant pairs (0/1 rows only)."""
+
+    p_value: float
+    method: str
+    only_a: int | None
+    only_b: int | None
+
+
+def _binary(values: np.ndarray) -> bool:
+    return bool(np.isin(values, (0.0, 1.0)).all())
+
+
+def paired_test(a: Sequence[float], b: Sequence[float], clusters: Sequence | None = None) -> PairedTest:
+    """The one paired test of the package.
+
+    Independent rows (``clusters`` None) with 0/1 scores: the exact McNemar test. Rows in clusters
+    (SMMILE++ permutations of one base problem), or fractional scores: the cluster-adjusted McNemar of
+    Durkalski et al. (2003), with every row its own cluster when ``clusters`` is None. No rows: nan.
+    """
+    left = np.asarray(a, dtype=np.float64)
+    right = np.asarray(b, dtype=np.float64)
+    if left.shape != right.shape:
+        raise ValueError(f"paired vectors differ in length: {len(left)} vs {len(right)}")
+    binary = _binary(left) and _binary(right)
+    only_a = int(((left == 1) & (right == 0)).sum()) if binary else None
+    only_b = int(((left == 0) & (right == 1)).sum()) if binary else None
+    if len(left) == 0:
+        return PairedTest(float("nan"), DURKALSKI if clusters is not None else EXACT_MCNEMAR, 0, 0)
+    if clusters is None and binary:
+        return PairedTest(binomial_two_sided(only_a, only_b), EXACT_MCNEMAR, only_a, only_b)
+    labels = clusters if clusters is not None else np.arange(len(left))
+    return PairedTest(durkalski_mcnemar(left, right, labels), DURKALSKI, only_a, only_b)
+
+
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm step-down adjusted p-values (family-wise error control, any dependence).
 
@@ -264,3 +381,12 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * p[index]))
         adjusted[index] = running
     return adjusted.tolist()
+
+
+def is_significant(p_adjusted: float | None, low: float, high: float, alpha: float) -> bool:
+    """A comparison is significant when its adjusted p is below ``alpha`` AND its own interval
+    excludes 0 (a test and an interval that disagree — possible, they are different procedures —
+    never make a claim)."""
+    if p_adjusted is None or math.isnan(p_adjusted) or math.isnan(low) or math.isnan(high):
+        return False
+    return p_adjusted < alpha and (low > 0 or high < 0)

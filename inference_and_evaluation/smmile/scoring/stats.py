@@ -1,11 +1,14 @@
 """``smmile stats``: point estimates with percentile CIs and paired comparisons for a results directory.
 
 Per (model, metric, mode) — metric LLM (judge), EM (flexible exact match) or MCQA — the accuracy,
-n and a seeded percentile bootstrap CI (cluster bootstrap by base problem for SMMILE++, whose
-``<uuid>_perm_<k>`` rows are permutations of one problem and not independent). Paired comparisons
-(ICL vs 0-shot per model and metric; model vs model within a metric and mode) are computed on the
-problems both sides share (inner join on problem_id) with a paired bootstrap CI of the difference
-and an exact McNemar p-value, Holm-corrected across every comparison reported.
+``n_rows`` and ``n_problems`` and a seeded percentile bootstrap CI (cluster bootstrap by base
+problem for SMMILE++, whose ``<uuid>_perm_<k>`` rows are permutations of one problem and not
+independent). Paired comparisons (ICL vs 0-shot per model and metric; model vs model within a metric
+and mode) are computed on the problems both sides share (``scoring.pairing``) with a paired bootstrap
+CI of the difference and one paired test (``bootstrap.paired_test``: exact McNemar for independent
+problems, the cluster-adjusted McNemar of Durkalski et al. 2003 for clustered rows), Holm-corrected
+within each kind of comparison; ``significant`` needs both the Holm-adjusted p < 1 − level and an
+interval that excludes 0.
 
 Model keys are the variance_analysis ones (``qwen72B``, ``text only``; spec §7.2). Every estimate
 uses the same seed, so results do not depend on file order.
@@ -19,39 +22,51 @@ import json
 import math
 import os
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
 import pandas as pd
 
+from smmile import fsguard
 from smmile.errors import UserError
 from smmile.frontdoor import guarded
 from smmile.scoring import bootstrap, tables
 from smmile.scoring.exact_match import ResultFileError, flexible_matches, read_result_csv
 from smmile.scoring.naming import evaluationllm_json_path, extract_model_info
+from smmile.scoring.pairing import pair_scores, pairing_notes
 
 METRICS = ("LLM", "EM", "MCQA")
 MODES = ("0-shot", "ICL")
 CLUSTER_CHOICES = ("auto", "none", "base")
-COMPARE_CHOICES = ("all", "icl", "models", "none")
+COMPARE_CHOICES = ("icl", "models", "all", "none")
+KINDS = ("icl_vs_0shot", "model_vs_model")  # each kind is its own Holm family
 OWN_OUTPUTS = ("stats_estimates.csv", "stats_comparisons.csv")  # written here; never read as results
+MAX_NOTES = 10  # pairing warnings printed in full; the rest are counted
 
 
 @dataclass
 class Record:
-    """One scored result: per-problem correctness in [0, 1] indexed by problem_id (file order)."""
+    """One scored result: per-problem correctness in [0, 1] indexed by problem_id (file order), and
+    the gold answer per problem_id when the CSV has a ``true_answer`` column."""
 
     model: str
     metric: str
     mode: str
     source: str
     scores: pd.Series
+    gold: pd.Series | None = None
+
+
+def _warn_stderr(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 # -- loading ------------------------------------------------------------------------------------------
 def _per_problem(ids, values) -> pd.Series:
-    """Series indexed by problem_id; duplicated ids are averaged (first-appearance order)."""
+    """Series indexed by problem_id; duplicated ids are averaged (first-appearance order), as
+    evaluate_EM's and the judge's ``problem_accuracies`` do."""
     series = pd.Series(np.asarray(values, dtype=np.float64), index=pd.Index([str(i) for i in ids], name="problem_id"))
     return series.groupby(level=0, sort=False).mean() if series.index.has_duplicates else series
 
@@ -81,26 +96,55 @@ def llm_scores(csv_path: str) -> pd.Series | None:
         raise ResultFileError(f"{json_path}: unusable judge file ({type(exc).__name__}: {exc})") from None
 
 
-def file_records(path: str) -> list[Record]:
+def _checked_rows(path: str, warn) -> pd.Series | None:
+    """Gold answer per problem_id (None without ``true_answer``); a header-only file is an error and
+    duplicated problem ids are a warning naming the file."""
+    frame = read_result_csv(path, ("problem_id",))
+    if frame.empty:
+        raise ResultFileError(f"{path}: no rows (header only)")
+    ids = frame["problem_id"].astype(str)
+    duplicated = ids[ids.duplicated()].unique()
+    if len(duplicated):
+        warn(f"warning: {path}: {len(duplicated)} problem id(s) appear more than once (first: {duplicated[0]}); "
+             "their rows are averaged into one score per problem")
+    if "true_answer" not in frame.columns:
+        return None
+    return pd.Series(frame["true_answer"].to_numpy(), index=ids).groupby(level=0, sort=False).first()
+
+
+def file_records(path: str, warn=None) -> list[Record]:
     """The scores of one result CSV: MCQA (is_correct), or EM plus LLM judge when judged."""
+    warn = warn or _warn_stderr
     info = extract_model_info(path)
-    if info.is_closed:
-        loaders = [("MCQA", mcqa_scores)]
-    else:
-        loaders = [("EM", em_scores), ("LLM", llm_scores)]
+    gold = _checked_rows(path, warn)
+    loaders = [("MCQA", mcqa_scores)] if info.is_closed else [("EM", em_scores), ("LLM", llm_scores)]
     records = []
     for metric, loader in loaders:
         scores = loader(path)
-        if scores is not None:
-            records.append(Record(info.model, metric, info.mode, path, scores))
+        if scores is not None and scores.empty:
+            warn(f"warning: {evaluationllm_json_path(path)}: no scored problem; {metric} skipped")
+        elif scores is not None:
+            records.append(Record(info.model, metric, info.mode, path, scores, gold))
     return records
+
+
+def warn_odd_sizes(records: list[Record], warn) -> None:
+    """A result with another number of problems than most results of its folder is named."""
+    sizes = {(r.source, r.metric): len(r.scores) for r in records}
+    if len(set(sizes.values())) < 2:
+        return
+    usual, _ = Counter(sizes.values()).most_common(1)[0]
+    for (source, metric), n in sizes.items():
+        if n != usual:
+            warn(f"warning: {source} ({metric}): {n} problems, while most results here have {usual}")
 
 
 def load_records(directory: str, warn=None) -> list[Record]:
     """All scorable results of ``directory`` (CSV names in sorted order; a later file with the same
-    (model, metric, mode) replaces an earlier one, as in variance_analysis). Unreadable files and
-    files without a mode are reported through ``warn`` and skipped."""
-    warn = warn or (lambda message: print(message, file=sys.stderr))
+    (model, metric, mode) replaces an earlier one, as in variance_analysis). Unreadable or header-only
+    files and files without a mode are reported through ``warn`` and skipped; duplicated ids and
+    results of an unusual size are reported too."""
+    warn = warn or _warn_stderr
     found: dict[tuple, Record] = {}
     for path in sorted(glob.glob(os.path.join(directory, "*.csv"))):
         if os.path.basename(path) in OWN_OUTPUTS:
@@ -109,17 +153,19 @@ def load_records(directory: str, warn=None) -> list[Record]:
             warn(f"warning: {path}: no 0-shot/ICL mode in the file name; skipped")
             continue
         try:
-            for record in file_records(path):
+            for record in file_records(path, warn):
                 found[(record.model, record.metric, record.mode)] = record
         except ResultFileError as exc:
             warn(f"warning: {exc}; skipped")
-    return list(found.values())
+    records = list(found.values())
+    warn_odd_sizes(records, warn)
+    return records
 
 
 # -- estimates ---------------------------------------------------------------------------------------
 def clusters_for(ids, cluster: str):
-    """Cluster labels for the bootstrap: ``base`` → base problem ids, ``none`` → None (iid),
-    ``auto`` → base problem ids only when some id carries ``_perm_<k>``."""
+    """Cluster labels for the bootstrap and the test: ``base`` → base problem ids, ``none`` → None
+    (iid), ``auto`` → base problem ids only when some id carries ``_perm_<k>``."""
     ids = list(ids)
     if cluster == "base" or (cluster == "auto" and bootstrap.has_permutations(ids)):
         return bootstrap.base_problem_ids(ids)
@@ -131,13 +177,13 @@ def _pct(value: float) -> float:
 
 
 def estimate(record: Record, n_boot: int, seed: int, cluster: str, level: float) -> dict:
-    """One row of ``stats_estimates``: accuracy, CI and se in percent."""
+    """One row of ``stats_estimates``: accuracy, CI and se in percent; n_rows and n_problems."""
     clusters = clusters_for(record.scores.index, cluster)
     ci = bootstrap.percentile_ci(record.scores.to_numpy(), clusters, n_boot, seed, level)
     return {"model": record.model, "metric": record.metric, "mode": record.mode,
-            "n": ci.n, "n_clusters": ci.n_clusters, "clustered": clusters is not None,
+            "n_rows": ci.n, "n_problems": ci.n_clusters, "clustered": clusters is not None,
             "accuracy": _pct(ci.estimate), "ci_low": _pct(ci.low), "ci_high": _pct(ci.high),
-            "se": _pct(ci.se), "level": level, "n_boot": n_boot, "seed": seed,
+            "ci_method": ci.method, "se": _pct(ci.se), "level": level, "n_boot": n_boot, "seed": seed,
             "source": os.path.basename(record.source)}
 
 
@@ -177,35 +223,60 @@ def comparison_pairs(records: list[Record], compare: str) -> list[tuple[str, Rec
     return pairs
 
 
-def _is_binary(values: np.ndarray) -> bool:
-    return bool(np.isin(values, (0.0, 1.0)).all())
+def _label(kind: str, a: Record, b: Record) -> str:
+    if kind == "icl_vs_0shot":
+        return f"{a.model} {a.metric} ICL vs 0-shot"
+    return f"{a.metric} {a.mode}: {a.model} vs {b.model}"
 
 
-def compare_pair(kind: str, a: Record, b: Record, n_boot: int, seed: int, cluster: str, level: float) -> dict:
-    """Paired bootstrap CI of A − B (percentage points) and exact McNemar on the shared problems."""
-    joined = pd.concat([a.scores.rename("a"), b.scores.rename("b")], axis=1, join="inner")
-    left, right = joined["a"].to_numpy(), joined["b"].to_numpy()
-    clusters = clusters_for(joined.index, cluster)
+def compare_pair(kind: str, a: Record, b: Record, n_boot: int, seed: int, cluster: str, level: float,
+                 exclude_gold_mismatch: bool = False, notes: list | None = None) -> dict:
+    """Paired bootstrap CI of A − B (percentage points) and the paired test on the shared problems;
+    what the pairing left out is appended to ``notes``. ``p_holm``/``significant`` are set by
+    ``comparisons`` (they depend on the family)."""
+    pairing = pair_scores(a.scores, b.scores, a.gold, b.gold, exclude_gold_mismatch=exclude_gold_mismatch)
+    if notes is not None:
+        notes.extend(pairing_notes(pairing, _label(kind, a, b)))
+    left, right = pairing.frame["a"].to_numpy(), pairing.frame["b"].to_numpy()
+    clusters = clusters_for(pairing.frame["problem_id"], cluster)
     diff = bootstrap.paired_difference_ci(left, right, clusters, n_boot, seed, level)
-    test = bootstrap.mcnemar_exact(left, right) if len(left) and _is_binary(left) and _is_binary(right) else None
+    test = bootstrap.paired_test(left, right, clusters)
     return {"kind": kind, "metric": a.metric, "model_a": a.model, "mode_a": a.mode,
-            "model_b": b.model, "mode_b": b.mode, "n": diff.n, "n_clusters": diff.n_clusters,
-            "clustered": clusters is not None,
+            "model_b": b.model, "mode_b": b.mode, "n_a": len(a.scores), "n_b": len(b.scores),
+            "n_pairs": diff.n, "n_problems": diff.n_clusters, "clustered": clusters is not None,
+            "gold_mismatches": len(pairing.gold_mismatches), "gold_mismatches_excluded": pairing.excluded,
             "accuracy_a": _pct(float(left.mean())) if len(left) else float("nan"),
             "accuracy_b": _pct(float(right.mean())) if len(right) else float("nan"),
             "difference": _pct(diff.estimate), "ci_low": _pct(diff.low), "ci_high": _pct(diff.high),
-            "only_a_correct": test.b if test else None, "only_b_correct": test.c if test else None,
-            "p_mcnemar": test.p_value if test else float("nan"), "p_holm": float("nan"),
+            "ci_method": diff.method, "only_a_correct": test.only_a, "only_b_correct": test.only_b,
+            "p_value": test.p_value, "p_method": test.method, "p_holm": float("nan"), "significant": False,
             "level": level, "n_boot": n_boot, "seed": seed}
 
 
-def comparisons(records: list[Record], compare: str, n_boot: int, seed: int, cluster: str,
-                level: float) -> list[dict]:
-    """All requested comparisons with Holm-adjusted McNemar p-values (family = all rows reported)."""
-    rows = [compare_pair(kind, a, b, n_boot, seed, cluster, level)
+def adjust(rows: list[dict], level: float) -> None:
+    """Holm within each kind of comparison (its family), then ``significant`` = Holm-adjusted
+    p < 1 − level AND the interval excludes 0."""
+    for kind in KINDS:
+        family = [row for row in rows if row["kind"] == kind]
+        for row, adjusted in zip(family, bootstrap.holm([row["p_value"] for row in family])):
+            row["p_holm"] = adjusted
+            row["significant"] = bootstrap.is_significant(adjusted, row["ci_low"], row["ci_high"], 1 - level)
+
+
+def comparisons(records: list[Record], compare: str, n_boot: int, seed: int, cluster: str, level: float,
+                exclude_gold_mismatch: bool = False, warn=None) -> list[dict]:
+    """All requested comparisons with Holm-adjusted p-values and ``significant``; pairing warnings go
+    to ``warn`` (the first ``MAX_NOTES`` in full, then a count)."""
+    notes: list[str] = []
+    rows = [compare_pair(kind, a, b, n_boot, seed, cluster, level, exclude_gold_mismatch, notes)
             for kind, a, b in comparison_pairs(records, compare)]
-    for row, adjusted in zip(rows, bootstrap.holm([row["p_mcnemar"] for row in rows])):
-        row["p_holm"] = adjusted
+    adjust(rows, level)
+    warn = warn or _warn_stderr
+    for note in notes[:MAX_NOTES]:
+        warn(f"warning: {note}")
+    if len(notes) > MAX_NOTES:
+        warn(f"warning: {len(notes) - MAX_NOTES} more pairing warning(s) like these; see the n_a, n_b, n_pairs "
+             "and gold_mismatches columns")
     return rows
 
 
@@ -220,31 +291,37 @@ def _json_safe(value):
 
 def write_rows(rows: list[dict], stem: str, settings: dict) -> list[str]:
     """``<stem>.csv`` (one row per entry) and ``<stem>.json`` (``{"settings", "rows"}``; NaN → null)."""
-    pd.DataFrame(rows).to_csv(stem + ".csv", index=False)
+    with fsguard.atomic_path(stem + ".csv") as tmp:
+        pd.DataFrame(rows).to_csv(tmp, index=False)
     payload = {"settings": settings, "rows": [{k: _json_safe(v) for k, v in row.items()} for row in rows]}
-    with open(stem + ".json", "w", encoding="utf-8") as handle:
-        json.dump(payload, handle, indent=2, allow_nan=False)
-        handle.write("\n")
+    fsguard.atomic_write_json(stem + ".json", payload, allow_nan=False)
     return [stem + ".csv", stem + ".json"]
 
 
 def console_table(rows: list[dict]) -> str:
-    """Human-readable estimates: ``model  metric mode  acc [low, high]  n``."""
-    lines = [f"{'model':<22} {'metric':<5} {'mode':<7} {'acc %':>7}  {'95% CI':<17} {'n':>6} {'units':>6}"]
+    """Human-readable estimates: ``model  metric mode  acc [low, high]  n_rows  n_problems``."""
+    lines = [f"{'model':<22} {'metric':<5} {'mode':<7} {'acc %':>7}  {'95% CI':<17} {'rows':>6} {'probl.':>6}"]
     for row in rows:
         ci = f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
         lines.append(f"{row['model']:<22} {row['metric']:<5} {row['mode']:<7} {row['accuracy']:>7.2f}  "
-                     f"{ci:<17} {row['n']:>6} {row['n_clusters']:>6}")
+                     f"{ci:<17} {row['n_rows']:>6} {row['n_problems']:>6}")
     return "\n".join(lines)
 
 
-def comparison_summary(rows: list[dict], alpha: float = 0.05) -> str:
-    significant = [r for r in rows if r["p_holm"] is not None and r["p_holm"] < alpha]
-    lines = [f"{len(rows)} paired comparison(s); {len(significant)} significant at Holm-adjusted p < {alpha}"]
+def comparison_summary(rows: list[dict], level: float = bootstrap.DEFAULT_LEVEL) -> str:
+    alpha = 1 - level
+    lines = []
+    for kind in KINDS:
+        family = [r for r in rows if r["kind"] == kind]
+        if family:
+            lines.append(f"{len(family)} {kind} comparison(s); {sum(r['significant'] for r in family)} significant "
+                         f"(Holm-adjusted p < {alpha:.2g} within this family and the {level:.0%} CI excludes 0)")
     for r in rows:
         if r["kind"] == "icl_vs_0shot":
+            mark = " *" if r["significant"] else ""
             lines.append(f"  ICL - 0-shot  {r['model_a']:<22} {r['metric']:<5} {r['difference']:+7.2f} pp "
-                         f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]  p={r['p_mcnemar']:.3g}  p_holm={r['p_holm']:.3g}  n={r['n']}")
+                         f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]  p={r['p_value']:.3g}  p_holm={r['p_holm']:.3g}  "
+                         f"n_pairs={r['n_pairs']} ({r['n_problems']} problems){mark}")
     return "\n".join(lines)
 
 
@@ -253,31 +330,43 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="smmile stats",
         description="Accuracy with seeded percentile bootstrap CIs per model/metric/mode, and paired "
-                    "comparisons (bootstrap CI of the difference, exact McNemar, Holm correction).")
+                    "comparisons (bootstrap CI of the difference; exact McNemar for independent problems, "
+                    "cluster-adjusted McNemar (Durkalski 2003) for SMMILE++; Holm within each family).")
     parser.add_argument("results_dir", help="directory with result_*.csv (+ *_evaluationllm.json)")
-    parser.add_argument("--out", help="output directory (default: results_dir)")
+    parser.add_argument("--out", help="output folder (default: results_dir, where only stats_* files are written)")
+    parser.add_argument("--force", action="store_true",
+                        help="write into a non-empty --out folder not made by smmile stats")
     parser.add_argument("--n-boot", type=int, default=bootstrap.DEFAULT_N_BOOT, help="bootstrap resamples (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument("--level", type=float, default=bootstrap.DEFAULT_LEVEL, help="CI level (default 0.95)")
+    parser.add_argument("--level", type=float, default=bootstrap.DEFAULT_LEVEL,
+                        help="CI level; comparisons are significant at alpha = 1 - level (default 0.95)")
     parser.add_argument("--cluster", choices=CLUSTER_CHOICES, default="auto",
                         help="auto: resample base problems when ids end in _perm_<k> (SMMILE++); "
                              "base: always by base problem; none: rows iid")
-    parser.add_argument("--compare", choices=COMPARE_CHOICES, default="all",
-                        help="icl: ICL vs 0-shot per model; models: model vs model per metric/mode; all; none")
+    parser.add_argument("--compare", choices=COMPARE_CHOICES, default="icl",
+                        help="icl: ICL vs 0-shot per model (default; the family of the headline claims); "
+                             "models: model vs model per metric/mode; all: both (each its own Holm family); none")
+    parser.add_argument("--exclude-gold-mismatch", action="store_true",
+                        help="drop paired problems whose two files have different gold answers (true_answer)")
     return parser
 
 
-def _check(args) -> None:
+def _check(args) -> str:
+    """Validate the arguments and the output folder before any work; returns the output folder."""
     if not os.path.isdir(args.results_dir):
         raise UserError(f"results directory {args.results_dir} not found")
     if args.n_boot < 1:
         raise UserError("--n-boot must be at least 1")
     if not 0 < args.level < 1:
         raise UserError("--level must be between 0 and 1")
+    if args.out:
+        return os.fspath(fsguard.prepare_output_dir(args.out, "smmile stats", force=args.force))
+    fsguard.check_writable_dir(args.results_dir, "results directory")
+    return args.results_dir
 
 
 def run(args) -> int:
-    _check(args)
+    out = _check(args)
     problems: list[str] = []
 
     def warn(message: str) -> None:
@@ -287,20 +376,19 @@ def run(args) -> int:
     records = load_records(args.results_dir, warn)
     if not records:
         raise UserError(f"no scorable result files in {args.results_dir}")
-    out = args.out or args.results_dir
-    os.makedirs(out, exist_ok=True)
     settings = {"results_dir": os.path.abspath(args.results_dir), "n_boot": args.n_boot, "seed": args.seed,
-                "level": args.level, "cluster": args.cluster, "compare": args.compare}
+                "level": args.level, "cluster": args.cluster, "compare": args.compare,
+                "exclude_gold_mismatch": args.exclude_gold_mismatch}
     rows = estimates(records, args.n_boot, args.seed, args.cluster, args.level)
     written = write_rows(rows, os.path.join(out, "stats_estimates"), settings)
-    with open(os.path.join(out, "stats_table.tex"), "w", encoding="utf-8") as handle:
-        handle.write(tables.ci_latex_table(rows))
+    fsguard.atomic_write_text(os.path.join(out, "stats_table.tex"), tables.ci_latex_table(rows))
     written.append(os.path.join(out, "stats_table.tex"))
     print(console_table(rows))
     if args.compare != "none":
-        pairs = comparisons(records, args.compare, args.n_boot, args.seed, args.cluster, args.level)
+        pairs = comparisons(records, args.compare, args.n_boot, args.seed, args.cluster, args.level,
+                            args.exclude_gold_mismatch, _warn_stderr)
         written += write_rows(pairs, os.path.join(out, "stats_comparisons"), settings)
-        print(comparison_summary(pairs))
+        print(comparison_summary(pairs, args.level))
     print("Written: " + ", ".join(written))
     return 1 if problems else 0
 
@@ -308,4 +396,4 @@ def run(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``smmile stats``; returns the exit status (2 on bad input)."""
     args = build_parser().parse_args(argv)
-    return guarded(lambda: run(args))
+    return guarded(lambda: run(args), interrupted="interrupted: smmile stats stopped; nothing half-written")

@@ -3,23 +3,44 @@
 * ``flag_columns`` / ``valid_flags`` — the strata, in the original's order.
 * ``problem_labels`` — the label of every stratum for one problem and mode.
 * ``stratify_accuracies`` — ``{"<flag>_accuracy": {label: mean}, "<flag>_total": ..., "<flag>_correct": ...}``
-  for one ``problem_accuracies`` dict (labels in order of first appearance).
-* ``stratum_intervals`` — addition: n, accuracy and a 95% Wilson interval per stratum, ``small`` if n < 20.
+  for one ``problem_accuracies`` dict (labels in order of first appearance); the returned ``Strata``
+  also remembers which problem fell in which stratum (not part of the faithful JSON).
+* ``stratum_intervals`` — addition: per stratum ``n_rows``, ``n_problems`` (base problems: the
+  ``<id>_perm_<k>`` rows of SMMILE++ count once), accuracy and a 95% interval — Wilson on the problems
+  for independent problems, the cluster bootstrap by base problem for SMMILE++ (never zero width,
+  ``bootstrap.percentile_ci``) — and ``small`` when fewer than ``MIN_PROBLEMS`` base problems.
 * ``format_flag_table`` — the console table of one flag (PrettyTable, as the original).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Iterable, Mapping, Sequence
 
+from smmile.scoring import bootstrap
+from smmile.scoring.bootstrap import wilson_interval  # noqa: F401  (part of this module's interface)
+
 DERIVED_FLAGS = ("speciality", "flag_num_ICL", "flag_first_ICL_match_problem", "flag_last_ICL_match_problem")
-SMALL_STRATUM = 20
-Z95 = 1.959963984540054
+MIN_PROBLEMS = 20  # a stratum with fewer base problems is `small` (greyed out in figures)
+STRATUM_N_BOOT = 2000  # cluster bootstrap resamples per stratum (seed 0)
+LEVEL = 0.95
 
 
 class StratifyError(ValueError):
     """Results and dataset do not fit together (e.g. problem ids missing from the dataset)."""
+
+
+class Strata(dict):
+    """The faithful per-flag dict of one result, plus what the intervals need and the JSON must not
+    show: ``scores`` (problem_id -> accuracy in percent) and ``labels`` (problem_id -> {flag: label})."""
+
+    def __init__(self, data=(), scores: Mapping | None = None, labels: Mapping | None = None):
+        super().__init__(data)
+        self.scores = dict(scores or {})
+        self.labels = dict(labels or {})
+
+    def members(self, flag: str) -> dict:
+        """label -> problem ids, grouped as ``stratify_accuracies`` groups them."""
+        return _group({pid: pid for pid in self.scores}, self.labels, flag)
 
 
 def flag_columns(problems: Sequence) -> list[str]:
@@ -67,7 +88,7 @@ def stratify_accuracies(problem_accuracies: Mapping, problems_by_id: Mapping, fl
     import numpy as np
 
     labels = {pid: problem_labels(problems_by_id[pid], flags, mode) for pid in problem_accuracies}
-    out: dict = {}
+    out = Strata(scores=problem_accuracies, labels=labels)
     for flag in flags:
         groups = _group(problem_accuracies, labels, flag)
         out[f"{flag}_accuracy"] = {k: float(np.mean(v)) for k, v in groups.items()}
@@ -76,26 +97,43 @@ def stratify_accuracies(problem_accuracies: Mapping, problems_by_id: Mapping, fl
     return out
 
 
-def wilson_interval(p_hat: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval for a proportion ``p_hat`` observed on ``n`` problems."""
-    if n == 0:
-        return (0.0, 1.0)
-    denom = 1 + z * z / n
-    centre = (p_hat + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p_hat * (1 - p_hat) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+def stratum_interval(scores: Sequence[float], problem_ids: Sequence[str] | None, n_rows: int,
+                     accuracy: float) -> dict:
+    """n_rows, n_problems, interval (percent) and ``small`` for one stratum.
+
+    ``problem_ids`` None (a stratification read back from JSON) treats every row as a problem.
+    Independent problems: Wilson on n_rows (today's numbers on SMMILE). Rows in clusters
+    (``<id>_perm_<k>``): cluster bootstrap over base problems (``STRATUM_N_BOOT``, seed 0), which
+    falls back to the Wilson bound on the base problems when they all score the same.
+    """
+    clustered = problem_ids is not None and bootstrap.has_permutations(problem_ids)
+    if clustered:
+        clusters = bootstrap.base_problem_ids(problem_ids)
+        ci = bootstrap.percentile_ci([s / 100 for s in scores], clusters, STRATUM_N_BOOT, 0, LEVEL)
+        n_problems, (low, high), method = ci.n_clusters, (ci.low, ci.high), f"cluster {ci.method}"
+    else:
+        n_problems = n_rows if problem_ids is None else len(set(problem_ids))
+        (low, high), method = wilson_interval(accuracy / 100, n_rows, LEVEL), "Wilson"
+    return {"n_rows": n_rows, "n_problems": n_problems, "ci95_low": low * 100, "ci95_high": high * 100,
+            "method": method, "small": bool(n_problems < MIN_PROBLEMS)}
 
 
 def stratum_intervals(strata: Mapping, flags: Sequence[str]) -> dict:
-    """``{flag: {label: {n, correct, accuracy, ci95_low, ci95_high, small}}}`` (percent)."""
+    """``{flag: {label: {n_rows, n_problems, correct, accuracy, ci95_low, ci95_high, method, small}}}``
+    (percent). ``strata`` from ``stratify_accuracies`` knows its problems; a plain dict does not (rows
+    are then taken for independent problems)."""
+    known = isinstance(strata, Strata)
     out: dict = {}
     for flag in flags:
         totals, accs = strata[f"{flag}_total"], strata[f"{flag}_accuracy"]
+        groups = strata.members(flag) if known else {}
         out[flag] = {}
         for label, n in totals.items():
-            low, high = wilson_interval(accs[label] / 100, n)
-            out[flag][label] = {"n": n, "correct": strata[f"{flag}_correct"][label], "accuracy": accs[label],
-                                "ci95_low": low * 100, "ci95_high": high * 100, "small": n < SMALL_STRATUM}
+            ids = groups[label] if known else None
+            scores = [strata.scores[pid] for pid in ids] if known else []
+            entry = stratum_interval(scores, ids, n, accs[label])
+            entry.update(correct=strata[f"{flag}_correct"][label], accuracy=accs[label])
+            out[flag][label] = entry
     return out
 
 

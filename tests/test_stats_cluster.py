@@ -1,0 +1,173 @@
+"""Cluster-aware statistics on SMMILE++-shaped data (issue #12): the Durkalski test, significance that
+agrees with its interval, intervals that never have zero width, and nothing changed on SMMILE."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from statistics import NormalDist
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from smmile.scoring import bootstrap as bs
+from smmile.scoring import stats
+from stats_fixtures import CLUSTER_SIZES, base_of, build_plusplus, correlated, plusplus_ids
+
+Z95 = 1.959963984540054
+PUBLISHED = Path(__file__).resolve().parents[1].parent / "shared" / "published" / "smmile"
+
+
+def durkalski_reference(a, b, clusters) -> float:
+    """Durkalski et al. (2003), Stat Med 22:2417, eq. for the clustered-pairs McNemar statistic:
+    X² = (Σ_k b_k − Σ_k c_k)² / Σ_k (b_k − c_k)², b_k / c_k = pairs of cluster k right only under A / B;
+    X² ~ χ²(1), so p = P(|Z| ≥ √X²) = 2(1 − Φ(√X²))."""
+    b_k, c_k = {}, {}
+    for x, y, k in zip(a, b, clusters):
+        b_k[k] = b_k.get(k, 0) + (x == 1 and y == 0)
+        c_k[k] = c_k.get(k, 0) + (x == 0 and y == 1)
+    numerator = (sum(b_k.values()) - sum(c_k.values())) ** 2
+    denominator = sum((b_k[k] - c_k[k]) ** 2 for k in b_k)
+    if denominator == 0:
+        return 1.0
+    return 2 * (1 - NormalDist().cdf(math.sqrt(numerator / denominator)))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_durkalski_matches_the_papers_formula(seed):
+    rng = np.random.default_rng(seed)
+    ids = plusplus_ids()
+    a, b = correlated(ids, 0.45, rng), correlated(ids, 0.35, rng)
+    clusters = base_of(ids).tolist()
+    expected = durkalski_reference(a, b, clusters)
+    test = bs.paired_test(a, b, clusters)
+    assert test.method == bs.DURKALSKI
+    assert abs(test.p_value - expected) < 1e-9
+    assert (test.only_a, test.only_b) == (int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum()))
+
+
+def test_durkalski_against_scipy_chi2_when_available():
+    chi2 = pytest.importorskip("scipy.stats").chi2
+    rng = np.random.default_rng(3)
+    ids = plusplus_ids()
+    a, b = correlated(ids, 0.5, rng), correlated(ids, 0.3, rng)
+    d = pd.Series(a - b).groupby(base_of(ids)).sum()
+    assert bs.durkalski_mcnemar(a, b, base_of(ids)) == pytest.approx(chi2.sf(d.sum() ** 2 / (d ** 2).sum(), 1), abs=1e-12)
+
+
+def test_singleton_clusters_give_the_classic_mcnemar_statistic():
+    a = np.array([1] * 30 + [0] * 12 + [1] * 40 + [0] * 18)
+    b = np.array([0] * 30 + [1] * 12 + [1] * 40 + [0] * 18)
+    p = bs.durkalski_mcnemar(a, b, list(range(len(a))))
+    assert p == pytest.approx(2 * (1 - NormalDist().cdf(math.sqrt((30 - 12) ** 2 / 42))), abs=1e-12)
+    # independent 0/1 rows keep the exact test; fractional scores use Durkalski with singleton clusters
+    assert bs.paired_test(a, b).method == bs.EXACT_MCNEMAR
+    assert bs.paired_test(a, b).p_value == bs.binomial_two_sided(30, 12)
+    assert bs.paired_test(a * 0.5, b).method == bs.DURKALSKI
+    assert bs.paired_test([1, 1], [1, 1], ["x", "x"]).p_value == 1.0
+
+
+def test_gain_carried_by_three_problems_is_not_significant(tmp_path):
+    """ICL right on every order of three 24-order problems, otherwise as 0-shot: every discordant pair
+    goes one way. Rows taken as independent this is p < 1e-12; it is three problems, and the clustered
+    test says so."""
+    ids = plusplus_ids()
+    zero = correlated(ids, 0.3, np.random.default_rng(1))
+    big = [f"b{i:03d}" for i, size in enumerate(CLUSTER_SIZES) if size == 24][:3]
+    icl = zero.copy()
+    icl[np.isin(base_of(ids), big)] = 1
+    gained = int(((icl == 1) & (zero == 0)).sum())
+    assert gained > 40 and bs.binomial_two_sided(gained, 0) < 1e-12
+    test = bs.paired_test(icl, zero, base_of(ids))
+    assert test.p_value == pytest.approx(durkalski_reference(icl, zero, base_of(ids)), abs=1e-9)
+    assert test.p_value > 0.05
+
+
+@pytest.fixture(scope="module")
+def plusplus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pp") / "results"
+    truth = build_plusplus(root)
+    out = root.parent / "stats"
+    assert stats.main([str(root), "--out", str(out), "--compare", "all", "--n-boot", "2000"]) == 0
+    return truth, pd.read_csv(out / "stats_estimates.csv"), pd.read_csv(out / "stats_comparisons.csv")
+
+
+def test_plusplus_estimates_count_base_problems_and_never_have_zero_width(plusplus):
+    _, est, _ = plusplus
+    assert (est.n_rows == 1038).all() and (est.n_problems == 86).all() and est.clustered.all()
+    assert (est.ci_high > est.ci_low).all()
+    cells = est.set_index(["model", "metric", "mode"])
+    bound = 100 * Z95 ** 2 / (86 + Z95 ** 2)  # Wilson for 0 of 86 base problems
+    nothing, everything = cells.loc[("medgemma_4b", "EM", "0-shot")], cells.loc[("medgemma_4b", "EM", "ICL")]
+    assert (nothing.ci_low, nothing.ci_high) == pytest.approx((0.0, bound))
+    assert (everything.ci_low, everything.ci_high) == pytest.approx((100 - bound, 100.0))
+    assert nothing.ci_method == bs.BOUND
+
+
+def test_plusplus_comparisons_are_cluster_aware_and_never_significant_with_zero_inside(plusplus):
+    truth, _, comp = plusplus
+    scores = truth["scores"]
+    assert (comp.p_method == bs.DURKALSKI).all() and (comp.n_pairs == 1038).all() and (comp.n_problems == 86).all()
+    assert (comp.ci_high > comp.ci_low).all()
+    for row in comp.itertuples():
+        a = scores[(row.model_a, row.metric, row.mode_a)]  # these models' keys are their file tags
+        b = scores[(row.model_b, row.metric, row.mode_b)]
+        assert abs(row.p_value - durkalski_reference(a, b, base_of(truth["ids"]))) < 1e-9
+        if row.significant:
+            assert row.p_holm < 0.05 and (row.ci_low > 0 or row.ci_high < 0)
+    for kind, family in comp.groupby("kind"):  # Holm within each family
+        assert family.p_holm.tolist() == pytest.approx(bs.holm(family.p_value.tolist()))
+    same = comp[(comp.model_a == "MedVLM-R1") & (comp.kind == "icl_vs_0shot")].iloc[0]
+    bound = 100 * Z95 ** 2 / (86 + Z95 ** 2)
+    assert (same.difference, same.ci_low, same.ci_high) == pytest.approx((0.0, -bound, bound))
+    gain = comp[(comp.model_a == "qwen72B") & (comp.kind == "icl_vs_0shot")].iloc[0]
+    assert gain.only_b_correct == 0 and gain.only_a_correct > 0 and not gain.significant
+
+
+def test_default_family_is_icl_vs_0shot(tmp_path):
+    build_plusplus(tmp_path / "r")
+    assert stats.main([str(tmp_path / "r"), "--out", str(tmp_path / "o"), "--n-boot", "200"]) == 0
+    comp = pd.read_csv(tmp_path / "o" / "stats_comparisons.csv")
+    assert set(comp.kind) == {"icl_vs_0shot"}
+
+
+@pytest.fixture(scope="module")
+def published_stats(tmp_path_factory):
+    if not PUBLISHED.is_dir():
+        pytest.skip("published SMMILE outputs not available")
+    out = tmp_path_factory.mktemp("pub") / "stats"
+    assert stats.main([str(PUBLISHED), "--out", str(out), "--n-boot", "2000"]) == 0
+    return PUBLISHED, pd.read_csv(out / "stats_estimates.csv"), pd.read_csv(out / "stats_comparisons.csv")
+
+
+def test_published_smmile_is_unchanged_for_independent_problems(published_stats):
+    """Values of the code before issue #12 (same seed and resamples); only the 0 % cells moved."""
+    _, est, comp = published_stats
+    cells = est.set_index(["model", "metric", "mode"])
+    before = {("qwen72B", "LLM", "ICL"): (43.24324324324324, 33.33333333333333, 52.25225225225225),
+              ("gpt-4o", "MCQA", "ICL"): (58.55855855855856, 49.549549549549546, 68.46846846846847),
+              ("text only", "MCQA", "0-shot"): (38.73873873873874, 29.72972972972973, 47.74774774774775),
+              ("llava_7b", "EM", "ICL"): (16.216216216216218, 9.00900900900901, 23.423423423423422)}
+    for key, values in before.items():
+        assert tuple(cells.loc[key, ["accuracy", "ci_low", "ci_high"]]) == pytest.approx(values, abs=1e-12)
+    assert (~est.clustered).all() and (est.n_rows == 111).all() and (est.n_problems == 111).all()
+    zero = est[est.accuracy == 0]
+    assert len(zero) == 16 and (zero.ci_low == 0).all()
+    assert zero.ci_high.tolist() == pytest.approx([100 * Z95 ** 2 / (111 + Z95 ** 2)] * 16)  # 3.35
+    assert (comp.p_method == bs.EXACT_MCNEMAR).all()
+
+
+def test_published_smmile_iid_p_values_are_the_exact_mcnemar_of_the_files(published_stats):
+    root, _, comp = published_stats
+    for tag, model in (("qwen72B", "qwen72B"), ("gpt-4o", "gpt-4o"), ("llava_7b", "llava_7b")):
+        icl = pd.read_csv(root / f"result_{tag}_ICL_mcqa.csv").set_index("problem_id")["is_correct"]
+        zero = pd.read_csv(root / f"result_{tag}_0-shot_mcqa.csv").set_index("problem_id")["is_correct"]
+        zero = zero.reindex(icl.index)
+        b, c = int((icl & ~zero).sum()), int((~icl & zero).sum())
+        m = b + c
+        p = min(1.0, 2 * sum(math.comb(m, k) for k in range(min(b, c) + 1)) / 2 ** m)
+        row = comp[(comp.model_a == model) & (comp.metric == "MCQA")].iloc[0]
+        assert (row.only_a_correct, row.only_b_correct) == (b, c)
+        assert row.p_value == pytest.approx(p, rel=1e-12)
+        assert row.n_pairs == 111 and row.significant == (row.p_holm < 0.05 and (row.ci_low > 0 or row.ci_high < 0))
