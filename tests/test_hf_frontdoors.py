@@ -155,7 +155,7 @@ def test_processor_fallback_and_pixel_limits(tmp_path):
         stem = "result_qwen3B_ICL_open"
         manifest = json.loads((out / f"{stem}.manifest.json").read_text())
         records = Journal(out / ".smmile" / f"{stem}.journal.jsonl").records().values()
-        return manifest, sum(r["usage"]["input_tokens"] for r in records)
+        return manifest, sum(r["response"]["usage"]["input_tokens"] for r in records)
 
     manifest, tokens = run_qwen(tmp_path / "a")
     try:
@@ -163,7 +163,7 @@ def test_processor_fallback_and_pixel_limits(tmp_path):
     except ImportError:
         assert manifest["backend"]["processor"] == "Qwen2_5_VLProcessor (image-only, no torchvision)"
     small_manifest, small = run_qwen(tmp_path / "b", "--max-pixels", str(28 * 28 * 4))
-    assert small < tokens and small_manifest["settings"]["max_pixels"] == 28 * 28 * 4
+    assert small < tokens and small_manifest["generation"]["max_pixels"] == 28 * 28 * 4
 
 
 @pytest.mark.parametrize("script", ["qwen", "llama32v", "medr1", "medgemma", "llava", "llava_mcqa", "llavamed",

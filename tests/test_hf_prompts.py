@@ -209,7 +209,7 @@ def test_presets_and_settings():
                                   ("llavanext_7b", "llava-hf/llava-v1.6-mistral-7b-hf", "float16"),
                                   ("llavamed", "microsoft/llava-med-v1.5-mistral-7b", "float16")]:
         p = registry.get(name)
-        assert (p.model_id, p.settings["dtype"], p.settings["max_new_tokens"]) == (model_id, dtype, 512)
+        assert (p.model_id, p.settings["dtype"], family(name).generation.max_new_tokens) == (model_id, dtype, 512)
     assert family("qwen3B").gen_kwargs() == {"max_new_tokens": 512}
     assert family("llama32_vision_90b").gen_kwargs() == {"max_new_tokens": 512, "do_sample": False}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from ..generation import GenerationSettings, resolve_generation, split_settings
 from ..protocol.items import Item, Rngs
 from ..protocol.options import options_text, shuffled_options
 from ..protocol.templates import MCQA_TEMPLATES, mcqa_prompt
@@ -29,13 +30,33 @@ class Response:
 OnDone = Callable[[Item, Response], None]
 
 
+def resolve_settings(preset, spec, family_default: GenerationSettings | None = None
+                     ) -> tuple[dict, GenerationSettings]:
+    """The run's settings, merged in this one place: (loading/transport/family settings, generation settings).
+
+    Precedence: flags (`spec.settings`) over the preset over the family's faithful generation default."""
+    gen_preset, rest_preset = split_settings(preset.settings if preset else {})
+    gen_flags, rest_flags = split_settings(spec.settings if spec else {})
+    generation = resolve_generation(family_default or GenerationSettings(), gen_preset, gen_flags)
+    return {**rest_preset, **rest_flags}, generation
+
+
 class Backend:
-    """Runs requests. `generate` must call `on_done` once per item, as each completes."""
+    """Runs requests. `generate` must call `on_done` once per item, as each completes.
+
+    `settings` (loading, transport) and `generation` come resolved from the runner (`resolve_settings`);
+    a backend built on its own (tests, tools) resolves them the same way."""
 
     name = "backend"
 
-    def __init__(self, preset=None, spec=None):
+    def __init__(self, preset=None, spec=None, settings: dict | None = None,
+                 generation: GenerationSettings | None = None):
         self.preset, self.spec = preset, spec
+        if settings is None or generation is None:
+            resolved, resolved_gen = resolve_settings(preset, spec)
+            settings = resolved if settings is None else settings
+            generation = resolved_gen if generation is None else generation
+        self.settings, self.generation = dict(settings), generation
 
     def generate(self, work: list[tuple[Item, Any]], on_done: OnDone) -> None:
         raise NotImplementedError
@@ -53,6 +74,17 @@ class Family:
 
     name = "family"
     mcqa_template = "A"  # key of MCQA_TEMPLATES
+    GENERATION = GenerationSettings()  # the original script's generation arguments (None: not passed)
+    _generation: GenerationSettings | None = None
+
+    @property
+    def generation(self) -> GenerationSettings:
+        """The run's resolved settings (set by the runner); the family's faithful default until then."""
+        return self._generation or type(self).GENERATION
+
+    @generation.setter
+    def generation(self, value: GenerationSettings) -> None:
+        self._generation = value
     open_columns = OPEN_COLUMNS
     mcqa_columns = MCQA_COLUMNS
 

@@ -57,11 +57,10 @@ def read_generation_config(path: str) -> dict:
 class VLLMBackend(Backend):
     name = "vllm"
 
-    def __init__(self, preset=None, spec=None):
-        super().__init__(preset, spec)
+    def __init__(self, preset=None, spec=None, settings=None, generation=None):
+        super().__init__(preset, spec, settings, generation)
         if preset is not None and preset.family in NOT_ON_VLLM:
             raise UserError(f"{preset.name} runs on transformers only (vLLM's Mllama support is unreliable)")
-        self.settings = {**(preset.settings if preset else {}), **(spec.settings if spec else {})}
         self.path = str((spec.model_path if spec else None) or preset.model_id)
         self.tp = int(self.settings.get("tensor_parallel_size", 1))
         self.llm = None
@@ -117,10 +116,14 @@ class VLLMBackend(Backend):
         vllm = self._vllm()
         from .hf.processor import load_processor
 
-        processor = load_processor(self.path, min_pixels=self.settings.get("min_pixels"),
-                                   max_pixels=self.settings.get("max_pixels"))
+        processor = load_processor(self.path, min_pixels=self.generation.min_pixels,
+                                   max_pixels=self.generation.max_pixels)
         requests = self.build_requests(work, processor)
         params = sampling_settings(work[0][1].gen, read_generation_config(self.path))
+        if self.generation.seed is not None:
+            params["seed"] = self.generation.seed
+        if self.generation.stop:
+            params["stop"] = list(self.generation.stop)
         engine = self.engine_kwargs(max(len(r.images) for _, r in work))
         self.calls.append({"engine": {k: v for k, v in engine.items() if k != "model"}, "sampling": params,
                            "prompts": len(requests)})

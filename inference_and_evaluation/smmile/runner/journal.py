@@ -6,10 +6,19 @@ import json
 import os
 from pathlib import Path
 
+from ..errors import UserError
+
+# Record format of the runner's journals: 2 = backend responses + planned items (rows derived when written).
+# Format 1 (no "v") held derived CSV rows; such journals are refused, never silently reused or dropped.
+RESPONSES_FORMAT = 2
+
 
 class Journal:
-    def __init__(self, path: Path):
+    """`version`: when set, every record must carry `"v": version` (older journals are refused)."""
+
+    def __init__(self, path: Path, version: int | None = None):
         self.path = Path(path)
+        self.version = version
         self._fh = None
 
     def records(self) -> dict[str, dict]:
@@ -24,8 +33,14 @@ class Journal:
                 except json.JSONDecodeError:
                     continue
                 if isinstance(rec, dict) and "key" in rec:
+                    self._check_version(rec)
                     latest[rec["key"]] = rec
         return latest
+
+    def _check_version(self, rec: dict) -> None:
+        if self.version is not None and rec.get("v") != self.version:
+            raise UserError(f"{self.path} was written by an earlier smmile version (format {rec.get('v', 1)}, "
+                            f"this one reads format {self.version}); move it aside to rerun its problems")
 
     def append(self, record: dict) -> None:
         if self._fh is None:

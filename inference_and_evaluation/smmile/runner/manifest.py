@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import platform
 import subprocess
 import sys
@@ -37,3 +38,19 @@ def git_revision() -> str | None:
 
 def command_line() -> list[str]:
     return [Path(sys.argv[0]).name, *sys.argv[1:]]
+
+
+def smmile_version() -> str | None:
+    try:
+        return metadata.version("smmile")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def read(path: Path) -> dict:
+    """An existing manifest, or {} when there is none or it cannot be read."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

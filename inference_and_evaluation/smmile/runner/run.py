@@ -1,8 +1,12 @@
-"""The run loop: plan every problem, skip what the journal has, run the rest, write the outputs."""
+"""The run loop: plan every problem, skip what the journal has, run the rest, derive and write the outputs.
+
+The journal holds what the backend returned for each problem (raw text, new-token text, usage, timing, error)
+and the planned item; CSV rows are derived from it by the current code each time the CSV is written, so a fix
+to an answer cut, an extractor or a column re-derives every row on the next run without a model call.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import time
@@ -12,11 +16,13 @@ from pathlib import Path
 from ..data.images import verify_images
 from ..data.load import Loaded, load_for_run
 from ..errors import UserError
+from ..fsguard import OutputLock, check_writable_dir
 from ..models import registry
-from ..models.base import Backend, Family, Response
+from ..models.base import Backend, Family, Response, resolve_settings
 from ..protocol.items import SEED, Item, Rngs
 from . import manifest as mf
-from .journal import Journal
+from .journal import RESPONSES_FORMAT, Journal
+from .keys import digest, journal_key
 from .outputs import accuracy_summary, atomic_write_text, write_csv, write_json
 from .progress import Progress
 
@@ -78,17 +84,18 @@ class Runner:
         self.preset = registry.get(spec.model)
         self.rngs = rngs or Rngs()
         family_cls = registry.load_symbol(self.preset.family)
-        self.family: Family = family_cls(**self.preset.family_args, **self._family_settings())
+        # the one place where preset and flags meet: loading/transport settings and the typed generation settings
+        self.settings, self.generation = resolve_settings(self.preset, spec, family_cls.GENERATION)
+        accepted = getattr(family_cls, "SETTINGS", ())
+        family_settings = {k: v for k, v in {**self.settings, "protocol": spec.protocol}.items() if k in accepted}
+        self.family: Family = family_cls(**self.preset.family_args, **family_settings)
+        self.family.generation = self.generation
         self.stem = result_stem(self.preset.tag, spec.mode, spec.fmt, spec.open_suffix)
         if spec.shard:
             self.stem += f".shard-{spec.shard[0]}-of-{spec.shard[1]}"
         self.csv_path = Path(spec.output_dir) / f"{self.stem}.csv"
-        self.journal = Journal(Path(spec.output_dir) / ".smmile" / f"{self.stem}.journal.jsonl")
-
-    def _family_settings(self) -> dict:
-        accepted = getattr(registry.load_symbol(self.preset.family), "SETTINGS", ())
-        merged = {**self.preset.settings, **self.spec.settings, "protocol": self.spec.protocol}
-        return {k: v for k, v in merged.items() if k in accepted}
+        self.journal = Journal(Path(spec.output_dir) / ".smmile" / f"{self.stem}.journal.jsonl",
+                               version=RESPONSES_FORMAT)
 
     # -- planning -------------------------------------------------------------------------------
     def plan(self, loaded: Loaded) -> list[Item]:
@@ -102,39 +109,40 @@ class Runner:
             items = [it for it in items if it.index % n == k - 1]
         return items
 
-    def key(self, item: Item) -> str:
-        """Journal key: everything that can change this item's answer (not how requests are sent)."""
-        if not hasattr(self, "_identity"):
-            s = self.spec
-            run_only = getattr(registry.load_symbol(s.backend or self.preset.backend), "RUN_ONLY", ())
-            settings = {k: v for k, v in {**self.preset.settings, **s.settings}.items() if k not in run_only}
-            self._identity = {"model": self.preset.name, "model_id": self.preset.model_id,
-                              "model_path": s.model_path, "backend": s.backend or self.preset.backend,
-                              "protocol": s.protocol, "settings": settings}
-        ident = {**self._identity, "item": item.fingerprint()}
-        return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24]
+    @property
+    def run_identity(self) -> dict:
+        """What, besides the problem and its request, can change an answer (not how requests are sent)."""
+        s = self.spec
+        run_only = getattr(registry.load_symbol(s.backend or self.preset.backend), "RUN_ONLY", ())
+        return {"model": self.preset.name, "model_id": self.preset.model_id, "model_path": s.model_path,
+                "backend": s.backend or self.preset.backend, "protocol": s.protocol,
+                "generation": self.generation.as_dict(),
+                "settings": {k: v for k, v in self.settings.items() if k not in run_only}}
+
+    def keys(self, items: list[Item], requests: dict[int, object]) -> dict[int, str]:
+        identity = self.run_identity
+        return {it.index: journal_key(identity, it.problem_id, it.fingerprint(), requests[it.index]) for it in items}
 
     # -- execution ------------------------------------------------------------------------------
     def build_backend(self) -> Backend:
         cls = registry.load_symbol(self.spec.backend or self.preset.backend)
-        return cls(self.preset, self.spec)
+        return cls(self.preset, self.spec, self.settings, self.generation)
 
-    def execute(self, pending: list[Item], keys: dict[int, str]) -> None:
+    def execute(self, pending: list[Item], keys: dict[int, str], requests: dict[int, object]) -> None:
         backend = self.build_backend()
         self.backend_info = backend.describe()
         bar = Progress(total=len(self._items), done=len(self._items) - len(pending), desc=self.stem)
 
         def on_done(item: Item, response: Response) -> None:
             failed = response.error is not None
-            row = self.family.error_row(item, response) if failed else self.family.row(item, response)
-            self.journal.append({"key": keys[item.index], "index": item.index, "problem_id": item.problem_id,
-                                 "status": "error" if failed else "ok", "error": response.error, "row": row,
-                                 "usage": response.usage, "seconds": round(response.seconds, 4),
-                                 "extra": response.extra, "time": time.time()})
+            self.journal.append({"v": RESPONSES_FORMAT, "key": keys[item.index], "index": item.index,
+                                 "problem_id": item.problem_id, "status": "error" if failed else "ok",
+                                 "response": response_record(response), "item": planned_record(item),
+                                 "time": time.time()})
             bar.update(failed)
 
         try:
-            backend.generate([(it, self.family.request(it)) for it in pending], on_done)
+            backend.generate([(it, requests[it.index]) for it in pending], on_done)
         finally:
             self.backend_info = backend.describe()  # again: counters (retries, tokens, cost) are final now
             bar.close()
@@ -142,6 +150,12 @@ class Runner:
             self.journal.close()
 
     def run(self) -> RunResult:
+        check_writable_dir(self.spec.output_dir, "output folder")  # before loading data or a model
+        Path(self.spec.output_dir).mkdir(parents=True, exist_ok=True)
+        with OutputLock(self.csv_path, f"{self.csv_path}"):
+            return self._run()
+
+    def _run(self) -> RunResult:
         t0 = time.time()
         s = self.spec
         loaded = load_for_run(s.dataset, s.revision, augmented=s.augmented, image_dir=s.image_dir,
@@ -149,57 +163,82 @@ class Runner:
         if not loaded.problems:
             raise UserError(f"no problem left to run in {loaded.source.ref} (all skipped for missing images)")
         self._items = items = self.plan(loaded)
-        keys = {it.index: self.key(it) for it in items}
+        requests = {it.index: self.family.request(it) for it in items}
+        keys = self.keys(items, requests)
         records = self.journal.records()
         pending = [it for it in items if records.get(keys[it.index], {}).get("status") != "ok"]
         verify_images([it.problem for it in pending])
         self.backend_info: dict = {}
         if pending:
-            self.execute(pending, keys)
+            self.execute(pending, keys, requests)
             records = self.journal.records()
         not_run = [it.problem_id for it in items if keys[it.index] not in records]
         if not_run:  # the backend stopped early (e.g. --max-cost): no final CSV from an incomplete run
             print(f"{len(not_run)} problem(s) were not run; rerun the same command to continue. "
                   f"Nothing was written to {self.csv_path}.", file=sys.stderr)
             return RunResult(self.csv_path, [], [(p, "not run") for p in not_run], loaded.skipped, len(pending), 1)
-        rows, failures = [], []
-        for it in items:
-            rec = records[keys[it.index]]
-            rows.append(rec["row"])
-            if rec["status"] != "ok":
-                failures.append((it.problem_id, rec.get("error") or "unknown error"))
+        rows, failures = self.derive_rows(items, [records[keys[it.index]] for it in items])
         write_csv(self.csv_path, self.family.columns(s.fmt), rows)
         self._write_manifest(loaded, items, records, keys, failures, len(pending), time.time() - t0)
         self._report(rows, failures, loaded, len(pending))
         return RunResult(self.csv_path, rows, failures, loaded.skipped, len(pending), 1 if failures else 0)
+
+    def derive_rows(self, items: list[Item], records: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
+        """CSV rows from the journaled responses, by the current family code."""
+        rows, failures = [], []
+        for it, rec in zip(items, records):
+            response = Response(**rec["response"])
+            if rec["status"] == "ok":
+                rows.append(self.family.row(it, response))
+            else:
+                rows.append(self.family.error_row(it, response))
+                failures.append((it.problem_id, response.error or "unknown error"))
+        return rows, failures
 
     # -- reporting ------------------------------------------------------------------------------
     def _write_manifest(self, loaded, items, records, keys, failures, computed, seconds) -> None:
         s = self.spec
         usage: dict[str, float] = {}
         for it in items:
-            for k, v in (records[keys[it.index]].get("usage") or {}).items():
+            for k, v in (records[keys[it.index]]["response"].get("usage") or {}).items():
                 if isinstance(v, (int, float)):
                     usage[k] = usage.get(k, 0) + v
+        revision = mf.git_revision()
         data = {
             "result_file": self.csv_path.name, "command": mf.command_line(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "smmile_git_revision": mf.git_revision(), "packages": mf.package_versions(),
+            "smmile_git_revision": revision, "packages": mf.package_versions(),
             "dataset": {**loaded.source.describe(), "fingerprint": loaded.fingerprint, "problems": len(loaded.problems),
                         "skipped_missing_images": [{"problem_id": p, "image_url": u} for p, u in loaded.skipped],
                         "recovered_images": [{"problem_id": p, "image_url": u} for p, u in loaded.recovered]},
             "model": {"preset": self.preset.name, "model_id": self.preset.model_id, "model_path": s.model_path,
-                      "tag": self.preset.tag, "family": self.preset.family, "backend": s.backend or self.preset.backend},
+                      "tag": self.preset.tag, "family": self.preset.family, "backend": s.backend or self.preset.backend,
+                      **model_identity(self.preset)},
             "inference_mode": s.mode, "task_format": s.fmt, "protocol": s.protocol,
             "seeds": {"python_random": SEED, "numpy_legacy": SEED},
-            "settings": {**self.preset.settings, **s.settings, "batch_size": s.batch_size}, "backend": self.backend_info,
+            "generation": self.generation.as_dict(),
+            "settings": {**self.settings, "batch_size": s.batch_size}, "backend": self.backend_info,
             "shard": {"index": s.shard[0], "count": s.shard[1], "indices": [it.index for it in items],
                       "problem_ids": [it.problem_id for it in items]} if s.shard else None,
             "counts": {"rows": len(items), "computed_this_run": computed, "failed": len(failures)},
             "failures": [{"problem_id": p, "error": e} for p, e in failures],
             "usage": usage, "seconds_this_run": round(seconds, 3),
-            "seconds_generation_total": round(sum(records[keys[it.index]].get("seconds") or 0 for it in items), 3),
+            "seconds_generation_total": round(sum(records[keys[it.index]]["response"].get("seconds") or 0
+                                                  for it in items), 3),
+            "journal": {"file": str(self.journal.path.relative_to(Path(s.output_dir))), "format": RESPONSES_FORMAT,
+                        "run_key": digest(self.run_identity)},
+            "rows_derived_by": {"smmile_version": mf.smmile_version(), "git_revision": revision},
         }
-        write_json(self.csv_path.with_name(f"{self.stem}.manifest.json"), data)
+        path = self.csv_path.with_name(f"{self.stem}.manifest.json")
+        if not computed:  # nothing was run: the manifest still describes the run that computed the answers
+            previous = mf.read(path)
+            for key in ("command", "created", "seconds_this_run", "backend"):
+                if key in previous:
+                    data[key] = previous[key]
+            if "counts" in previous:
+                data["counts"]["computed_this_run"] = previous["counts"].get("computed_this_run", 0)
+            if previous == json.loads(json.dumps(data, default=str)):
+                return
+        write_json(path, data)
 
     def _report(self, rows, failures, loaded, computed) -> None:
         s = self.spec
@@ -220,6 +259,27 @@ class Runner:
             print(f"{len(failures)} problem(s) failed (rerun the same command to retry them):", file=sys.stderr)
             for pid, err in failures:
                 print(f"  {pid}: {err}", file=sys.stderr)
+
+
+def response_record(response: Response) -> dict:
+    record = asdict(response)
+    record["seconds"] = round(response.seconds, 4)
+    return record
+
+
+def planned_record(item: Item) -> dict:
+    """The planned item as journaled: what the model was asked and what counts as correct."""
+    return {"mode": item.mode, "format": item.fmt, "target": item.target, "options": item.options,
+            "correct": item.correct, "true_answer": item.problem.query.answer, "extra": item.extra}
+
+
+def model_identity(preset) -> dict:
+    """The preset's identity fields for the manifest (key, scoring name, display and LaTeX names)."""
+    try:
+        from ..identity import identity_for_preset
+    except ImportError:  # identity table not available in this checkout
+        return {}
+    return {"identity": asdict(identity_for_preset(preset))}
 
 
 def run(spec: RunSpec, rngs: Rngs | None = None) -> RunResult:

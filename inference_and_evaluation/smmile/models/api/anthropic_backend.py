@@ -50,8 +50,12 @@ class AnthropicBackend(ApiBackend):
         wire = {"model": self.model, "messages": messages, "max_tokens": req.max_tokens or 512}
         if system is not None:
             wire["system"] = system
-        if req.temperature is not None:  # this SDK generation has no `temperature` argument; the API still takes it
-            wire["extra_body"] = {"temperature": req.temperature}
+        # this SDK generation has no `temperature`/`top_p` arguments; the API still takes them
+        body = {k: getattr(req, k) for k in ("temperature", "top_p") if getattr(req, k) is not None}
+        if req.stop:
+            body["stop_sequences"] = list(req.stop)
+        if body:
+            wire["extra_body"] = body
         return {**wire, **req.options}
 
     async def send(self, client, wire: dict) -> tuple[str, dict]:

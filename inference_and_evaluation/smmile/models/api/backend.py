@@ -46,17 +46,16 @@ class ApiBackend(Backend):
     limits: dict = {}  # request_bytes, image_b64_bytes, image_side, image_side_many (over 20 images)
     default_max_image_side: int | None = None  # corrected protocol only
 
-    def __init__(self, preset=None, spec=None):
-        super().__init__(preset, spec)
-        s = {**DEFAULTS, **(preset.settings if preset else {}), **(spec.settings if spec else {})}
-        self.settings = s
+    def __init__(self, preset=None, spec=None, settings=None, generation=None):
+        super().__init__(preset, spec, settings, generation)
+        s = self.settings = {**DEFAULTS, **self.settings}
         self.model = s.get("api_model") or (preset.model_id if preset else "")
         self.base_url = s.get("base_url")
         self.concurrency = max(1, int(s["concurrency"]))
         self.timeout = float(s["timeout"])
         self.policy = RetryPolicy(max_retries=int(s["max_retries"]))
         corrected = getattr(spec, "protocol", "paper") == "corrected"
-        self.max_image_side = (s.get("max_image_side") or self.default_max_image_side) if corrected else None
+        self.max_image_side = (self.generation.max_image_side or self.default_max_image_side) if corrected else None
         self.check_limits = corrected
         max_cost = s.get("max_cost")
         self.meter = CostMeter(price_for(self.model, parse_price(s.get("price"))),

@@ -7,6 +7,7 @@ MCQA uses Template A and extractor E2; a failed extraction is stored literally a
 
 from __future__ import annotations
 
+from ...generation import GenerationSettings
 from ...protocol.conversation import MessageStyle, build_conversation, render_messages
 from ...protocol.extract import EXTRACTION_FAILED, extract_e2
 from ...protocol.items import Item
@@ -22,20 +23,21 @@ class ApiChatFamily(Family):
 
     name = "api-chat"
     mcqa_template = "A"
-    SETTINGS = ("protocol", "max_tokens")
+    SETTINGS = ("protocol",)
+    GENERATION = GenerationSettings(max_new_tokens=512, temperature=0.0)
 
-    def __init__(self, answer_role: str = "assistant", answer_as_parts: bool = False, temperature: float | None = 0.0,
-                 max_tokens: int | None = 512, options: dict | None = None, protocol: str = "paper"):
+    def __init__(self, answer_role: str = "assistant", answer_as_parts: bool = False, options: dict | None = None,
+                 protocol: str = "paper"):
         if answer_role == "protocol":
             answer_role = "system" if protocol == "paper" else "assistant"
         self.style = MessageStyle(system=API_SYSTEM, image_first=False, answer_role=answer_role,
                                   answer_as_parts=answer_as_parts)
-        self.temperature, self.max_tokens, self.options = temperature, max_tokens, dict(options or {})
+        self.options = dict(options or {})
 
     def request(self, item: Item) -> ChatRequest:
         turns = build_conversation(item.problem, item.mode, item.target)
-        return ChatRequest(render_messages(turns, self.style, image_part), max_tokens=self.max_tokens,
-                           temperature=self.temperature, options=self.options, error_format=API_ERROR)
+        return ChatRequest.from_settings(render_messages(turns, self.style, image_part), self.generation,
+                                         options=self.options, error_format=API_ERROR)
 
     def row(self, item: Item, response: Response) -> dict:
         row = base_row(item)

@@ -46,6 +46,11 @@ class OllamaBackend(ApiBackend):
             options["temperature"] = req.temperature
         if req.max_tokens is not None:
             options["num_predict"] = req.max_tokens
+        for key in ("top_p", "seed"):
+            if getattr(req, key) is not None:
+                options[key] = getattr(req, key)
+        if req.stop:
+            options["stop"] = list(req.stop)
         wire = {"model": self.model, "messages": messages}
         return {**wire, **({"options": options} if options else {}), **req.options}
 

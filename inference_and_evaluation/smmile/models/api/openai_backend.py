@@ -48,6 +48,11 @@ class OpenAIChatBackend(ApiBackend):
             wire["temperature"] = req.temperature
         if req.max_tokens is not None:
             wire["max_tokens"] = req.max_tokens
+        for key in ("top_p", "seed"):
+            if getattr(req, key) is not None:
+                wire[key] = getattr(req, key)
+        if req.stop:
+            wire["stop"] = list(req.stop)
         return {**wire, **req.options}
 
     async def send(self, client, wire: dict) -> tuple[str, dict]:

@@ -8,6 +8,7 @@ _mcqa script's prompts: the open-only script has none.
 
 from __future__ import annotations
 
+from ...generation import GenerationSettings
 from ...protocol import templates as T
 from ...protocol.extract import EXTRACTION_FAILED, extract_e1
 from ...protocol.items import Item, Rngs
@@ -34,11 +35,11 @@ def mcqa_script_prompt(item: Item) -> str:
 class TextOnlyFamily(Family):
     name = "llama33textonly"
     mcqa_template = "A"
-    SETTINGS = ("max_tokens",)
+    SETTINGS = ()
+    GENERATION = GenerationSettings()  # nothing passed: the server's defaults, as the original
 
-    def __init__(self, script: str = "open", max_tokens: int | None = None):
+    def __init__(self, script: str = "open"):
         self.script = script
-        self.max_tokens = max_tokens  # None: server defaults, as the original
         self._last_index = -1
 
     def plan(self, item: Item, rngs: Rngs) -> None:
@@ -52,7 +53,7 @@ class TextOnlyFamily(Family):
 
     def request(self, item: Item) -> ChatRequest:
         prompt = self.prompt(item)
-        req = ChatRequest([{"role": "user", "content": prompt}], max_tokens=self.max_tokens)
+        req = ChatRequest.from_settings([{"role": "user", "content": prompt}], self.generation)
         if item.fmt == "mcqa" and item.index < self._last_index:  # spec §9.29: never for the last problem
             req.followup = lambda first: self.followup(item, prompt, first)
         return req
@@ -62,7 +63,7 @@ class TextOnlyFamily(Family):
             return None
         messages = [{"role": "user", "content": prompt}, {"role": "assistant", "content": first},
                     {"role": "user", "content": T.TEXTONLY_FOLLOW_UP}]
-        return ChatRequest(messages, max_tokens=self.max_tokens)
+        return ChatRequest.from_settings(messages, self.generation)
 
     def row(self, item: Item, response: Response) -> dict:
         row = base_row(item)

@@ -65,9 +65,8 @@ def _windows(work: list, batch_size: int):
 class HFBackend(Backend):
     name = "hf"
 
-    def __init__(self, preset=None, spec=None):
-        super().__init__(preset, spec)
-        self.settings = {**(preset.settings if preset else {}), **(spec.settings if spec else {})}
+    def __init__(self, preset=None, spec=None, settings=None, generation=None):
+        super().__init__(preset, spec, settings, generation)
         self.path = (spec.model_path if spec else None) or preset.model_id
         self.batch_size = max(1, int(getattr(spec, "batch_size", 1) or 1))
         self.dtype = DTYPES.get(str(self.settings.get("dtype", "auto")), self.settings.get("dtype"))
@@ -100,8 +99,8 @@ class HFBackend(Backend):
 
         hub = {k: self.settings[s] for k, s in (("cache_dir", "cache_dir"), ("revision", "model_revision"))
                if self.settings.get(s)}
-        self.processor = proc_mod.load_processor(self.path, min_pixels=self.settings.get("min_pixels"),
-                                                 max_pixels=self.settings.get("max_pixels"), **hub)
+        self.processor = proc_mod.load_processor(self.path, min_pixels=self.generation.min_pixels,
+                                                 max_pixels=self.generation.max_pixels, **hub)
         fallback = getattr(self.processor, "video_processor", True) is None
         self.info["processor"] = type(self.processor).__name__ + (" (image-only, no torchvision)" if fallback else "")
         kwargs: dict[str, Any] = {"dtype": getattr(torch, self.dtype) if self.dtype != "auto" else "auto",
@@ -175,6 +174,10 @@ class HFBackend(Backend):
 
         tok = self.processor.tokenizer
         kwargs = {k: (tok.pad_token_id if v == PAD_FROM_TOKENIZER else v) for k, v in gen.items()}
+        if self.generation.stop:
+            kwargs.update(stop_strings=list(self.generation.stop), tokenizer=tok)
+        if self.generation.seed is not None:
+            torch.manual_seed(self.generation.seed)
         with torch.inference_mode():
             return self.model.generate(**inputs, **kwargs)
 

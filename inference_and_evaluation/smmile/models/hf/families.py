@@ -7,6 +7,7 @@ decode of the new tokens only, stripped, and MCQA extraction never falls back to
 
 from __future__ import annotations
 
+from ...generation import GenerationSettings
 from ...protocol.conversation import MessageStyle, build_conversation, render_messages, user_images
 from ...protocol.extract import EXTRACTION_FAILED, extract_e1, extract_e3, extract_e4
 from ...protocol.items import Item, Rngs
@@ -21,23 +22,29 @@ MCQA7_NO_GEN = ["problem_id", "final_question", "true_answer", "correct_option",
                 "full_response"]
 
 
+HF_GENERATE_KEYS = ("max_new_tokens", "do_sample", "temperature", "top_p", "top_k", "repetition_penalty")
+
+
 class LocalFamily(Family):
     """Shared parts: the canonical conversation rendered in the script's message style."""
 
-    SETTINGS = ("protocol", "max_new_tokens")
+    SETTINGS = ("protocol",)
+    GENERATION = GenerationSettings(max_new_tokens=512, do_sample=False)
     style = MessageStyle()
     errors = ERRORS_PLAIN
+    extra_generate_kwargs: dict = {}  # generate() arguments of the original that are not generation settings
 
-    def __init__(self, protocol: str = "paper", max_new_tokens: int = 512, **_):
+    def __init__(self, protocol: str = "paper", **_):
         self.protocol = protocol
-        self.max_new_tokens = int(max_new_tokens)
 
     @property
     def corrected(self) -> bool:
         return self.protocol == "corrected"
 
     def gen_kwargs(self) -> dict:
-        return {"max_new_tokens": self.max_new_tokens, "do_sample": False}
+        """generate() keyword arguments: the run's generation settings that are set, plus the script's extras."""
+        sent = self.generation.sent()
+        return {**{k: sent[k] for k in HF_GENERATE_KEYS if k in sent}, **self.extra_generate_kwargs}
 
     def request(self, item: Item) -> HFRequest:
         turns = build_conversation(item.problem, item.mode, item.target)
@@ -66,8 +73,7 @@ class QwenFamily(LocalFamily):
     mcqa_template = "A"
     mcqa_columns = MCQA7_NO_FULL
 
-    def gen_kwargs(self) -> dict:
-        return {"max_new_tokens": self.max_new_tokens}  # the rest from the checkpoint's generation_config
+    GENERATION = GenerationSettings(max_new_tokens=512)  # the rest from the checkpoint's generation_config
 
     def answer(self, response: Response) -> str:
         return response.text.strip() if self.corrected else qwen_cut(response.full_text or "")
@@ -190,9 +196,8 @@ class MedR1Family(LocalFamily):
             q, a = row.question, row.answer
         return f"Example {i}:\nQuestion: {q}\nAnswer: {a}\n\n"
 
-    def gen_kwargs(self) -> dict:
-        return {"max_new_tokens": self.max_new_tokens, "do_sample": False, "temperature": 1,
-                "num_return_sequences": 1, "pad_token_id": PAD_FROM_TOKENIZER, "use_cache": True}
+    GENERATION = GenerationSettings(max_new_tokens=512, do_sample=False, temperature=1)
+    extra_generate_kwargs = {"num_return_sequences": 1, "pad_token_id": PAD_FROM_TOKENIZER, "use_cache": True}
 
     def request(self, item: Item) -> HFRequest:
         messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": item.target}]}]
@@ -227,18 +232,16 @@ class MedR1Family(LocalFamily):
 class LlavaFamily(LocalFamily):
     """`script="open"`: inference_llava.py; `script="mcqa"`: inference_llava_mcqa.py."""
 
-    SETTINGS = ("protocol", "max_new_tokens", "script")
+    SETTINGS = ("protocol", "script")
     name = "llava"
     mcqa_template = "A"
     style = MessageStyle(answer_as_parts=True)
+    extra_generate_kwargs = {"pad_token_id": PAD_FROM_TOKENIZER}
 
-    def __init__(self, protocol: str = "paper", max_new_tokens: int = 512, script: str = "open", **_):
-        super().__init__(protocol, max_new_tokens)
+    def __init__(self, protocol: str = "paper", script: str = "open", **_):
+        super().__init__(protocol)
         self.script = script
         self.errors = ERRORS_MCQA_SCRIPT if script == "mcqa" else ERRORS_PLAIN
-
-    def gen_kwargs(self) -> dict:
-        return {"max_new_tokens": self.max_new_tokens, "do_sample": False, "pad_token_id": PAD_FROM_TOKENIZER}
 
     def row(self, item: Item, response: Response) -> dict:
         row = base_row(item)

@@ -63,12 +63,12 @@ def expand2square(image, background: tuple[int, ...], offset: int):
 class LlavaMedFamily(LocalFamily):
     """`script="open"`: inference_llavamed.py; `script="mcqa"`: inference_llavamed_mcqa.py."""
 
-    SETTINGS = ("protocol", "max_new_tokens", "script")
+    SETTINGS = ("protocol", "script")
     name = "llava-med"
     mcqa_template = "A"
 
-    def __init__(self, protocol: str = "paper", max_new_tokens: int = 512, script: str = "open", **_):
-        super().__init__(protocol, max_new_tokens)
+    def __init__(self, protocol: str = "paper", script: str = "open", **_):
+        super().__init__(protocol)
         self.script = script
         self.errors = ERRORS_MCQA_SCRIPT if script == "mcqa" else ERRORS_PLAIN
 

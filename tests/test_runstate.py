@@ -1,0 +1,224 @@
+"""Run state (issue 9): the journal holds responses, keys cover the problem id and the request, rows are derived
+by the current code, generation settings are one typed object, one run per output (issue 10)."""
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from smmile.data.load import load_problems
+from smmile.data.parquet import problems_to_records, write_dataset
+from smmile.errors import UserError
+from smmile.generation import GenerationSettings, resolve_generation
+from smmile.models import registry
+from smmile.models.base import Backend, Response, resolve_settings
+from smmile.runner.run import RunSpec, Runner, run
+
+CALLS: list[str] = []
+
+
+class CountingBackend(Backend):
+    """Answers every problem with a fixed sentence that names option B; counts the calls."""
+
+    name = "counting"
+    RUN_ONLY = ("concurrency",)  # how requests are sent, not what is asked (as ApiBackend declares it)
+
+    def generate(self, work, on_done):
+        for item, request in work:
+            CALLS.append(item.problem_id)
+            on_done(item, Response(text="After careful thought, the answer is B.", usage={"output_tokens": 9}))
+
+
+def register_counting():
+    registry.register(registry.Preset("counting-chat", "counting-chat", "api.chat_family:ApiChatFamily",
+                                      "test_runstate:CountingBackend", "counting-chat",
+                                      family_args={"answer_role": "assistant"}))
+
+
+@pytest.fixture
+def four_problems(tmp_path, demo_dir):
+    return load_problems(str(demo_dir / "smmile"))[:4]
+
+
+def dataset_with_twin(tmp_path, problems):
+    """The problems plus a copy of the first one that differs only in its id (as SMMILE++ identity permutations)."""
+    twin_id = problems[0].problem_id + "_twin"
+    records = problems_to_records(problems)
+    twin = [{**r, "problem_id": twin_id} for r in records if r["problem_id"] == problems[0].problem_id]
+    out = tmp_path / "twin"
+    write_dataset(records + twin, out)
+    return out, twin_id
+
+
+@pytest.mark.parametrize("fmt", ["open", "mcqa"])
+def test_problems_identical_but_for_their_id_get_their_own_rows(tmp_path, four_problems, fmt):
+    data, twin_id = dataset_with_twin(tmp_path, four_problems)
+    result = run(RunSpec(model="majority", fmt=fmt, dataset=str(data), output_dir=tmp_path / "o", quiet=True))
+    frame = pd.read_csv(result.csv_path, keep_default_na=False)
+    assert len(frame) == 5 and frame.problem_id.nunique() == 5
+    assert twin_id in set(frame.problem_id)
+    first = frame[frame.problem_id == four_problems[0].problem_id].iloc[0]
+    twin = frame[frame.problem_id == twin_id].iloc[0]
+    assert (twin.final_question, twin.true_answer) == (first.final_question, first.true_answer)
+    journal = tmp_path / "o" / ".smmile" / f"{result.csv_path.stem}.journal.jsonl"
+    assert len({json.loads(line)["key"] for line in journal.read_text().splitlines()}) == 5
+
+
+def test_a_changed_extractor_rederives_rows_with_zero_model_calls(tmp_path, four_problems, monkeypatch):
+    register_counting()
+    CALLS.clear()
+    data = tmp_path / "d"
+    write_dataset(problems_to_records(four_problems), data)
+    spec = RunSpec(model="counting-chat", fmt="mcqa", dataset=str(data), output_dir=tmp_path / "o", quiet=True)
+    first = run(spec)
+    assert len(CALLS) == 4 and set(pd.read_csv(first.csv_path).selected_option) == {"B"}
+    before = first.csv_path.read_bytes()
+
+    import smmile.models.api.chat_family as chat_family
+    monkeypatch.setattr(chat_family, "extract_e2", lambda text, options: "A")  # "a fix to the extractor"
+    second = run(spec)
+    assert len(CALLS) == 4, "no model call for a change in how rows are derived"
+    assert second.computed == 0
+    assert first.csv_path.read_bytes() != before
+    assert set(pd.read_csv(first.csv_path).selected_option) == {"A"}
+
+    monkeypatch.undo()
+    run(spec)
+    assert first.csv_path.read_bytes() == before and len(CALLS) == 4
+
+
+def test_journal_records_hold_the_response_and_the_planned_item(tmp_path, four_problems):
+    register_counting()
+    data = tmp_path / "d"
+    write_dataset(problems_to_records(four_problems), data)
+    result = run(RunSpec(model="counting-chat", fmt="mcqa", dataset=str(data), output_dir=tmp_path / "o", quiet=True))
+    journal = tmp_path / "o" / ".smmile" / f"{result.csv_path.stem}.journal.jsonl"
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert [r["problem_id"] for r in records] == [p.problem_id for p in four_problems]
+    for rec, problem in zip(records, four_problems):
+        assert rec["v"] == 2 and "row" not in rec
+        assert rec["response"]["text"] == "After careful thought, the answer is B."
+        assert rec["response"]["usage"] == {"output_tokens": 9}
+        item = rec["item"]
+        assert item["true_answer"] == problem.query.answer
+        assert item["options"][item["correct"]] == problem.query.answer
+        assert problem.query.question in item["target"]
+
+
+def test_the_request_is_part_of_the_key(tmp_path, four_problems, monkeypatch):
+    """A change to the rendered request (here: the system prompt) is a new request: it is sent again."""
+    register_counting()
+    CALLS.clear()
+    data = tmp_path / "d"
+    write_dataset(problems_to_records(four_problems), data)
+    spec = RunSpec(model="counting-chat", fmt="open", dataset=str(data), output_dir=tmp_path / "o", quiet=True)
+    run(spec)
+    import smmile.models.api.chat_family as chat_family
+    monkeypatch.setattr(chat_family, "API_SYSTEM", "You are a different assistant.")
+    run(spec)
+    assert len(CALLS) == 8
+
+
+def test_generation_settings_are_typed_resolved_once_and_keyed(tmp_path, four_problems):
+    register_counting()
+    CALLS.clear()
+    data = tmp_path / "d"
+    write_dataset(problems_to_records(four_problems), data)
+    spec = RunSpec(model="counting-chat", fmt="open", dataset=str(data), output_dir=tmp_path / "o", quiet=True,
+                   settings={"max_tokens": 64, "seed": 3, "concurrency": 2})
+    runner = Runner(spec)
+    assert runner.generation == GenerationSettings(max_new_tokens=64, temperature=0.0, seed=3)
+    assert runner.settings == {"concurrency": 2}
+    assert runner.family.request(runner.plan(runner_load(runner))[0]).max_tokens == 64
+    result = runner.run()
+    manifest = json.loads(result.csv_path.with_name(result.csv_path.stem + ".manifest.json").read_text())
+    assert manifest["generation"]["max_new_tokens"] == 64 and manifest["generation"]["seed"] == 3
+    assert manifest["journal"]["format"] == 2
+    run(replace(spec, settings={"max_tokens": 64, "seed": 3, "concurrency": 5}))  # transport only: same keys
+    assert len(CALLS) == 4
+    run(replace(spec, settings={"max_tokens": 64, "seed": 4}))  # a generation setting: new keys
+    assert len(CALLS) == 8
+
+
+def runner_load(runner):
+    from smmile.data.load import load_for_run
+
+    return load_for_run(runner.spec.dataset, None)
+
+
+def test_resolution_precedence_flags_over_preset_over_family():
+    preset = registry.Preset("p", "p", "api.chat_family:ApiChatFamily", "x:y", settings={"max_tokens": 100, "dtype": "a"})
+    spec = RunSpec(model="p", settings={"temperature": 0.5, "dtype": "b"})
+    settings, gen = resolve_settings(preset, spec, GenerationSettings(max_new_tokens=512, temperature=0.0))
+    assert settings == {"dtype": "b"}
+    assert gen == GenerationSettings(max_new_tokens=100, temperature=0.5)
+    assert resolve_generation(GenerationSettings(), {"stop": ["x"]}).stop == ("x",)
+
+
+def test_a_journal_of_the_earlier_format_is_refused_in_one_line(tmp_path, four_problems):
+    data = tmp_path / "d"
+    write_dataset(problems_to_records(four_problems), data)
+    journal = tmp_path / "o" / ".smmile" / "result_majority_ICL_mcqa.journal.jsonl"
+    journal.parent.mkdir(parents=True)
+    journal.write_text(json.dumps({"key": "abc", "status": "ok", "row": {"problem_id": "x"}}) + "\n")
+    with pytest.raises(UserError, match="earlier smmile version"):
+        run(RunSpec(model="majority", fmt="mcqa", dataset=str(data), output_dir=tmp_path / "o", quiet=True))
+    assert journal.read_text().count("\n") == 1  # untouched
+
+
+RACE = textwrap.dedent('''
+    import sys, time
+    from pathlib import Path
+    from smmile.models import registry
+    from smmile.models.base import Backend, Response
+    from smmile.runner.run import RunSpec, run
+    from smmile.frontdoor import guarded
+
+    class Slow(Backend):
+        name = "slow"
+        def generate(self, work, on_done):
+            for item, choice in work:
+                with open(sys.argv[2], "a") as log:
+                    log.write(item.problem_id + "\\n")
+                time.sleep(0.05)
+                on_done(item, Response(text=choice))
+
+    sys.modules["slowmod"] = sys.modules[__name__]
+    registry.register(registry.Preset("slow", "slow", "baselines:BaselineFamily", "slowmod:Slow", "slow",
+                                      family_args={"kind": "random"}))
+    spec = RunSpec(model="slow", fmt="mcqa", dataset="demo", output_dir=Path(sys.argv[1]), quiet=True)
+    sys.exit(guarded(lambda: run(spec).exit_code))
+''')
+
+
+def test_two_identical_runs_into_one_folder_send_each_request_once(tmp_path):
+    script, calls = tmp_path / "race.py", tmp_path / "calls.txt"
+    script.write_text(RACE)
+    cmd = [sys.executable, str(script), str(tmp_path / "o"), str(calls)]
+    first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not calls.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    second = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 2
+    assert f"process {first.pid}" in second.stderr and "Traceback" not in second.stderr
+    assert first.wait(timeout=120) == 0
+    sent = calls.read_text().split()
+    assert len(sent) == len(set(sent)) == 24
+
+
+def test_output_folder_checked_before_the_backend_is_built(tmp_path, monkeypatch):
+    register_counting()
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    built = []
+    monkeypatch.setattr(Runner, "build_backend", lambda self: built.append(1))
+    with pytest.raises(UserError, match="not a folder"):
+        run(RunSpec(model="counting-chat", dataset="demo", output_dir=blocker / "results"))
+    assert built == []
