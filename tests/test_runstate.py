@@ -219,6 +219,18 @@ def test_output_folder_checked_before_the_backend_is_built(tmp_path, monkeypatch
     blocker.write_text("not a folder")
     built = []
     monkeypatch.setattr(Runner, "build_backend", lambda self: built.append(1))
-    with pytest.raises(UserError, match="not a folder"):
+    with pytest.raises(UserError, match="a_file is a file"):
         run(RunSpec(model="counting-chat", dataset="demo", output_dir=blocker / "results"))
     assert built == []
+
+
+def test_smmile_run_generation_flags_reach_the_manifest(tmp_path):
+    from smmile.runner import cli
+
+    code = cli.main(["--model", "majority", "--dataset", "demo", "--output-dir", str(tmp_path), "--temperature",
+                     "0.3", "--seed", "7", "--stop", "###", "--stop", "END", "--do-sample", "false"])
+    assert code == 0
+    manifest = json.loads((tmp_path / "result_majority_ICL_open.manifest.json").read_text())
+    gen = manifest["generation"]
+    assert (gen["temperature"], gen["seed"], gen["stop"], gen["do_sample"]) == (0.3, 7, ["###", "END"], False)
+    assert "temperature" not in manifest["settings"]

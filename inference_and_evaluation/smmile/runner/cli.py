@@ -28,9 +28,39 @@ def build_parser():
     p.add_argument("--no-open-suffix", action="store_true",
                    help="name open results result_<tag>_<mode>.csv, as the original open-only scripts did")
     fd.add_run_flags(p)
+    add_generation_flags(p)
     add_api_flags(p)
     add_local_model_flags(p)
     return p
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("true", "yes", "1"):
+        return True
+    if text.lower() in ("false", "no", "0"):
+        return False
+    raise ValueError(text)
+
+
+def add_generation_flags(p) -> None:
+    """Generation settings beyond the length limits (unset = the original script's, i.e. not passed)."""
+    g = p.add_argument_group("generation (unset: what the original script passed; recorded in the manifest)")
+    g.add_argument("--temperature", type=float, default=None, help="sampling temperature")
+    g.add_argument("--top-p", type=float, default=None, help="nucleus sampling probability mass")
+    g.add_argument("--top-k", type=int, default=None, help="top-k sampling (local models)")
+    g.add_argument("--do-sample", type=_bool, default=None, metavar="true|false",
+                   help="sample instead of greedy decoding (local models)")
+    g.add_argument("--repetition-penalty", type=float, default=None, help="repetition penalty (local models)")
+    g.add_argument("--seed", type=int, default=None, help="sampling seed sent to the backend")
+    g.add_argument("--stop", action="append", default=None, metavar="TEXT",
+                   help="stop generating at this text (repeatable)")
+
+
+GENERATION_FLAGS = ("temperature", "top_p", "top_k", "do_sample", "repetition_penalty", "seed", "stop")
+
+
+def generation_settings(args) -> dict:
+    return {k: getattr(args, k) for k in GENERATION_FLAGS if getattr(args, k, None) is not None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
                        open_suffix=not args.no_open_suffix, model_path=args.model_path,
                        image_dir=Path(args.image_dir), shard=parse_shard(args.shard), batch_size=args.batch_size,
                        backend=LOCAL_BACKENDS.get(args.backend) or presets_api.backend_path(args.backend),
-                       settings={**api_settings(args), **local_model_settings(args)})
+                       settings={**api_settings(args), **local_model_settings(args),
+                                 **generation_settings(args)})
         if args.backend == "openai-compatible":
             presets_api.served_model(args.model)  # any model the server serves, tagged by its name
         return run(spec).exit_code
