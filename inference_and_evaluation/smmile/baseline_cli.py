@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--image-dir", default="../missing_images", help="folder of manually downloaded images "
                    "(unused by the original; used under --protocol corrected)")
     fd.add_dataset_flag(p)
-    fd.add_run_flags(p)
+    fd.add_run_flags(p, model=False)
 
     def go() -> int:
         a = p.parse_args(argv)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from . import frontdoor as fd
+
 # subcommand -> (module, one-line description); modules are imported only when their command runs
 COMMANDS = {
     "run": ("smmile.runner.cli", "run a model preset on a dataset (writes the original result CSV)"),
@@ -24,7 +26,7 @@ COMMANDS = {
 
 
 def usage() -> str:
-    lines = ["usage: smmile <command> [options]", "", "commands:"]
+    lines = ["usage: smmile <command> [options]", "       smmile --version", "", "commands:"]
     lines += [f"  {name:<10} {desc}" for name, (_, desc) in COMMANDS.items()]
     lines += ["", "Run `smmile <command> --help` for the options of a command."]
     return "\n".join(lines)
@@ -35,12 +37,22 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(usage())
         return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        from . import __version__
+
+        print(f"smmile {__version__}")
+        return 0
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
         print(f"error: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[name][0])
-    return int(module.main(rest) or 0)
+    # argparse names the program after sys.argv[0]: `usage: smmile run ...`, and the manifests record the
+    # command as typed (`smmile run --model ...`)
+    saved, sys.argv = sys.argv, [f"smmile {name}", *rest]
+    try:  # guarded: a Ctrl-C while the command's modules import is no traceback either
+        return fd.guarded(lambda: int(importlib.import_module(COMMANDS[name][0]).main(rest) or 0))
+    finally:
+        sys.argv = saved
 
 
 if __name__ == "__main__":

@@ -18,11 +18,49 @@ PROTOCOL_HELP = ("paper (default): reproduce the original scripts, quirks includ
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    pass
+    """Shows a flag's default unless its help already states one or there is none to show (None, off)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text.lower() or action.default in (None, False, argparse.SUPPRESS, []):
+            return text
+        return super()._get_help_string(action)
 
 
-def parser(description: str, epilog: str = "") -> argparse.ArgumentParser:
-    return argparse.ArgumentParser(description=description, epilog=epilog, formatter_class=HelpFormatter)
+class ArgumentParser(argparse.ArgumentParser):
+    """Accepts every long flag in both spellings, `--inference_mode` and `--inference-mode` (the original
+    scripts mix them); help lists the declared spelling only. Sub-command parsers inherit the class."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        cut = args.index("--") if "--" in args else len(args)
+        return super().parse_known_args([self._declared_spelling(a) for a in args[:cut]] + args[cut:], namespace)
+
+    def _declared_spelling(self, arg: str) -> str:
+        if not arg.startswith("--") or len(arg) < 3:
+            return arg
+        flag, eq, value = arg.partition("=")
+        if flag in self._option_string_actions:
+            return arg
+        for other in ("--" + flag[2:].replace("_", "-"), "--" + flag[2:].replace("-", "_")):
+            if other in self._option_string_actions:
+                return other + eq + value
+        return arg
+
+
+def parser(description: str, epilog: str = "") -> ArgumentParser:
+    return ArgumentParser(description=description, epilog=epilog, formatter_class=HelpFormatter)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (batch sizes, concurrency, counts)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def add_dataset_flag(p: argparse.ArgumentParser, flag: str = "--dataset") -> None:
@@ -32,16 +70,17 @@ def add_dataset_flag(p: argparse.ArgumentParser, flag: str = "--dataset") -> Non
                         "environment), or a local parquet file/folder in the SMMILE schema")
 
 
-def add_run_flags(p: argparse.ArgumentParser, *, image_dir: str | None = "--image-dir") -> None:
-    """Flags smmile adds to every inference front door."""
+def add_run_flags(p: argparse.ArgumentParser, *, image_dir: str | None = "--image-dir", model: bool = True) -> None:
+    """Flags smmile adds to every inference front door (`model=False`: no model to load, as for the baselines)."""
     g = p.add_argument_group("smmile additions")
     g.add_argument("--revision", default=None, help="dataset revision (commit, tag or branch) to pin on the hub")
     g.add_argument("--protocol", choices=["paper", "corrected"], default="paper", help=PROTOCOL_HELP)
     g.add_argument("--shard", default=None, metavar="i/N",
                    help="run only the i-th of N deterministic slices (1-based); join them with `smmile merge`")
-    g.add_argument("--model-path", default=None,
-                   help="load the preset's model from this local folder instead of its hub id")
-    g.add_argument("--batch-size", type=int, default=1, help="problems per generate call (local models)")
+    if model:
+        g.add_argument("--model-path", default=None,
+                       help="load the preset's model from this local folder instead of its hub id")
+        g.add_argument("--batch-size", type=positive_int, default=1, help="problems per generate call (local models)")
     if image_dir and image_dir not in p._option_string_actions:
         g.add_argument(image_dir, default="../missing_images",
                        help="folder of manually downloaded images (used under --protocol corrected)")
