@@ -192,7 +192,7 @@ def test_missing_key_and_missing_sdk_are_one_line_errors(env, tmp_path, capsys, 
     with FakeApi() as api:
         assert claude(api, tmp_path) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "pip install anthropic" in err[0]
+    assert len(err) == 1 and "pip install anthropic" in err[0] and "[api]" in err[0]
 
 
 def test_base_url_with_credentials_is_refused(env, tmp_path, capsys):
@@ -214,6 +214,8 @@ def test_unreachable_server_stops_early_and_resumes(env, tmp_path, capsys):
                                  "--max-consecutive-failures", "3"])
     err = capsys.readouterr().err
     assert rc == 1 and "in a row failed" in err and "not started" in err
+    line = next(x for x in err.splitlines() if "in a row failed" in x)  # the cause, not only the count
+    assert f"after all retries at {dead}" in line and "(last error: Connection error" in line
     assert not (tmp_path / "result_claude-3-7-sonnet_0-shot_open.csv").exists()  # no all-error result file
     with FakeApi() as api:  # the server is back: the rerun does everything
         assert claude(api, tmp_path) == 0

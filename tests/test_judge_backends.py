@@ -1,100 +1,164 @@
-"""The ollama and openai SDK backends against a fake HTTP server on 127.0.0.1: request bodies
-(protocol options), reply extraction and retries of transient errors."""
+"""The judge on the inference API stack, against the local fake API server (tests/api_server.py): the wire of
+each backend, and retries, Retry-After, concurrency, scrubbing, key rules and the circuit breaker being the
+inference backends' own."""
 
-import http.server
 import json
-import threading
+import socket
+import time
 
 import pytest
 
-from smmile.scoring import judge_backends
+from api_server import Action, FakeApi, body_key
+from smmile.scoring import judge_backends, judge_cli
 from smmile.scoring.judge import JudgeSettings
 
-
-class FakeServer:
-    """Records JSON request bodies; answers from a list of (status, body) (last one repeats)."""
-
-    def __init__(self, answers):
-        self.answers, self.requests = list(answers), []
-        fake = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append((self.path, body))
-                status, payload = fake.answers.pop(0) if len(fake.answers) > 1 else fake.answers[0]
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-OLLAMA_OK = {"model": "llama3.3", "created_at": "2025-01-01T00:00:00Z",
-             "message": {"role": "assistant", "content": "1"}, "done": True}
-OPENAI_OK = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "0"}}]}
+pytestmark = pytest.mark.server
+SENTINEL = "sk-SENTINEL-3c9d71e8-judge-never-writes-it"
+OPEN_HEADER = "problem_id,final_question,true_answer,generated_answer,full_response\n"
 
 
 @pytest.fixture
-def server(request):
-    fake = FakeServer(request.param)
-    yield fake
-    fake.close()
+def env(monkeypatch):
+    for var in ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_VERSION", "OPENAI_API_KEY",
+                "OPENAI_BASE_URL", "OPENAI_COMPATIBLE_API_KEY", "OLLAMA_HOST"):
+        monkeypatch.delenv(var, raising=False)
+    return monkeypatch
 
 
-@pytest.mark.parametrize("server", [[(503, {"error": "busy"}), (200, OLLAMA_OK)]], indirect=True)
-def test_ollama_backend(server):
-    pytest.importorskip("ollama")
-    settings = JudgeSettings(backend="ollama", base_url=server.url, protocol="corrected", seed=5, max_tokens=2,
-                             retry_wait=0.01)
-    ask = judge_backends.make_asker(settings)
-    assert ask("prompt") == "1"
-    assert len(server.requests) == 2  # the 503 was retried
-    path, body = server.requests[-1]
-    assert path == "/api/chat" and body["model"] == "llama3.3"
-    assert body["messages"] == [{"role": "user", "content": "prompt"}]
-    assert body["options"] == {"temperature": 0.0, "seed": 5, "num_predict": 2}
+def results(tmp_path, n=3):
+    (tmp_path / "result_llava_7b_ICL.csv").write_text(
+        OPEN_HEADER + "".join(f"p{i},q{i},Red{i},red{i},x\n" for i in range(n)))
+    return tmp_path
 
 
-@pytest.mark.parametrize("server", [[(200, OLLAMA_OK)]], indirect=True)
-def test_ollama_paper_protocol_sends_no_options(server, monkeypatch):
-    pytest.importorskip("ollama")
-    monkeypatch.setenv("OLLAMA_HOST", server.url)
-    assert judge_backends.make_asker(JudgeSettings())("p") == "1"
-    assert not server.requests[0][1].get("options")
+def judgements(d):
+    return [json.loads(x) for x in (d / "result_llava_7b_ICL_judgements.jsonl").read_text().splitlines()]
 
 
-@pytest.mark.parametrize("server", [[(500, {"error": {"message": "oops"}}), (200, OPENAI_OK)]], indirect=True)
-def test_openai_backend(server):
-    pytest.importorskip("openai")
-    settings = JudgeSettings(backend="openai", model="m", base_url=server.url + "/v1", retry_wait=0.01)
-    assert judge_backends.make_asker(settings)("prompt") == "0"
-    assert len(server.requests) == 2
-    path, body = server.requests[-1]
-    assert path == "/v1/chat/completions" and body["model"] == "m"
-    assert "temperature" not in body and "seed" not in body and "max_tokens" not in body  # paper protocol
-    corrected = JudgeSettings(backend="openai", model="m", base_url=server.url + "/v1", protocol="corrected")
-    judge_backends.make_asker(corrected)("prompt")
-    assert server.requests[-1][1]["temperature"] == 0.0 and server.requests[-1][1]["seed"] == 0
+def one(rec):
+    return "1"
 
 
-@pytest.mark.parametrize("server", [[(400, {"error": {"message": "bad request"}})]], indirect=True)
-def test_openai_client_error_not_retried(server):
-    pytest.importorskip("openai")
-    settings = JudgeSettings(backend="openai", model="m", base_url=server.url + "/v1", retry_wait=0.01)
-    with pytest.raises(judge_backends.JudgeRequestError, match="HTTP 400"):
-        judge_backends.make_asker(settings)("prompt")
-    assert len(server.requests) == 1
+def test_ollama_wire_paper_and_corrected(env, tmp_path):
+    d = results(tmp_path)
+    with FakeApi(reply=one) as api:
+        assert judge_cli.main([str(d), "--judge-base-url", api.url]) == 0
+        assert judge_cli.main([str(d), "--judge-base-url", api.url, "--protocol", "corrected", "--judge-seed", "5",
+                               "--judge-max-tokens", "2", "--overwrite"]) == 0
+        paper, corrected = api.requests("ollama")[:3], api.requests("ollama")[3:]
+    assert len(paper) == len(corrected) == 3
+    for r in paper:
+        assert r["body"]["model"] == "llama3.3" and not r["body"].get("options")  # server defaults, as the original
+        assert r["body"]["messages"] == [{"role": "user", "content": r["body"]["messages"][0]["content"]}]
+    assert all(r["body"]["options"] == {"temperature": 0.0, "seed": 5, "num_predict": 2} for r in corrected)
+    assert {j["value"] for j in judgements(d)} == {1}
+
+
+def test_rerun_sends_nothing(env, tmp_path):
+    d = results(tmp_path)
+    with FakeApi(reply=one) as api:
+        env.setenv("OLLAMA_HOST", api.url)
+        assert judge_cli.main([str(d)]) == 0
+        assert judge_cli.main([str(d)]) == 0
+        assert len(api.requests()) == 3
+    assert all(j["cached"] for j in judgements(d))
+
+
+def test_retry_after_and_500_use_the_inference_retry_policy(env, tmp_path, monkeypatch):
+    from smmile.models.api.openai_backend import OpenAICompatibleBackend
+    from smmile.models.api.retry import RetryPolicy
+
+    built = []
+    real = judge_backends.build_backend
+    monkeypatch.setattr(judge_backends, "build_backend", lambda s: built.append(real(s)) or built[-1])
+    answers = iter([Action("status", 429, headers={"retry-after": "1"}), Action("status", 500)])
+    d = results(tmp_path, n=1)
+    with FakeApi(reply=one, script=lambda rec: next(answers, None)) as api:
+        assert judge_cli.main([str(d), "--judge-backend", "openai-compatible", "--judge-base-url", api.url + "/v1",
+                               "--judge-model", "m"]) == 0
+        reqs = api.requests("openai")
+    assert [r["action"] for r in reqs] == [429, 500, "ok"] and len({body_key(r) for r in reqs}) == 1
+    assert reqs[1]["time"] - reqs[0]["time"] >= 1.0  # Retry-After honoured
+    assert 0.4 <= reqs[2]["time"] - reqs[1]["time"] <= 2.0  # full-jitter backoff of the second attempt
+    backend = built[0]
+    assert isinstance(backend, OpenAICompatibleBackend) and isinstance(backend.policy, RetryPolicy)
+    assert backend.stats["retries"] == 2 and backend.policy.max_retries == 3
+    store = [json.loads(x) for x in (d / ".smmile" / "judge_cache.jsonl").read_text().splitlines()]
+    assert store[0]["attempts"] == 3 and store[0]["status"] == "ok"
+
+
+def test_concurrency_is_the_backends(env, tmp_path):
+    d = results(tmp_path, n=9)
+    with FakeApi(reply=one, latency=0.2) as api:
+        assert judge_cli.main([str(d), "--judge-base-url", api.url, "--judge-concurrency", "3"]) == 0
+        assert api.max_in_flight == 3 and len(api.requests()) == 9
+
+
+def test_secrets_are_scrubbed(env, tmp_path, capsys):
+    env.setenv("OPENAI_COMPATIBLE_API_KEY", SENTINEL)
+
+    def echo_key(rec):  # a hostile server echoing the credential back in its error message
+        return Action("status", 401, message=f"bad credentials {rec['headers'].get('authorization')}")
+
+    d = results(tmp_path)
+    with FakeApi(script=echo_key) as api:
+        rc = judge_cli.main([str(d), "--judge-backend", "openai-compatible", "--judge-base-url", api.url + "/v1"])
+        assert all(r["headers"]["authorization"] == f"Bearer {SENTINEL}" for r in api.requests())  # it was used...
+    captured = capsys.readouterr()
+    assert rc == 1 and "bad credentials Bearer ***" in captured.err
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "judge_cache.jsonl" for p in written)
+    for p in written:
+        assert SENTINEL not in p.read_text(errors="replace"), p  # ...and never written
+    assert SENTINEL not in captured.out + captured.err
+
+
+def test_openai_key_goes_only_to_openai(env, tmp_path, capsys):
+    env.setenv("OPENAI_API_KEY", SENTINEL)
+    d = results(tmp_path, n=1)
+    with FakeApi(reply=one) as api:
+        assert judge_cli.main([str(d), "--judge-backend", "openai", "--judge-base-url", api.url + "/v1"]) == 0
+        env.setenv("OPENAI_COMPATIBLE_API_KEY", "server-key-123")
+        assert judge_cli.main([str(d), "--judge-backend", "openai", "--judge-base-url", api.url + "/v1",
+                               "--no-cache"]) == 0
+        auth = [r["headers"].get("authorization") for r in api.requests()]
+    assert auth == ["Bearer EMPTY", "Bearer server-key-123"]
+    assert "OPENAI_API_KEY is not sent there" in capsys.readouterr().err
+    official = judge_backends.resolve_settings(JudgeSettings(backend="openai", base_url="https://api.openai.com/v1"))
+    assert official.backend == "openai" and judge_backends.resolve_settings(JudgeSettings(backend="openai")).backend == "openai"
+    assert judge_backends.build_backend(official).endpoint() == "https://api.openai.com/v1"
+
+
+def test_azure_deployment(env, tmp_path):
+    env.setenv("AZURE_OPENAI_API_KEY", SENTINEL)
+    d = results(tmp_path, n=1)
+    with FakeApi(reply=one) as api:
+        env.setenv("AZURE_OPENAI_ENDPOINT", api.url)
+        assert judge_cli.main([str(d), "--judge-backend", "azure", "--judge-model", "judge-deploy"]) == 0
+        (r,) = api.requests("azure")
+    assert r["path"] == "/openai/deployments/judge-deploy/chat/completions" and r["headers"]["api-key"] == SENTINEL
+    assert json.loads((d / "result_llava_7b_ICL_evaluationllm.json").read_text())["accuracy"] == 100.0
+
+
+def _dead_url() -> str:
+    with socket.socket() as s:  # a port with nobody listening
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+@pytest.mark.parametrize("backend, suffix, cause", [("openai-compatible", "/v1", "Connection error"),
+                                                    ("ollama", "", "Failed to connect to Ollama")])
+def test_unreachable_judge_names_the_endpoint_and_the_error(env, tmp_path, capsys, backend, suffix, cause):
+    d = results(tmp_path, n=6)
+    url = _dead_url() + suffix
+    t0 = time.monotonic()
+    rc = judge_cli.main([str(d), "--judge-backend", backend, "--judge-base-url", url, "--judge-retries", "0",
+                         "--judge-concurrency", "1", "--judge-max-consecutive-failures", "2"])
+    err = capsys.readouterr().err
+    assert rc == 1 and time.monotonic() - t0 < 30
+    line = next(x for x in err.splitlines() if "in a row failed" in x)
+    assert f"2 judge requests in a row failed after all retries at {url}" in line and f"last error: {cause}" in line
+    assert "4 judge requests not started" in line
+    records = judgements(d)
+    assert [r["status"] for r in records] == ["failed"] * 6 and records[-1]["error"].startswith("not sent")
+    assert not (d / "result_llava_7b_ICL_evaluationllm.json").exists()

@@ -184,6 +184,9 @@ def test_real_judge_counts_parsing_and_cache(tmp_path, proxy):
     assert sum(r["cached"] for r in again) == 5 - empty
     assert [r["reply"] for r in again if r["cached"]] == [r["reply"] for r in records if r["reply"]]
 
-    third = _judge(d, proxy.url, "--protocol", "paper")  # other settings: other cache keys
+    refused = _judge(d, proxy.url, "--protocol", "paper")  # another judge does not replace these results...
+    assert refused.returncode == 2 and "written by another judge" in refused.stderr
+    assert proxy.chat_requests == 5 + empty
+    third = _judge(d, proxy.url, "--protocol", "paper", "--overwrite")  # ...unless asked; other cache keys
     assert third.returncode == 0, third.stderr
     assert proxy.chat_requests == 10 + empty

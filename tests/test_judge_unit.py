@@ -1,19 +1,15 @@
-"""LLM judge (spec §5) with a fake judge: prompt, parsing, cache, concurrency, retries, CLI."""
+"""LLM judge (spec §5) with a fake backend: prompt, parsing, store, CLI, refusal to replace another judge's results."""
 
 import json
-import socket
-import sys
-import threading
-import time
-from pathlib import Path
+import shutil
 
 import pandas as pd
 import pytest
 
+from smmile.models.base import Response
 from smmile.scoring import judge, judge_backends, judge_cli
-from smmile.scoring.judge_cache import JudgeCache
+from smmile.scoring.judge_cache import JudgeStore, fetch
 
-PUBLISHED = Path(__file__).resolve().parents[1].parent / "shared" / "published" / "smmile"
 OPEN_HEADER = "problem_id,final_question,true_answer,generated_answer,full_response\n"
 LLM_KEYS = ["model", "inference_mode", "total_examples", "original_count", "excluded_count", "llm_err_count",
             "correct_examples", "accuracy", "err_count", "problem_accuracies", "incorrect_examples", "word_count"]
@@ -48,79 +44,79 @@ def test_settings_options_and_keys():
     assert paper.cache_key("p") == judge.JudgeSettings(base_url="http://elsewhere").cache_key("p")
 
 
-class FakeJudge:
-    """Answers by a rule; counts calls and the largest number of calls in flight."""
+def test_requests_carry_the_protocols_options():
+    paper = judge_backends.judge_request("p", judge.JudgeSettings())
+    assert paper.messages == [{"role": "user", "content": "p"}]
+    assert (paper.temperature, paper.seed, paper.max_tokens) == (None, None, None)  # server defaults
+    fixed = judge_backends.judge_request("p", judge.JudgeSettings(protocol="corrected", seed=5, max_tokens=2))
+    assert (fixed.temperature, fixed.seed, fixed.max_tokens) == (0.0, 5, 2)
 
-    def __init__(self, rule, delay=0.0):
-        self.rule, self.delay, self.calls, self.active, self.peak = rule, delay, 0, 0, 0
-        self.lock = threading.Lock()
 
-    def __call__(self, prompt):
-        with self.lock:
+class FakeBackend:
+    """The Backend interface the judge uses (generate(work, on_done), endpoint()), answering by a rule."""
+
+    def __init__(self, rule):
+        self.rule, self.calls = rule, 0
+
+    def generate(self, work, on_done):
+        for key, req in work:
             self.calls += 1
-            self.active += 1
-            self.peak = max(self.peak, self.active)
-        time.sleep(self.delay)
-        with self.lock:
-            self.active -= 1
-        return self.rule(prompt)
+            try:
+                response = Response(text=self.rule(req.messages[0]["content"]))
+            except RuntimeError as exc:
+                response = Response(error=str(exc))
+            on_done(key, response)
+
+    def endpoint(self):
+        return "http://judge.invalid:1"
 
 
-def _frame(n):
-    return pd.DataFrame({"problem_id": [f"p{i}" for i in range(n)], "final_question": ["q"] * n,
-                         "true_answer": [f"a{i}" for i in range(n)], "generated_answer": ["x"] * n})
+def _requests(prompts, settings=judge.JudgeSettings()):
+    return {settings.cache_key(p): judge_backends.judge_request(p, settings) for p in prompts}
 
 
-def test_judge_frame_concurrency_and_cache(tmp_path):
-    fake = FakeJudge(lambda p: "1" if '"a1"' in p or '"a2"' in p else "maybe", delay=0.02)
-    settings = judge.JudgeSettings(concurrency=3)
-    cache = JudgeCache(tmp_path / "c.jsonl")
-    out = judge.judge_frame(_frame(12), settings, fake, cache)
-    assert [j.row for j in out] == list(range(12))
-    assert fake.calls == 12 and 1 < fake.peak <= 3
-    assert [j.value for j in out[:3]] == [0, 1, 1] and out[0].status == "unparseable"
-    stats = judge.judge_stats(_frame(12), out, "m", "ICL", 12, 0)
-    assert list(stats) == LLM_KEYS and stats["llm_err_count"] == 10 and stats["correct_examples"] == 2
-    again = judge.judge_frame(_frame(12), settings, fake, JudgeCache(tmp_path / "c.jsonl"))
-    assert fake.calls == 12 and all(j.cached for j in again)
-    assert [j.reply for j in again] == [j.reply for j in out]
+def test_store_answers_again_without_requests(tmp_path):
+    fake = FakeBackend(lambda p: "1" if "a" in p else "")
+    reqs = _requests(["a1", "a2", "b"])
+    got, sent = fetch(reqs, judge.JudgeSettings(), fake, JudgeStore(tmp_path / "s.jsonl"))
+    assert sent == 3 and fake.calls == 3 and not any(f.cached for f in got.values())
+    again, sent = fetch(reqs, judge.JudgeSettings(), fake, JudgeStore(tmp_path / "s.jsonl"))
+    assert fake.calls == 4 and sent == 1  # the empty reply is asked again; the two answers come from the store
+    assert [again[k].cached for k in reqs] == [True, True, False]
+    assert [again[k].reply for k in reqs] == ["1", "1", ""]
 
 
-def test_failures_are_not_cached(tmp_path):
+def test_failures_are_recorded_not_reused(tmp_path):
     def flaky(prompt):
-        if '"a0"' in prompt:
-            raise judge_backends.JudgeRequestError("boom")
+        if prompt == "bad":
+            raise RuntimeError("boom")
         return "0"
-    cache = JudgeCache(tmp_path / "c.jsonl")
-    out = judge.judge_frame(_frame(2), judge.JudgeSettings(), flaky, cache)
-    assert out[0].status == "failed" and "boom" in out[0].error and out[0].reply is None
-    assert len(JudgeCache(tmp_path / "c.jsonl")) == 1
+    reqs = _requests(["bad", "good"])
+    got, _ = fetch(reqs, judge.JudgeSettings(), FakeBackend(flaky), JudgeStore(tmp_path / "s.jsonl"))
+    bad, good = (got[k] for k in reqs)
+    assert bad.error == "boom" and bad.reply is None and good.reply == "0"
+    lines = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert sorted(r["status"] for r in lines) == ["error", "ok"]
+    assert len(JudgeStore(tmp_path / "s.jsonl")) == 1
 
 
-def test_cache_ignores_torn_lines_and_empty_replies(tmp_path):
-    path = tmp_path / "c.jsonl"
-    cache = JudgeCache(path)
-    cache.put("k1", "1", judge.JudgeSettings())
-    cache.put("k2", "", judge.JudgeSettings())
-    with open(path, "a") as handle:
-        handle.write('{"key": "k3", "rep')
-    reloaded = JudgeCache(path)
-    assert len(reloaded) == 1 and reloaded.get("k1") == "1" and reloaded.get("k2") is None
+def test_store_reads_the_earlier_cache_format_and_ignores_torn_lines(tmp_path):
+    path = tmp_path / "judge_cache.jsonl"
+    path.write_text(json.dumps({"key": "k1", "reply": "1", "backend": "ollama", "model": "llama3.3", "options": {},
+                                "time": 0}) + "\n" + '{"key": "k3", "rep')
+    store = JudgeStore(path)
+    assert len(store) == 1 and store.get("k1") == "1"
 
 
-def test_with_retries():
-    attempts, waits = [], []
+def test_not_started_requests_are_failures(tmp_path):
+    class Breaker(FakeBackend):
+        def generate(self, work, on_done):  # stops after the first request, as a tripped circuit breaker does
+            on_done(work[0][0], Response(error="Connection error."))
 
-    def call():
-        attempts.append(1)
-        if len(attempts) < 3:
-            raise judge_backends.TransientJudgeError("503")
-        return "1"
-    assert judge_backends.with_retries(call, retries=3, wait=0.5, sleep=waits.append) == "1"
-    assert waits == [0.5, 1.0]
-    with pytest.raises(judge_backends.JudgeRequestError, match="after 2 attempts"):
-        judge_backends.with_retries(lambda: (_ for _ in ()).throw(judge_backends.TransientJudgeError("x")),
-                                    retries=1, wait=0, sleep=waits.append)
+    reqs = _requests(["a", "b", "c"])
+    got, sent = fetch(reqs, judge.JudgeSettings(), Breaker(None), None)
+    assert sent == 1 and [got[k].error for k in reqs][0] == "Connection error."
+    assert all(got[k].error.startswith("not sent") for k in list(reqs)[1:])
 
 
 def _results_dir(tmp_path):
@@ -130,53 +126,72 @@ def _results_dir(tmp_path):
     return tmp_path
 
 
-def _fake_backend(monkeypatch, fake):
-    monkeypatch.setattr(judge_backends, "make_asker", lambda settings: fake)
+@pytest.fixture
+def fake_judge(monkeypatch):
+    def install(rule):
+        fake = FakeBackend(rule)
+        monkeypatch.setattr(judge_backends, "build_backend", lambda settings: fake)
+        return fake
+    return install
 
 
-def test_judge_cli_end_to_end_with_fake(tmp_path, monkeypatch, capsys):
+def test_judge_cli_end_to_end_with_fake(tmp_path, fake_judge, capsys):
     d = _results_dir(tmp_path)
-    fake = FakeJudge(lambda p: "1" if "oq1" in p or '"red"' in p else "The answer is 0")
-    _fake_backend(monkeypatch, fake)
+    fake = fake_judge(lambda p: "1" if "oq1" in p or '"red"' in p else "The answer is 0")
     assert judge_cli.main([str(d)]) == 0
     stats = json.loads((d / "result_llava_7b_ICL_evaluationllm.json").read_text())
     assert list(stats) == LLM_KEYS and stats["model"] == "llava_7B"
     assert stats["correct_examples"] == 1 and stats["llm_err_count"] == 1
     medvlm = json.loads((d / "result_MedVLM-R1_0-shot_open_evaluationllm.json").read_text())
     assert medvlm["correct_examples"] == 1  # question from original_question
-    lines = (d / "result_llava_7b_ICL_judgements.jsonl").read_text().splitlines()
-    records = [json.loads(x) for x in lines]
+    records = [json.loads(x) for x in (d / "result_llava_7b_ICL_judgements.jsonl").read_text().splitlines()]
     assert [r["status"] for r in records] == ["ok", "unparseable"]
     assert records[1]["reply"] == "The answer is 0" and records[1]["value"] == 0
     assert {"problem_id", "prompt_sha256", "cache_key", "cached", "backend", "model", "protocol"} <= set(records[0])
+    record = json.loads((d / "result_llava_7b_ICL_evaluationllm.manifest.json").read_text())
+    assert record["judge"]["model"] == "llama3.3" and record["judge"]["endpoint"] == "http://judge.invalid:1"
     assert (d / "model_comparison_llm.txt").exists()
     out = capsys.readouterr().out
     assert "LLM as a Judge accuracy: 50.00%" in out and "unparseable replies: 1" in out
     assert fake.calls == 3
     assert judge_cli.main([str(d)]) == 0
-    assert fake.calls == 3  # all cached
+    assert fake.calls == 3  # all from the store
     assert "Judge requests sent: 0; cache hits: 2" in capsys.readouterr().out
-    assert judge_cli.main([str(d), "--protocol", "corrected"]) == 0
-    assert fake.calls == 6  # different settings -> different cache keys
-    assert judge_cli.main([str(d), "--no-cache"]) == 0 and fake.calls == 9
+    assert judge_cli.main([str(d), "--protocol", "corrected"]) == 2  # another judge: refused, nothing sent
+    assert fake.calls == 3 and "written by another judge (protocol 'paper' vs 'corrected'" in capsys.readouterr().err
+    assert judge_cli.main([str(d), "--protocol", "corrected", "--overwrite"]) == 0
+    assert fake.calls == 6  # different settings -> different keys
+    assert judge_cli.main([str(d), "--protocol", "corrected", "--no-cache"]) == 0 and fake.calls == 9
 
 
-def test_judge_cli_failed_requests(tmp_path, monkeypatch, capsys):
+def test_judge_cli_failed_requests(tmp_path, fake_judge, capsys):
     d = _results_dir(tmp_path)
 
     def down(prompt):
-        raise judge_backends.JudgeRequestError("connection refused")
-    _fake_backend(monkeypatch, down)
+        raise RuntimeError("connection refused")
+    fake_judge(down)
     assert judge_cli.main([str(d)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all("judge request(s) failed" in e and "connection refused" in e for e in err)
-    assert not list(d.glob("*_evaluationllm.json"))
-    assert not (d / ".smmile" / "judge_cache.jsonl").exists()
+    assert not list(d.glob("*_evaluationllm*.json"))
 
 
-def test_visualize_only_missing_json(tmp_path, monkeypatch, capsys):
+def test_identical_rows_are_sent_once(tmp_path, fake_judge):
+    body = "".join(f"p{i},q,a{i % 2},x,x\n" for i in range(4))
+    (tmp_path / "result_llava_7b_ICL.csv").write_text(OPEN_HEADER + body)
+    (tmp_path / "result_llava_13b_ICL.csv").write_text(OPEN_HEADER + body)
+    fake = fake_judge(lambda p: "1")
+    assert judge_cli.main([str(tmp_path)]) == 0
+    assert fake.calls == 2
+    first = [json.loads(x) for x in (tmp_path / "result_llava_13b_ICL_judgements.jsonl").read_text().splitlines()]
+    second = [json.loads(x) for x in (tmp_path / "result_llava_7b_ICL_judgements.jsonl").read_text().splitlines()]
+    assert [j["cached"] for j in first] == [False, False, True, True] and all(j["cached"] for j in second)
+    assert [j["row"] for j in first] == [0, 1, 2, 3] and {j["value"] for j in first + second} == {1}
+
+
+def test_visualize_only_missing_json(tmp_path, fake_judge, capsys):
     d = _results_dir(tmp_path)
-    _fake_backend(monkeypatch, FakeJudge(lambda p: "1"))
+    fake_judge(lambda p: "1")
     assert judge_cli.main([str(d), "--model", "llava_7b"]) == 0
     capsys.readouterr()
     assert judge_cli.main([str(d), "--visualize-only"]) == 1
@@ -186,43 +201,48 @@ def test_visualize_only_missing_json(tmp_path, monkeypatch, capsys):
     assert "MedVLM-R1" not in captured.out  # not reported with stale stats
 
 
-def test_corrupt_inputs_and_missing_sdk(tmp_path, monkeypatch, capsys):
+def test_corrupt_inputs_and_missing_sdk(tmp_path, fake_judge, monkeypatch, capsys):
+    import sys
+
     (tmp_path / "result_gpt-4o_ICL_open.csv").write_text("problem_id,generated_answer\np1,a\n")
     (tmp_path / "result_qwen7B_ICL_open.csv").write_text("problem_id,true_answer,generated_answer\np1,a,a\n")
-    _fake_backend(monkeypatch, FakeJudge(lambda p: "1"))
+    fake_judge(lambda p: "1")
     assert judge_cli.main([str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "missing required column(s): true_answer" in err and "no question column" in err
     monkeypatch.undo()
     monkeypatch.setitem(sys.modules, "ollama", None)
     assert judge_cli.main([str(tmp_path)]) == 2
-    assert "pip install ollama" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install ollama" in err[0] and "[api]" in err[0]
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def test_unrecorded_results_are_not_replaced(tmp_path, fake_judge, capsys):
+    d = _results_dir(tmp_path)
+    existing = d / "result_llava_7b_ICL_evaluationllm.json"
+    existing.write_text('{"model": "llava_7B", "accuracy": 29.73}')
+    fake = fake_judge(lambda p: "1")
+    assert judge_cli.main([str(d)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "unrecorded judge" in err and "--overwrite" in err
+    assert fake.calls == 0 and existing.read_text() == '{"model": "llava_7B", "accuracy": 29.73}'
+    assert not (d / "result_MedVLM-R1_0-shot_open_evaluationllm.json").exists()  # refused before any work
+    assert judge_cli.main([str(d), "--overwrite"]) == 0
+    assert json.loads(existing.read_text())["accuracy"] == 100.0
 
 
-@pytest.mark.parametrize("backend, url", [("openai", "http://127.0.0.1:{port}/v1"), ("ollama", "http://127.0.0.1:{port}")])
-def test_connection_refused_is_reported_not_cached(tmp_path, capsys, backend, url):
-    pytest.importorskip(backend)
-    (tmp_path / "result_llava_7b_ICL.csv").write_text(OPEN_HEADER + "p1,q1,Red,red,x\n")
-    argv = [str(tmp_path), "--judge-backend", backend, "--judge-base-url", url.format(port=_free_port()),
-            "--judge-retries", "0", "--judge-timeout", "5"]
-    assert judge_cli.main(argv) == 1
-    err = capsys.readouterr().err
-    assert "judge request(s) failed" in err and "Traceback" not in err
-    assert not (tmp_path / ".smmile" / "judge_cache.jsonl").exists()
-    record = json.loads((tmp_path / "result_llava_7b_ICL_judgements.jsonl").read_text())
-    assert record["status"] == "failed"
+def test_fewer_rows_do_not_replace_a_result(tmp_path, fake_judge, capsys):
+    d = _results_dir(tmp_path)
+    fake_judge(lambda p: "1")
+    assert judge_cli.main([str(d)]) == 0
+    (d / "result_llava_7b_ICL.csv").write_text(OPEN_HEADER)  # header only
+    assert judge_cli.main([str(d)]) == 2
+    assert "computed from 2 rows" in capsys.readouterr().err
+    assert json.loads((d / "result_llava_7b_ICL_evaluationllm.json").read_text())["total_examples"] == 2
 
 
-@pytest.mark.skipif(not PUBLISHED.is_dir(), reason="published SMMILE outputs not available")
-def test_visualize_only_on_published(tmp_path, capsys):
-    import shutil
-    for f in PUBLISHED.glob("result_*"):
+def test_visualize_only_on_published(tmp_path, published, capsys):
+    for f in published.glob("result_*"):
         if not f.name.endswith("_mcqa.csv") and not f.name.endswith("_evaluation.json"):
             shutil.copy(f, tmp_path / f.name)
     assert judge_cli.main([str(tmp_path), "--visualize-only"]) == 0
@@ -231,26 +251,20 @@ def test_visualize_only_on_published(tmp_path, capsys):
     assert "llama32_vision_90b         | ICL        | 40.54" in text  # from the shipped JSON
 
 
-def test_identical_rows_are_sent_once(tmp_path):
-    frame = pd.concat([_frame(2), _frame(2)], ignore_index=True)
-    fake = FakeJudge(lambda p: "1", delay=0.01)
-    out = judge.judge_frame(frame, judge.JudgeSettings(concurrency=4), fake, JudgeCache(tmp_path / "c.jsonl"))
-    assert fake.calls == 2 and [j.cached for j in out] == [False, False, True, True]
-    assert [j.value for j in out] == [1, 1, 1, 1] and [j.row for j in out] == [0, 1, 2, 3]
+def test_published_judgements_are_not_replaced_by_another_judge(tmp_path, published, fake_judge, capsys):
+    shutil.copy(published / "result_qwen72B_0-shot_open.csv", tmp_path)
+    shutil.copy(published / "result_qwen72B_0-shot_open_evaluationllm.json", tmp_path)
+    before = (tmp_path / "result_qwen72B_0-shot_open_evaluationllm.json").read_bytes()
+    fake = fake_judge(lambda p: "1")  # a judge that says "correct" to everything (29.73 -> 100.0)
+    assert judge_cli.main([str(tmp_path), "--judge-backend", "openai-compatible", "--judge-base-url",
+                           "http://127.0.0.1:9/v1", "--judge-model", "other"]) == 2
+    assert fake.calls == 0 and (tmp_path / "result_qwen72B_0-shot_open_evaluationllm.json").read_bytes() == before
 
 
-def test_unreachable_judge_stops_sending(tmp_path, monkeypatch, capsys):
-    (tmp_path / "result_llava_7b_ICL.csv").write_text(
-        OPEN_HEADER + "".join(f"p{i},q{i},Red,red,x\n" for i in range(20)))
-    calls = []
-
-    def down(prompt):
-        calls.append(prompt)
-        raise judge_backends.JudgeUnavailable("connection refused (after 4 attempts)")
-    _fake_backend(monkeypatch, down)
-    assert judge_cli.main([str(tmp_path), "--judge-concurrency", "1"]) == 1
-    assert len(calls) == 1
-    records = [json.loads(x) for x in (tmp_path / "result_llava_7b_ICL_judgements.jsonl").read_text().splitlines()]
-    assert len(records) == 20 and all(r["status"] == "failed" for r in records)
-    assert "not sent, judge unreachable" in records[-1]["error"]
-    assert "20 of 20 judge request(s) failed" in capsys.readouterr().err
+def test_help_shows_defaults(capsys):
+    assert judge_cli.main(["--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for default in ("(default: ollama)", "(default: llama3.3)", "(default: 4)", "(default: 3)", "(default: 120.0)",
+                    "(default: paper)", "(default: ../results)", "(default: 8)", "(default: 0)"):
+        assert default in out, default
+    assert "(default 4)" not in out

@@ -1,10 +1,11 @@
-"""LLM-as-a-judge scoring of open-format results (spec §5).
+"""LLM-as-a-judge scoring of open-format results (spec §5): prompt, parse, settings, verdicts.
 
 * ``JUDGE_PROMPT`` / ``build_prompt`` — the verbatim prompt, filled from a pandas row.
 * ``parse_reply`` — strict: the reply must be exactly ``1`` or ``0`` (no stripping).
-* ``JudgeSettings`` — backend, model, protocol (``paper``: server defaults; ``corrected``:
-  temperature 0 and a fixed seed), request options and the cache key derived from them.
-* ``judge_frame`` — judges every row (bounded thread pool, cache first) → ``Judgement`` list.
+* ``JudgeSettings`` — which judge (backend, model, endpoint, protocol) and how requests are sent;
+  ``paper``: server defaults, as the original; ``corrected``: temperature 0 and a fixed seed.
+* ``plan_frame`` / ``judgements`` — one request per row (identical requests share one key), and the
+  per-row verdicts once the replies are known. Sending is ``judge_cache.fetch``'s job.
 * ``judge_stats`` — the ``*_evaluationllm.json`` dict in the original key order.
 """
 
@@ -12,9 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
 from smmile.scoring.exact_match import summarize
 from smmile.scoring.naming import question_column
@@ -28,6 +27,7 @@ JUDGE_PROMPT = (
     "Do not provide anything other than the digit in your response."
 )
 DEFAULT_JUDGE_MODEL = "llama3.3"
+PARSE_RULE = "strict: exactly '1' or '0', anything else judged 0 and counted in llm_err_count"
 OK, UNPARSEABLE, FAILED = "ok", "unparseable", "failed"
 
 
@@ -56,9 +56,9 @@ def sha256(text: str) -> str:
 
 @dataclass(frozen=True)
 class JudgeSettings:
-    """Everything that decides which judge answers and how."""
+    """Everything that decides which judge answers and how its requests are sent."""
 
-    backend: str = "ollama"
+    backend: str = "ollama"  # ollama | openai | openai-compatible | azure (judge_backends.JUDGE_BACKENDS)
     model: str = DEFAULT_JUDGE_MODEL
     base_url: str | None = None
     protocol: str = "paper"
@@ -66,20 +66,28 @@ class JudgeSettings:
     max_tokens: int | None = None
     concurrency: int = 4
     retries: int = 3
-    retry_wait: float = 1.0
     timeout: float = 120.0
+    max_consecutive_failures: int = 8
 
     def options(self) -> dict:
-        """Generation options sent with every request (``paper``: none, server defaults)."""
+        """Generation options of every request (``paper``: none, the server's defaults)."""
         opts: dict = {"temperature": 0.0, "seed": self.seed} if self.protocol == "corrected" else {}
         if self.max_tokens is not None:
             opts["max_tokens"] = self.max_tokens
         return opts
 
     def cache_key(self, prompt: str) -> str:
-        """sha256 over (prompt, backend, model, options): equal keys mean an equal request."""
+        """sha256 over (prompt, backend, model, options): equal keys mean an equal request. Transport
+        settings (URL, retries, timeout) are left out, as in the inference journal key."""
         payload = {"prompt": prompt, "backend": self.backend, "model": self.model, "options": self.options()}
         return sha256(json.dumps(payload, sort_keys=True))
+
+
+def judge_identity(settings: JudgeSettings, endpoint: str | None) -> dict:
+    """Who judged: recorded beside each ``_evaluationllm.json``; a different identity is a different judge."""
+    return {"backend": settings.backend, "model": settings.model, "endpoint": endpoint,
+            "protocol": settings.protocol, "options": settings.options(),
+            "prompt_sha256": sha256(JUDGE_PROMPT), "parse": PARSE_RULE}
 
 
 @dataclass
@@ -110,60 +118,52 @@ def _plain(value):
 
 
 @dataclass(frozen=True)
-class _Fetched:
+class Fetched:
+    """The reply to one distinct request: ``cached`` when it came from the store, ``error`` when none came."""
+
     reply: str | None
     cached: bool
     error: str | None = None
 
 
-def _fetch(key: str, prompt: str, settings: JudgeSettings, ask: Callable[[str], str], cache) -> _Fetched:
-    """Reply for one distinct request: from the cache, else from the judge (stored if non-empty)."""
-    reply = cache.get(key) if cache is not None else None
-    if reply is not None:
-        return _Fetched(reply, True)
-    try:
-        reply = ask(prompt)
-    except Exception as exc:  # reported per row; never cached
-        return _Fetched(None, False, f"{type(exc).__name__}: {exc}".splitlines()[0])
-    if cache is not None and reply:
-        cache.put(key, reply, settings)
-    return _Fetched(reply, False)
+@dataclass(frozen=True)
+class PlannedFrame:
+    """The requests of one result frame: one prompt and key per row, in CSV order."""
+
+    problem_ids: list
+    prompts: list[str]
+    keys: list[str]
 
 
-def _judgement(index: int, problem_id, prompt: str, key: str, fetched: _Fetched, repeated: bool) -> Judgement:
-    judgement = Judgement(index, problem_id, sha256(prompt), key, cached=fetched.cached or repeated,
-                          error=fetched.error)
-    if fetched.error is None:
-        judgement.reply = fetched.reply
-        judgement.value, judgement.status = parse_reply(fetched.reply)
-        judgement.lenient_value = lenient_value(fetched.reply)
-    return judgement
-
-
-def judge_frame(frame, settings: JudgeSettings, ask: Callable[[str], str], cache=None) -> list[Judgement]:
-    """Judge every row (CSV order kept). Identical requests are sent once; at most
-    ``settings.concurrency`` requests are in flight."""
+def plan_frame(frame, settings: JudgeSettings) -> PlannedFrame:
     qcol = question_column(frame.columns)
     prompts = [build_prompt(row, qcol) for _, row in frame.iterrows()]
-    keys = [settings.cache_key(p) for p in prompts]
-    distinct = dict(zip(keys, prompts))
-    with ThreadPoolExecutor(max_workers=max(1, settings.concurrency)) as pool:
-        futures = {k: pool.submit(_fetch, k, p, settings, ask, cache) for k, p in distinct.items()}
-        fetched = {k: f.result() for k, f in futures.items()}
+    return PlannedFrame(list(frame["problem_id"]), prompts, [settings.cache_key(p) for p in prompts])
+
+
+def judgements(planned: PlannedFrame, fetched: dict[str, Fetched], settings: JudgeSettings,
+               sent_earlier: set[str]) -> list[Judgement]:
+    """Per-row verdicts. A key already in ``sent_earlier`` (an identical earlier row, of this file or of an
+    earlier one in the run) counts as cached: only its first row caused a request. ``sent_earlier`` grows."""
     meta = {"backend": settings.backend, "model": settings.model, "protocol": settings.protocol}
-    judgements, seen = [], set()
-    for index, (pid, prompt, key) in enumerate(zip(frame["problem_id"], prompts, keys)):
-        judgement = _judgement(index, pid, prompt, key, fetched[key], key in seen)
-        judgement.meta = meta
-        judgements.append(judgement)
-        seen.add(key)
-    return judgements
+    out = []
+    for index, (pid, prompt, key) in enumerate(zip(planned.problem_ids, planned.prompts, planned.keys)):
+        got = fetched[key]
+        j = Judgement(index, pid, sha256(prompt), key, cached=got.cached or key in sent_earlier, error=got.error,
+                      meta=meta)
+        if got.error is None:
+            j.reply = got.reply
+            j.value, j.status = parse_reply(got.reply)
+            j.lenient_value = lenient_value(got.reply)
+        out.append(j)
+        sent_earlier.add(key)
+    return out
 
 
-def judge_stats(frame, judgements: list[Judgement], model: str, mode: str, original_count: int,
+def judge_stats(frame, judged: list[Judgement], model: str, mode: str, original_count: int,
                 excluded_count: int) -> dict:
     """The ``*_evaluationllm.json`` dict (key order of spec §5); unparseable → judged 0."""
-    matches = [j.value == 1 for j in judgements]
-    unparseable = sum(j.status == UNPARSEABLE for j in judgements)
+    matches = [j.value == 1 for j in judged]
+    unparseable = sum(j.status == UNPARSEABLE for j in judged)
     return summarize(frame, matches, model, mode, original_count, excluded_count,
                      extra={"llm_err_count": unparseable})

@@ -1,104 +1,57 @@
-"""Judge backends: the official ``ollama`` and ``openai`` SDKs, imported lazily, behind one
-retry loop with exponential backoff for transient errors (connection problems, timeouts,
-429 and 5xx answers).
+"""The judge on the inference API stack: which backend, built how, asked what.
 
-``make_asker(settings)`` returns ``ask(prompt) -> reply text``; it raises ``JudgeRequestError``
-when a request finally fails.
+The judge's requests go through the same async backends as inference (``smmile/models/api``): their
+retries (jitter, Retry-After), concurrency, circuit breaker, secret scrubbing and key rules are the
+judge's. This module only maps the judge's flags onto them.
 """
 
 from __future__ import annotations
 
 import os
-import time
-from typing import Callable
+import sys
+from dataclasses import replace
 
-from smmile.errors import MissingDependency
 from smmile.scoring.judge import JudgeSettings
 
-
-class JudgeRequestError(RuntimeError):
-    """A judge request failed (after retries, or with a non-transient error)."""
-
-
-class TransientJudgeError(JudgeRequestError):
-    """A judge request failed in a way that may succeed when retried."""
+# --judge-backend choices -> the backend short names of smmile/models/presets_api.py
+JUDGE_BACKENDS = ("ollama", "openai", "openai-compatible", "azure")
 
 
-class JudgeUnavailable(JudgeRequestError):
-    """Transient failures persisted through every retry: the judge looks unreachable."""
+def resolve_settings(settings: JudgeSettings, warn=lambda m: print(m, file=sys.stderr)) -> JudgeSettings:
+    """``openai`` with a ``--judge-base-url`` that is not OpenAI's own endpoint is an OpenAI-compatible
+    server: its key is ``OPENAI_COMPATIBLE_API_KEY``; ``OPENAI_API_KEY`` is never sent there (the
+    inference backends' rule)."""
+    from smmile.models.api.openai_backend import is_openai_endpoint
+
+    if settings.backend == "openai" and settings.base_url and not is_openai_endpoint(settings.base_url):
+        if os.environ.get("OPENAI_API_KEY"):
+            warn(f"note: {settings.base_url} is not OpenAI's endpoint: OPENAI_API_KEY is not sent there; the judge "
+                 "uses it as an OpenAI-compatible server (key from OPENAI_COMPATIBLE_API_KEY, if set)")
+        return replace(settings, backend="openai-compatible")
+    return settings
 
 
-def with_retries(call: Callable[[], str], retries: int, wait: float,
-                 sleep: Callable[[float], None] = time.sleep) -> str:
-    """Run ``call``; on ``TransientJudgeError`` retry up to ``retries`` times, waiting
-    ``wait * 2**attempt`` seconds (capped at 30 s) in between."""
-    for attempt in range(retries + 1):
-        try:
-            return call()
-        except TransientJudgeError as exc:
-            if attempt == retries:
-                raise JudgeUnavailable(f"{exc} (after {retries + 1} attempts)") from None
-            sleep(min(wait * 2 ** attempt, 30.0))
-    raise AssertionError("unreachable")
+def build_backend(settings: JudgeSettings):
+    """The API backend for ``settings`` (a missing SDK or key is a one-line UserError here, before work)."""
+    from smmile.generation import GenerationSettings
+    from smmile.models.presets_api import BACKENDS
+    from smmile.models.registry import load_symbol
+
+    cls = load_symbol(BACKENDS[settings.backend])
+    transport = {"api_model": settings.model, "base_url": settings.base_url, "concurrency": settings.concurrency,
+                 "max_retries": settings.retries, "timeout": settings.timeout,
+                 "max_consecutive_failures": settings.max_consecutive_failures}
+    backend = cls(settings={k: v for k, v in transport.items() if v is not None}, generation=GenerationSettings())
+    backend.unit = "judge requests"
+    return backend
 
 
-def _import(name: str):
-    try:
-        return __import__(name)
-    except ImportError:
-        raise MissingDependency(name, extra="api", why=f"the {name} judge backend") from None
+def judge_request(prompt: str, settings: JudgeSettings):
+    """One user message; ``paper`` sends no options (server defaults), ``corrected`` temperature 0 + seed."""
+    from smmile.generation import GenerationSettings
+    from smmile.models.api.request import ChatRequest
 
-
-def _ollama_asker(settings: JudgeSettings) -> Callable[[str], str]:
-    ollama = _import("ollama")
-    host = settings.base_url or os.environ.get("OLLAMA_HOST")
-    client = ollama.Client(host=host, timeout=settings.timeout)
-    options = dict(settings.options())
-    if "max_tokens" in options:
-        options["num_predict"] = options.pop("max_tokens")
-
-    def ask(prompt: str) -> str:
-        try:
-            response = client.chat(model=settings.model, messages=[{"role": "user", "content": prompt}],
-                                   options=options or None)
-        except ollama.ResponseError as exc:
-            status = getattr(exc, "status_code", 0) or 0
-            kind = TransientJudgeError if status == 429 or status >= 500 else JudgeRequestError
-            raise kind(f"ollama HTTP {status}: {exc.error}") from None
-        except (ConnectionError, TimeoutError, OSError) as exc:
-            raise TransientJudgeError(f"ollama connection error: {exc}") from None
-        except Exception as exc:  # httpx timeouts and protocol errors
-            if type(exc).__module__.startswith("httpx"):
-                raise TransientJudgeError(f"ollama transport error: {type(exc).__name__}: {exc}") from None
-            raise
-        return response["message"]["content"]
-
-    return ask
-
-
-def _openai_asker(settings: JudgeSettings) -> Callable[[str], str]:
-    openai = _import("openai")
-    client = openai.OpenAI(base_url=settings.base_url, api_key=os.environ.get("OPENAI_API_KEY", "not-needed"),
-                           max_retries=0, timeout=settings.timeout)
-    transient = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
-
-    def ask(prompt: str) -> str:
-        try:
-            response = client.chat.completions.create(
-                model=settings.model, messages=[{"role": "user", "content": prompt}], **settings.options())
-        except transient as exc:  # APITimeoutError is an APIConnectionError
-            raise TransientJudgeError(f"openai {type(exc).__name__}: {exc}") from None
-        except openai.APIStatusError as exc:
-            raise JudgeRequestError(f"openai HTTP {exc.status_code}: {exc.message}") from None
-        return response.choices[0].message.content or ""
-
-    return ask
-
-
-BACKENDS = {"ollama": _ollama_asker, "openai": _openai_asker}
-
-
-def make_asker(settings: JudgeSettings) -> Callable[[str], str]:
-    """``ask(prompt)`` for ``settings.backend``, wrapped in the retry loop."""
-    raw = BACKENDS[settings.backend](settings)
-    return lambda prompt: with_retries(lambda: raw(prompt), settings.retries, settings.retry_wait)
+    corrected = settings.protocol == "corrected"
+    gen = GenerationSettings(max_new_tokens=settings.max_tokens, temperature=0.0 if corrected else None,
+                             seed=settings.seed if corrected else None)
+    return ChatRequest.from_settings([{"role": "user", "content": prompt}], gen, error_format="{e}")

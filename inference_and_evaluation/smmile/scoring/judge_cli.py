@@ -1,51 +1,72 @@
 """``evaluate_LLMJudge.py`` / ``smmile judge``: LLM-as-a-judge scoring (spec §5).
 
 Faithful default: ollama, model ``llama3.3``, the verbatim prompt, strict ``1``/``0`` parsing,
-``<stem>_evaluationllm.json`` and ``model_comparison_llm.txt``. Additions: openai-compatible
-backend, ``--protocol corrected`` (temperature 0 + seed), bounded concurrency, retries, a
-persistent reply cache, and ``<stem>_judgements.jsonl`` with every raw reply.
+``<stem>_evaluationllm.json`` and ``model_comparison_llm.txt``. The requests go through the inference
+API backends (``judge_backends``); replies are kept in one store (``judge_cache``) so judging the same rows
+again sends nothing. Additions: ``<stem>_judgements.jsonl`` (every raw reply) and
+``<stem>_evaluationllm.manifest.json`` (which judge wrote the JSON; another judge does not replace it
+without ``--overwrite``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
+from smmile import frontdoor as fd
+from smmile.errors import UserError
 from smmile.scoring import comparison
-from smmile.scoring.exact_match import (REQUIRED_COLUMNS, ResultFileError, exclude_problems, read_result_csv,
-                                        write_json)
-from smmile.scoring.judge import DEFAULT_JUDGE_MODEL, FAILED, UNPARSEABLE, JudgeSettings, judge_frame, judge_stats
-from smmile.scoring.judge_cache import JudgeCache
+from smmile.scoring.exact_match import REQUIRED_COLUMNS, ResultFileError, exclude_problems, read_result_csv
+from smmile.scoring.judge import (DEFAULT_JUDGE_MODEL, FAILED, UNPARSEABLE, JudgeSettings, PlannedFrame,
+                                  judge_identity, judge_stats, judgements, plan_frame)
 from smmile.scoring.naming import (evaluationllm_json_path, get_model_info, judge_patterns, judgements_path,
                                    question_column)
 from smmile.scoring.runs import Outcome, check_results_dir, find_files, run_main
 
 TITLE, LABEL = "LLM AS A JUDGE", "LLM as a Judge"
+INTERRUPTED = ("interrupted: replies received so far are kept in the results folder's .smmile/judge_cache.jsonl and "
+               "no file was left half-written; rerun the same command to continue")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description="LLM-as-a-judge evaluation of SMMILE open-format results")
+    p = fd.parser("LLM-as-a-judge evaluation of SMMILE open-format results (spec §5): one request per row to a judge "
+                  "model, reply exactly 1 (correct) or 0; writes <stem>_evaluationllm.json and model_comparison_llm.txt")
     p.add_argument("results_dir", nargs="?", default="../results", help="directory with result_*.csv files")
     p.add_argument("--model", default=None, help="file-name model token, e.g. qwen72B")
-    p.add_argument("--inference-mode", dest="inference_mode", default=None, help="0-shot or ICL")
+    p.add_argument("--inference-mode", dest="inference_mode", default=None, choices=("0-shot", "ICL"),
+                   help="only files of this mode")
     p.add_argument("--visualize-only", dest="visualize_only", action="store_true",
                    help="no judging: report the existing *_evaluationllm.json files")
-    p.add_argument("--judge-backend", choices=("ollama", "openai"), default="ollama",
-                   help="ollama (the original) or any OpenAI-compatible server (vLLM, llama.cpp, ollama /v1, OpenAI)")
-    p.add_argument("--judge-base-url", default=None,
-                   help="server URL (ollama: default $OLLAMA_HOST; openai: e.g. http://127.0.0.1:8000/v1)")
-    p.add_argument("--judge-model", default=DEFAULT_JUDGE_MODEL, help="judge model name on that server")
-    p.add_argument("--protocol", choices=("paper", "corrected"), default="paper",
-                   help="paper: server-default sampling (as published); corrected: temperature 0 + fixed seed")
-    p.add_argument("--judge-seed", type=int, default=0, help="seed for --protocol corrected")
-    p.add_argument("--judge-max-tokens", type=int, default=None, help="cap on reply tokens (default: unset)")
-    p.add_argument("--judge-concurrency", type=_positive, default=4, help="requests in flight (default 4)")
-    p.add_argument("--judge-retries", type=int, default=3, help="retries of transient errors (default 3)")
-    p.add_argument("--judge-timeout", type=float, default=120.0, help="seconds per request")
-    p.add_argument("--no-cache", dest="no_cache", action="store_true",
-                   help="do not read or write <results_dir>/.smmile/judge_cache.jsonl")
+    g = p.add_argument_group("judge (smmile additions)")
+    g.add_argument("--judge-backend", choices=("ollama", "openai", "openai-compatible", "azure"), default="ollama",
+                   help="ollama (the original); openai (OpenAI's endpoint, OPENAI_API_KEY); openai-compatible (any "
+                        "server at --judge-base-url: vLLM, llama.cpp, ollama /v1; key OPENAI_COMPATIBLE_API_KEY, "
+                        "optional); azure (AZURE_OPENAI_API_KEY, AZURE_OPENAI_ENDPOINT; --judge-model = deployment). "
+                        "openai with a --judge-base-url that is not api.openai.com is treated as openai-compatible")
+    g.add_argument("--judge-base-url", default=None,
+                   help="server URL (ollama: default $OLLAMA_HOST or http://127.0.0.1:11434; openai-compatible: "
+                        "e.g. http://127.0.0.1:8000/v1)")
+    g.add_argument("--judge-model", default=DEFAULT_JUDGE_MODEL, help="judge model name on that server")
+    g.add_argument("--protocol", choices=("paper", "corrected"), default="paper",
+                   help="paper: no sampling options sent, the server's own (as published); corrected: temperature 0 "
+                        "and --judge-seed")
+    g.add_argument("--judge-seed", type=int, default=0, help="seed sent under --protocol corrected (default: 0)")
+    g.add_argument("--judge-max-tokens", type=_positive, default=None, help="cap on reply tokens (unset: the server decides)")
+    g.add_argument("--judge-concurrency", type=_positive, default=4, help="judge requests in flight at once")
+    g.add_argument("--judge-retries", type=_non_negative, default=3,
+                   help="retries per request on 429/5xx/timeouts/connection errors (exponential backoff with jitter, "
+                        "Retry-After honoured)")
+    g.add_argument("--judge-timeout", type=float, default=120.0, help="seconds per request")
+    g.add_argument("--judge-max-consecutive-failures", type=_positive, default=8, metavar="N",
+                   help="stop sending after N requests in a row failed even after all retries (judge unreachable)")
+    g.add_argument("--no-cache", dest="no_cache", action="store_true",
+                   help="do not read or write <results_dir>/.smmile/judge_cache.jsonl (every row is sent)")
+    g.add_argument("--overwrite", action="store_true",
+                   help="replace *_evaluationllm.json files written by another judge (or by an unrecorded one, such "
+                        "as the published outputs), or computed from more rows than this run has")
     return p
 
 
@@ -56,89 +77,157 @@ def _positive(text: str) -> int:
     return value
 
 
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return value
+
+
 def settings_from_args(args) -> JudgeSettings:
-    return JudgeSettings(backend=args.judge_backend, model=args.judge_model, base_url=args.judge_base_url,
-                         protocol=args.protocol, seed=args.judge_seed, max_tokens=args.judge_max_tokens,
-                         concurrency=args.judge_concurrency, retries=args.judge_retries,
-                         timeout=args.judge_timeout)
+    from smmile.scoring.judge_backends import resolve_settings
+
+    return resolve_settings(JudgeSettings(
+        backend=args.judge_backend, model=args.judge_model, base_url=args.judge_base_url, protocol=args.protocol,
+        seed=args.judge_seed, max_tokens=args.judge_max_tokens, concurrency=args.judge_concurrency,
+        retries=args.judge_retries, timeout=args.judge_timeout,
+        max_consecutive_failures=args.judge_max_consecutive_failures))
 
 
-class CountingAsker:
-    """Counts the requests that really leave this process (cache hits never reach it) and stops
-    sending once the judge proved unreachable (all retries of a request failed transiently)."""
+@dataclass
+class FileJob:
+    """One result file to judge: its rows and their planned requests."""
 
-    def __init__(self, ask):
-        self._ask, self._lock, self.sent, self.down = ask, threading.Lock(), 0, None
-
-    def __call__(self, prompt: str) -> str:
-        from smmile.scoring.judge_backends import JudgeRequestError, JudgeUnavailable
-
-        with self._lock:
-            if self.down is not None:
-                raise JudgeRequestError(f"not sent, judge unreachable: {self.down}")
-            self.sent += 1
-        try:
-            return self._ask(prompt)
-        except JudgeUnavailable as exc:
-            with self._lock:
-                self.down = self.down or str(exc)
-            raise
+    csv_path: Path
+    model: str
+    mode: str
+    original_count: int
+    excluded: int
+    frame: object
+    planned: PlannedFrame
 
 
-def _load_frame(csv_path):
-    raw = read_result_csv(csv_path, REQUIRED_COLUMNS)
-    try:
-        question_column(raw.columns)
-    except KeyError as exc:
-        raise ResultFileError(f"{csv_path}: {exc.args[0]}") from None
-    frame, excluded = exclude_problems(raw)
-    return raw, frame, excluded
-
-
-def _write_judgements(csv_path, judgements) -> None:
-    path = judgements_path(csv_path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.writelines(j.to_json() + "\n" for j in judgements)
-    os.replace(tmp, path)
-
-
-def judge_file(csv_path, settings, asker, cache, outcome: Outcome) -> dict | None:
-    """Judge one CSV; write its judgements and (if no request failed) its JSON."""
+def plan_file(csv_path, settings: JudgeSettings, outcome: Outcome) -> FileJob | None:
     info = get_model_info(csv_path)
     if not info.known:
         print(f"Skipping: {csv_path}")
         return None
     try:
-        raw, frame, excluded = _load_frame(csv_path)
-        sent_before = asker.sent
-        judgements = judge_frame(frame, settings, asker, cache)
-        _write_judgements(csv_path, judgements)
-        failed = [j for j in judgements if j.status == FAILED]
-        if failed:
-            outcome.fail(f"{csv_path}: {len(failed)} of {len(judgements)} judge request(s) failed "
-                         f"({failed[0].error}); results not written, rerun to retry")
-            return None
-        stats = judge_stats(frame, judgements, info.model, info.mode, len(raw), excluded)
-        write_json(stats, evaluationllm_json_path(csv_path))
+        raw = read_result_csv(csv_path, REQUIRED_COLUMNS)
+        try:
+            question_column(raw.columns)
+        except KeyError as exc:
+            raise ResultFileError(f"{csv_path}: {exc.args[0]}") from None
     except ResultFileError as exc:
         outcome.fail(str(exc))
         return None
-    except OSError as exc:
-        outcome.fail(f"{csv_path}: cannot write results ({exc.strerror or exc})")
+    frame, excluded = exclude_problems(raw)
+    return FileJob(Path(csv_path), info.model, info.mode, len(raw), excluded, frame, plan_frame(frame, settings))
+
+
+def record_path(csv_path) -> Path:
+    """``<stem>_evaluationllm.manifest.json``: the judge that wrote ``<stem>_evaluationllm.json``."""
+    json_path = evaluationllm_json_path(csv_path)
+    return json_path.with_name(json_path.name[:-len(".json")] + ".manifest.json")
+
+
+def conflict(job: FileJob, identity: dict) -> str | None:
+    """Why this run must not replace the file's existing ``_evaluationllm.json`` (None: it may)."""
+    path = evaluationllm_json_path(job.csv_path)
+    if not path.exists():
         return None
-    _print_report(stats, judgements, asker.sent - sent_before)
+    try:
+        recorded = json.loads(record_path(job.csv_path).read_text())["judge"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{path.name} was written by an unrecorded judge (e.g. the published outputs)"
+    if recorded != identity:
+        diff = ", ".join(f"{k} {recorded.get(k)!r} vs {identity.get(k)!r}" for k in identity
+                         if recorded.get(k) != identity.get(k))
+        return f"{path.name} was written by another judge ({diff})"
+    try:
+        before = json.loads(path.read_text()).get("original_count")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if isinstance(before, int) and before > job.original_count:
+        return f"{path.name} was computed from {before} rows; {job.csv_path.name} now has {job.original_count}"
+    return None
+
+
+def check_existing(jobs: list[FileJob], identity: dict, overwrite: bool) -> None:
+    """Refuse, before any request, to replace results this judge did not write (unless ``--overwrite``)."""
+    conflicts = [c for c in (conflict(job, identity) for job in jobs) if c]
+    if conflicts and not overwrite:
+        more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
+        raise UserError(f"{conflicts[0]}{more}; nothing was sent. Pass --overwrite to replace, or judge a copy "
+                        "of the folder")
+
+
+def write_file_results(job: FileJob, judged, identity: dict, sent: int) -> dict:
+    """``_judgements.jsonl``, then the faithful JSON, then the record of who judged (each atomic)."""
+    from smmile.fsguard import atomic_write_json, atomic_write_text
+    from smmile.runner.manifest import command_line, git_revision
+
+    stats = judge_stats(job.frame, judged, job.model, job.mode, job.original_count, job.excluded)
+    atomic_write_text(judgements_path(job.csv_path), "".join(j.to_json() + "\n" for j in judged))
+    atomic_write_text(evaluationllm_json_path(job.csv_path), json.dumps(stats))
+    atomic_write_json(record_path(job.csv_path), {
+        "evaluation_file": evaluationllm_json_path(job.csv_path).name, "result_file": job.csv_path.name,
+        "judge": identity, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command_line(),
+        "smmile_git_revision": git_revision(),
+        "counts": {"rows": len(judged), "requests_sent": sent, "cache_hits": sum(j.cached for j in judged),
+                   "unparseable": sum(j.status == UNPARSEABLE for j in judged)}})
     return stats
 
 
-def _print_report(stats, judgements, sent: int) -> None:
+def finish_file(job: FileJob, fetched, settings, identity, seen: set, outcome: Outcome) -> dict | None:
+    """Verdicts for one file; its results are written only when every row got a reply."""
+    from smmile.fsguard import atomic_write_text
+
+    judged = judgements(job.planned, fetched, settings, seen)
+    failed = [j for j in judged if j.status == FAILED]
+    if failed:
+        atomic_write_text(judgements_path(job.csv_path), "".join(j.to_json() + "\n" for j in judged))
+        outcome.fail(f"{job.csv_path}: {len(failed)} of {len(judged)} judge request(s) failed "
+                     f"({failed[0].error}); results not written, rerun to retry")
+        return None
+    sent = sum(not j.cached for j in judged)
+    stats = write_file_results(job, judged, identity, sent)
+    _print_report(stats, judged, sent)
+    return stats
+
+
+def _print_report(stats, judged, sent: int) -> None:
     extra = [f"Number of correct answers (judge): {stats['correct_examples']}",
              f"Number of badly formatted judge replies: {stats['llm_err_count']}"]
     print(comparison.format_file_report(stats, TITLE, LABEL, extra))
-    unparseable = sum(j.status == UNPARSEABLE for j in judgements)
-    cached = sum(j.cached for j in judgements)
-    print(f"Judge requests sent: {sent}; cache hits: {cached}; "
+    unparseable = sum(j.status == UNPARSEABLE for j in judged)
+    print(f"Judge requests sent: {sent}; cache hits: {sum(j.cached for j in judged)}; "
           f"unparseable replies: {unparseable} (counted as incorrect)")
+
+
+def judge_files(files, args, outcome: Outcome) -> dict:
+    """Plan every file, refuse to replace another judge's results, send each distinct request once."""
+    from smmile.fsguard import OutputLock, check_writable_dir
+    from smmile.scoring.judge_backends import build_backend, judge_request
+    from smmile.scoring.judge_cache import JudgeStore, fetch
+
+    settings = settings_from_args(args)
+    backend = build_backend(settings)  # a missing SDK or key: one line, exit 2, before any work
+    identity = judge_identity(settings, backend.endpoint())
+    check_writable_dir(args.results_dir, "results folder")
+    with OutputLock(args.results_dir, f"LLM-judge scoring in {args.results_dir}"):
+        jobs = [job for job in (plan_file(f, settings, outcome) for f in files) if job is not None]
+        check_existing(jobs, identity, args.overwrite)
+        requests = {key: judge_request(prompt, settings)
+                    for job in jobs for key, prompt in zip(job.planned.keys, job.planned.prompts)}
+        store = None if args.no_cache else JudgeStore.for_results_dir(args.results_dir)
+        fetched, _ = fetch(requests, settings, backend, store)
+        results, seen = {}, set()
+        for job in jobs:
+            stats = finish_file(job, fetched, settings, identity, seen, outcome)
+            if stats is not None:
+                results[f"{stats['model']}:{stats['inference_mode']}"] = stats
+    return results
 
 
 def visualize_file(csv_path, outcome: Outcome) -> dict | None:
@@ -168,20 +257,15 @@ def _run(args) -> int:
                        args.model, args.inference_mode)
     if not files:
         return 1
-    outcome, results = Outcome(), {}
+    outcome = Outcome()
     if args.visualize_only:
-        score = lambda f: visualize_file(f, outcome)  # noqa: E731
+        results = {}
+        for csv_path in files:
+            stats = visualize_file(csv_path, outcome)
+            if stats is not None:
+                results[f"{stats['model']}:{stats['inference_mode']}"] = stats
     else:
-        from smmile.scoring.judge_backends import make_asker
-
-        settings = settings_from_args(args)
-        asker = CountingAsker(make_asker(settings))
-        cache = None if args.no_cache else JudgeCache.for_results_dir(args.results_dir)
-        score = lambda f: judge_file(f, settings, asker, cache, outcome)  # noqa: E731
-    for csv_path in files:
-        stats = score(csv_path)
-        if stats is not None:
-            results[f"{stats['model']}:{stats['inference_mode']}"] = stats
+        results = judge_files(files, args, outcome)
     comparison.report_comparison(results, args.results_dir, "model_comparison_llm.txt", LABEL)
     if outcome.summary():
         print(outcome.summary())
@@ -190,4 +274,4 @@ def _run(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point (``smmile judge``); returns the exit status."""
-    return run_main(_run, argv, build_parser())
+    return fd.guarded(lambda: run_main(_run, argv, build_parser()), interrupted=INTERRUPTED)

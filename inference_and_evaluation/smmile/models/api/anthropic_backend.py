@@ -9,6 +9,7 @@ from .backend import ApiBackend, import_sdk
 from .images import Encoded
 from .request import ChatRequest
 from .retry import Failure, status_failure
+from .secrets import public_url
 
 
 class AnthropicBackend(ApiBackend):
@@ -26,6 +27,9 @@ class AnthropicBackend(ApiBackend):
             raise UserError("ANTHROPIC_API_KEY environment variable not set")
         self.scrub.add(key)
         return {"api_key": key, **({"base_url": self.base_url} if self.base_url else {})}
+
+    def endpoint(self) -> str | None:
+        return public_url(self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com")
 
     def make_client(self):
         anthropic = import_sdk("anthropic", "the Anthropic backend")

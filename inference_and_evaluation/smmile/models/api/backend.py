@@ -44,6 +44,7 @@ class ApiBackend(Backend):
     # settings that change how requests are sent, not what is asked: not part of the journal key
     RUN_ONLY = ("concurrency", "max_retries", "timeout", "max_cost", "base_url", "price", "max_consecutive_failures")
     limits: dict = {}  # request_bytes, image_b64_bytes, image_side, image_side_many (over 20 images)
+    unit = "problems"  # what one work item is, in messages ("judge requests" for the judge)
     default_max_image_side: int | None = None  # corrected protocol only
 
     def __init__(self, preset=None, spec=None, settings=None, generation=None):
@@ -64,6 +65,7 @@ class ApiBackend(Backend):
         # a server that is down fails every request after all retries: stop instead of burning the run
         self.breaker = max(1, int(s["max_consecutive_failures"]))
         self.unreachable_streak = 0
+        self.last_failure: str | None = None
         self.stats = {"retries": 0, "failed_problems": 0, "downscaled_images": 0, "not_sent_too_large": 0,
                       "not_started_max_cost": 0, "not_started_unreachable": 0}
         if self.sdk:
@@ -73,6 +75,10 @@ class ApiBackend(Backend):
     # -- provider hooks -------------------------------------------------------------------------
     def client_args(self) -> dict:
         return {}
+
+    def endpoint(self) -> str | None:
+        """Where requests go, without credentials (for messages, manifests and the judge's record)."""
+        return public_url(self.base_url)
 
     def make_client(self) -> Any:
         raise NotImplementedError
@@ -171,7 +177,7 @@ class ApiBackend(Backend):
             usage["cost_usd"] = cost
         seconds = time.monotonic() - t0
         if failure is not None:
-            extra.update(status=failure.status, transient=failure.transient)
+            extra.update(status=failure.status, transient=failure.transient, failure=failure.message)
             return Response(error=req.error_format.format(e=failure.message), usage=usage, seconds=seconds, extra=extra)
         return Response(text=text, usage=usage, seconds=seconds, extra=extra)
 
@@ -198,6 +204,8 @@ class ApiBackend(Backend):
                 self.stats["failed_problems"] += response.error is not None
                 transient = response.error is not None and response.extra.get("transient", False)
                 self.unreachable_streak = self.unreachable_streak + 1 if transient else 0
+                if transient:
+                    self.last_failure = response.extra.get("failure") or response.error
                 await loop.run_in_executor(recorder, on_done, item, response)
 
         try:
@@ -207,9 +215,9 @@ class ApiBackend(Backend):
             await self.aclose(client)
         if self.unreachable_streak >= self.breaker and started < len(work):
             self.stats["not_started_unreachable"] = len(work) - started
-            print(f"{self.unreachable_streak} problems in a row failed after all retries (server unreachable or "
-                  f"overloaded?): stopped launching new requests; {len(work) - started} problem(s) not started",
-                  file=sys.stderr)
+            print(f"{self.unreachable_streak} {self.unit} in a row failed after all retries at {self.endpoint()} "
+                  f"(last error: {self.last_failure}): server unreachable or overloaded? Stopped launching new "
+                  f"requests; {len(work) - started} {self.unit} not started", file=sys.stderr)
         if self.meter.stopped:
             self.stats["not_started_max_cost"] = len(work) - started
             print(f"--max-cost {self.meter.max_cost:g} USD reached (estimated {self.meter.cost:.4f} USD spent): "

@@ -9,6 +9,7 @@ from .backend import ApiBackend, import_sdk
 from .images import Encoded
 from .request import ChatRequest
 from .retry import Failure, parse_retry_after, status_failure
+from .secrets import public_url
 
 _retry_after: contextvars.ContextVar = contextvars.ContextVar("ollama_retry_after", default=None)
 
@@ -29,6 +30,11 @@ class OllamaBackend(ApiBackend):
 
         return ollama.AsyncClient(**self._client_args, timeout=self.timeout,
                                   event_hooks={"response": [remember_retry_after]})
+
+    def endpoint(self) -> str | None:
+        from ollama._client import _parse_host  # the SDK's own reading of OLLAMA_HOST-style values
+
+        return public_url(_parse_host(self._client_args["host"]))
 
     async def aclose(self, client) -> None:
         await client._client.aclose()  # the SDK exposes no close(); its httpx client does

@@ -5,15 +5,23 @@ from __future__ import annotations
 
 import json
 import os
+from urllib.parse import urlsplit
 
 from ...errors import UserError
 from .backend import ApiBackend, import_sdk
 from .images import Encoded
 from .request import ChatRequest
 from .retry import Failure, status_failure
-from .secrets import url_has_credentials
+from .secrets import public_url, url_has_credentials
 
 AZURE_API_VERSION = "2024-05-01-preview"  # the original's default (spec §1.6)
+OPENAI_ENDPOINT = "https://api.openai.com/v1"
+
+
+def is_openai_endpoint(url: str | None) -> bool:
+    """True for OpenAI's own API host, the only place OPENAI_API_KEY may be sent by a URL the user chose
+    for an OpenAI-compatible server (the judge's --judge-base-url)."""
+    return not url or (urlsplit(url).hostname or "").lower() == "api.openai.com"
 
 
 class OpenAIChatBackend(ApiBackend):
@@ -33,6 +41,9 @@ class OpenAIChatBackend(ApiBackend):
     def make_client(self):
         openai = import_sdk("openai", f"the {self.provider} backend")
         return openai.AsyncOpenAI(**self._client_args, max_retries=0, timeout=self.timeout)
+
+    def endpoint(self) -> str | None:
+        return public_url(self.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_ENDPOINT)
 
     def render(self, req: ChatRequest, images: dict[int, Encoded]) -> dict:
         def part(p: dict) -> dict:
