@@ -167,3 +167,13 @@ def test_offline_mode_switches_imported_clients_and_restores_them(monkeypatch):
     with hub.offline_mode():
         assert constants.is_offline_mode() and os.environ["HF_HUB_OFFLINE"] == "1"
     assert not constants.is_offline_mode() and "HF_HUB_OFFLINE" not in os.environ
+
+
+def test_a_second_writer_of_the_same_folder_is_refused(tmp_path):
+    from smmile import fsguard
+
+    out = tmp_path / "v"
+    with fsguard.OutputLock(out, "another writer", beside=True):
+        with pytest.raises(UserError, match=rf"dataset folder {out} is being written by process {os.getpid()}"):
+            parquet.write_dataset([dict(problem_id="a", order=0, question="q", answer="a", image=None)], out)
+    assert not out.exists() and _hidden(tmp_path) == []

@@ -46,3 +46,22 @@ def test_other_os_errors_keep_their_traceback():
         fd.guarded(_raise(ConnectionRefusedError(errno.ECONNREFUSED, "refused")))
     with pytest.raises(FileNotFoundError):  # a missing file is not a user's path error by itself
         fd.guarded(_raise(FileNotFoundError(errno.ENOENT, "gone", "/x")))
+
+
+def test_a_real_sigint_gives_the_message_exit_130_and_no_traceback():
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys, time\nfrom smmile import frontdoor as fd\n"
+            "def main():\n    print('ready', flush=True)\n    time.sleep(60)\n"
+            "sys.exit(fd.guarded(main, interrupted='interrupted: nothing to keep'))\n")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "inference_and_evaluation"))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    assert proc.stdout.readline() == "ready\n"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and err.strip() == "interrupted: nothing to keep"

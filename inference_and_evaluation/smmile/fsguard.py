@@ -216,14 +216,17 @@ def _command_line() -> str:
 class OutputLock:
     """`with OutputLock(path, "the results of qwen72B ICL"):` — one process at a time per output.
 
-    The lock file is `<path>/.smmile.lock` when `path` is an existing folder, else `<path>.lock` beside it.
-    It holds the holder's PID, host and command (for the message) and is removed on release. The flock is
-    dropped by the kernel when the holder dies, so a lock left by a killed process is simply taken over.
+    The lock file is `<path>/.smmile.lock` when `path` is an existing folder, else `<path>.lock` beside it;
+    `beside=True` always puts it beside (for a folder that may not exist yet: every process must pick the
+    same file). It holds the holder's PID, host and command (for the message) and is removed on release.
+    The flock is dropped by the kernel when the holder dies, so a lock left by a killed process is simply
+    taken over.
     """
 
-    def __init__(self, path: str | os.PathLike, what: str):
+    def __init__(self, path: str | os.PathLike, what: str, *, beside: bool = False):
         path = Path(path)
-        self.file = path / LOCK_IN_FOLDER if path.is_dir() else path.with_name(path.name + ".lock")
+        inside = path.is_dir() and not beside
+        self.file = path / LOCK_IN_FOLDER if inside else path.with_name(path.name + ".lock")
         self.what = what
         self._fd: int | None = None
 

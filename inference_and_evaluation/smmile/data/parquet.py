@@ -34,21 +34,31 @@ def write_dataset(records: list[dict], out: Path, columns: list[str] | None = No
 
     `out` may be new or empty, or a dataset folder `owner` wrote earlier (replaced whole). Anything else is
     refused (`check_dataset_dir`); with `force`, our files are added to it and nothing else is touched.
-    Images are {"bytes", "path"} structs, the layout `datasets` uses for its Image feature.
+    One process at a time per folder (`<out>.lock` beside it). Images are {"bytes", "path"} structs, the
+    layout `datasets` uses for its Image feature.
     """
+    from .. import fsguard
+
+    out = Path(out)
+    check_dataset_dir(out, owner, force)
+    table = _table(records, columns or list(records[0]))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with fsguard.OutputLock(out, f"the dataset folder {out}", beside=True):
+        replace = check_dataset_dir(out, owner, force)  # again: the folder may have changed meanwhile
+        _write_and_install(table, out, owner, extra_files or {}, replace)
+    return out
+
+
+def _write_and_install(table, out: Path, owner: str, extra_files: dict, replace: bool) -> None:
     import pyarrow.parquet as pq
 
     from .. import fsguard
 
-    out = Path(out)
-    replace = check_dataset_dir(out, owner, force)
-    table = _table(records, columns or list(records[0]))
-    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         (tmp / "data").mkdir()
         pq.write_table(table, tmp / "data" / PARQUET_NAME)
-        for name, text in (extra_files or {}).items():
+        for name, text in extra_files.items():
             (tmp / name).write_text(text)
         files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
         fsguard.write_marker(tmp, owner, stamp=False, files=files)
@@ -56,7 +66,6 @@ def write_dataset(records: list[dict], out: Path, columns: list[str] | None = No
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)
-    return out
 
 
 def check_dataset_dir(out: Path, owner: str = DATASET_OWNER, force: bool = False) -> bool:
