@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
+from ..identity import model_token
 from .registry import PRESETS, Preset, register
 
 CHAT = "api.chat_family:ApiChatFamily"
@@ -38,7 +37,8 @@ def backend_path(name: str | None) -> str | None:
 
 
 def file_tag(model: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.-]+", "-", model).strip("-") or "model"
+    """File tag (and identity key) of a served model: `smmile.identity.model_token`."""
+    return model_token(model)
 
 
 def served_model(model: str) -> Preset:

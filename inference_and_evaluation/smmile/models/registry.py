@@ -6,6 +6,7 @@ import importlib
 from dataclasses import dataclass, field
 
 from ..errors import UserError
+from ..identity import ModelIdentity, identity_for_tag
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,12 @@ class Preset:
     family_args: dict = field(default_factory=dict)
     settings: dict = field(default_factory=dict)  # dtype, max_new_tokens, attention, ...
     notes: str = ""
+    # names in scoring and reports; None = the paper's identity of `tag` (smmile.identity.PAPER_MODELS)
+    identity: ModelIdentity | None = None
+
+    def __post_init__(self) -> None:
+        if self.identity is None:
+            object.__setattr__(self, "identity", identity_for_tag(self.tag, self.model_id))
 
 
 PRESETS: dict[str, Preset] = {}

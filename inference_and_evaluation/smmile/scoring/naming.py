@@ -4,9 +4,13 @@ Everything the original recovered from file names with if/elif chains lives here
 
 * ``get_model_info`` — spec §4.3 (evaluate_EM, evaluate_LLMJudge, stratify): display name + mode.
 * ``extract_model_info`` — spec §7.2 (variance_analysis): raw model token + mode + Open/Closed.
+* ``identity_from_name`` — both, as a ``smmile.identity.ModelIdentity`` (names from the one table of
+  the paper's models). These rules only identify files WITHOUT a run manifest: ``scoring.discovery``
+  reads the manifest first.
 * ``em_patterns`` / ``judge_patterns`` / ``stratify_patterns`` — spec §4.2, §5, §6 glob lists;
   ``discover`` applies them with the original's current-directory fallback.
-* ``evaluation_json_path`` / ``evaluationllm_json_path`` — per-file output names (§4.5, §5).
+* ``evaluation_json_path`` / ``evaluationllm_json_path`` — per-file output names (§4.5, §5);
+  ``result_stem`` / ``manifest_path`` — back from any of them to the result's stem and manifest.
 * ``question_column`` — the question column of a result frame (§3.15: MedVLM-R1 uses
   ``original_question``).
 """
@@ -20,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-UNKNOWN = "unknown"
+from smmile.identity import BY_KEY, UNKNOWN, ModelIdentity, latex_for_key, key_for_tag, scoring_name_for_tag
 
 # -- §4.3: mode markers ---------------------------------------------------------------------------
 # Each tuple is checked in order; the first marker contained in the basename gives the mode.
@@ -32,13 +36,18 @@ _MODES_BASELINE = (("_ICL", "ICL"),)
 
 @dataclass(frozen=True)
 class ModelRule:
-    """One row of the §4.3 table: if ``token`` occurs in the basename, the model is ``display``."""
+    """One row of the §4.3 table: if ``token`` occurs in the basename, the model is the scoring name of
+    ``tag`` (``smmile.identity``; the tag itself for models outside the paper)."""
 
     token: str
-    display: str
+    tag: str | None = None  # default: the token
     modes: tuple[tuple[str, str], ...] = _MODES_BASIC
     ignore_case: bool = False
-    size_regex: str | None = None  # qwen: display + first match of this regex (e.g. "72B")
+    size_regex: str | None = None  # qwen: "qwen" + first match of this regex (e.g. "72B")
+
+    @property
+    def display(self) -> str:
+        return scoring_name_for_tag(self.tag or self.token)
 
     def matches(self, basename: str) -> bool:
         if self.ignore_case:
@@ -57,22 +66,22 @@ class ModelRule:
 
 # First matching rule wins (order matters: e.g. `llava_7b` before `llavamed`).
 MODEL_RULES: tuple[ModelRule, ...] = (
-    ModelRule("llama32_vision_90b", "llama32_vision_90b", _MODES_FEW_SHOT),
-    ModelRule("qwen", "qwen", _MODES_QWEN, ignore_case=True, size_regex=r"qwen(\d+B)"),
-    ModelRule("llava_7b", "llava_7B"),
-    ModelRule("llavamed", "llavamed_7B"),
-    ModelRule("llava_13b", "llava_13B"),
-    ModelRule("llavanext_7b", "llavanext_7B"),
-    ModelRule("llavaonevision_7b", "llavaonevision_7B"),
-    ModelRule("llavaonevision_0.5b", "llavaonevision_0.5B"),
-    ModelRule("llama33textonly", "llama33textonly (baseline)"),
-    ModelRule("random", "random (baseline)", _MODES_BASELINE),
-    ModelRule("majority", "majority (baseline)", _MODES_BASELINE),
-    ModelRule("aya_vision_32b", "aya_vision_32b", _MODES_FEW_SHOT),
-    ModelRule("llama4_17b", "llama4_17b", _MODES_FEW_SHOT),
-    ModelRule("gpt-4o", "gpt-4o", _MODES_FEW_SHOT),
-    ModelRule("claude-3-7-sonnet", "claude-3-7-sonnet", _MODES_FEW_SHOT),
-    ModelRule("MedVLM-R1", "MedVLM-R1", _MODES_FEW_SHOT),
+    ModelRule("llama32_vision_90b", modes=_MODES_FEW_SHOT),
+    ModelRule("qwen", modes=_MODES_QWEN, ignore_case=True, size_regex=r"qwen(\d+B)"),
+    ModelRule("llava_7b"),
+    ModelRule("llavamed"),
+    ModelRule("llava_13b"),
+    ModelRule("llavanext_7b"),
+    ModelRule("llavaonevision_7b"),
+    ModelRule("llavaonevision_0.5b"),
+    ModelRule("llama33textonly"),
+    ModelRule("random", modes=_MODES_BASELINE),
+    ModelRule("majority", modes=_MODES_BASELINE),
+    ModelRule("aya_vision_32b", modes=_MODES_FEW_SHOT),
+    ModelRule("llama4_17b", modes=_MODES_FEW_SHOT),
+    ModelRule("gpt-4o", modes=_MODES_FEW_SHOT),
+    ModelRule("claude-3-7-sonnet", modes=_MODES_FEW_SHOT),
+    ModelRule("MedVLM-R1", modes=_MODES_FEW_SHOT),
     ModelRule("medgemma", "medgemma_4b", _MODES_FEW_SHOT),
 )
 
@@ -104,7 +113,6 @@ def get_model_info(filename: str | os.PathLike) -> ModelInfo:
 
 # -- §7.2: variance_analysis naming ---------------------------------------------------------------
 _VARIANCE_REGEX = re.compile(r"result_(.+?)_(0-shot|ICL|few-shot)")
-_VARIANCE_RENAMES = {"llama33textonly": "text only"}
 _VARIANCE_MODES = (("_0-shot", "0-shot"), ("_ICL", "ICL"), ("_few-shot", "ICL"))
 
 
@@ -125,10 +133,22 @@ def extract_model_info(filename: str | os.PathLike) -> VarianceInfo:
     """Spec §7.2 ``extract_model_info``: model, mode and Open/Closed of a result CSV name."""
     basename = os.path.basename(os.fspath(filename))
     found = _VARIANCE_REGEX.search(basename)
-    model = _VARIANCE_RENAMES.get(found.group(1), found.group(1)) if found else UNKNOWN
+    model = key_for_tag(found.group(1)) if found else UNKNOWN
     mode = next((m for marker, m in _VARIANCE_MODES if marker in basename), UNKNOWN)
     kind = "Closed" if basename.endswith("_mcqa.csv") else "Open"
     return VarianceInfo(model, mode, kind)
+
+
+# -- a file's identity from its name (files without a manifest) ----------------------------------------
+def identity_from_name(filename: str | os.PathLike) -> ModelIdentity:
+    """The identity the original's rules give a result file name: ``key`` from §7.2, ``scoring_name``
+    from §4.3 (either may be ``unknown``), ``display`` and ``latex`` from the paper's table for a known
+    key, else the key (its LaTeX name as ``tables.latex_name`` always made it)."""
+    key = extract_model_info(filename).model
+    scoring_name = get_model_info(filename).model
+    known = BY_KEY.get(key)
+    display = known.display if known else key
+    return ModelIdentity(key, scoring_name, display, latex_for_key(key))
 
 
 # -- §4.2 / §5 / §6: glob patterns ----------------------------------------------------------------
@@ -195,9 +215,25 @@ def discover(results_dir: str | os.PathLike, patterns: Sequence[str], sort: bool
 
 
 # -- per-file output names ------------------------------------------------------------------------
+# What scoring writes beside ``<stem>.csv``; ``result_stem`` strips any of these (or ``.csv``).
+PER_FILE_SUFFIXES = ("_evaluationllm.json", "_evaluation.json", "_judgements.jsonl", ".manifest.json", ".csv")
+
+
 def _stem(csv_path: str | os.PathLike) -> str:
     text = os.fspath(csv_path)
     return text[: -len(".csv")] if text.endswith(".csv") else text
+
+
+def result_stem(path: str | os.PathLike) -> str:
+    """``d/result_x_ICL`` for ``d/result_x_ICL.csv`` and for the files scoring writes beside it."""
+    text = os.fspath(path)
+    suffix = next((s for s in PER_FILE_SUFFIXES if text.endswith(s)), "")
+    return text[: len(text) - len(suffix)]
+
+
+def manifest_path(path: str | os.PathLike) -> Path:
+    """``<stem>.manifest.json``: the run manifest of a result CSV (or of a file scoring wrote beside it)."""
+    return Path(result_stem(path) + ".manifest.json")
 
 
 def evaluation_json_path(csv_path: str | os.PathLike) -> Path:

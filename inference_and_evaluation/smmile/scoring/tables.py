@@ -9,31 +9,12 @@ from __future__ import annotations
 import math
 from typing import Callable, Mapping
 
+from smmile.identity import latex_for_key
+
 HEADER = "Model Name || LLM, 0-shot || LLM, ICL || EM, 0-shot || EM, ICL || MCQA, 0-shot || MCQA, ICL"
 COLUMNS = tuple((metric, mode) for metric in ("LLM", "EM", "MCQA") for mode in ("0-shot", "ICL"))
 PRIORITY_MODELS = ("majority", "random", "text only")
 EMPTY_TABLE = "No results found."
-
-LATEX_NAMES = {
-    "majority": "Majority",
-    "random": "Random",
-    "text only": "Text only$^*$",
-    "MedVLM-R1": "MedVLM-R1",
-    "claude-3-7-sonnet": "Claude 3.7 Sonnet",
-    "gpt-4o": "GPT-4o",
-    "llama32_vision_90b": "Llama-3.2-Vision-90B",
-    "llava_13b": "LLaVA-v1.5-13B",
-    "llava_7b": "LLaVA-v1.5-7B",
-    "llavanext_7b": "LLaVa-v1.6-Mistral-7B",  # sic (lowercase a), as published
-    "llavaonevision_0.5b": "LLaVA-Onevision-0.5B",
-    "llavaonevision_7b": "LLaVA-Onevision-7B",
-    "llavamed": "LLaVA-Med$^{**}$",
-    "qwen32B": "Qwen2.5-VL-32B",
-    "qwen72B": "Qwen2.5-VL-72B",
-    "qwen3B": "Qwen2.5-VL-3B",
-    "qwen7B": "Qwen2.5-VL-7B",
-    "medgemma_4b": "MedGemma 4B Multimodal",
-}
 
 Results = Mapping[str, Mapping[str, Mapping[str, tuple]]]
 
@@ -91,17 +72,33 @@ def text_table(results: Results, mean_only: bool = False) -> str:
     return "\n".join(lines)
 
 
-def latex_name(model: str) -> str:
-    """Display name of §7.4 (unmapped keys as is), then every ``_`` replaced by ``-``."""
-    return LATEX_NAMES.get(model, model).replace("_", "-")
+def table_entries(text: str) -> set[tuple[str, tuple[str, str]]]:
+    """(row name, (metric, mode)) of every filled cell of a §7.3 text table or a §7.4 LaTeX table (what a
+    replacement must not lose)."""
+    entries = set()
+    for line in text.split("\n"):
+        if " & " not in line:
+            continue
+        name, *cells = line.removesuffix(" \\\\").split(" & ")
+        entries.update((name, column) for column, cell in zip(COLUMNS, cells) if cell != "-")
+    return entries
 
 
-def latex_table(results: Results, mean_only: bool = False) -> str:
-    """§7.4: priority rows, ``\\midrule`` (always), other rows, ``\\bottomrule``; no trailing newline."""
+def latex_name(model: str, names: Mapping[str, str] | None = None) -> str:
+    """§7.4 name of a row key: ``names[model]`` (e.g. the LaTeX names of the run manifests' identities),
+    else ``smmile.identity.latex_for_key`` (the paper's names; other keys with ``_`` -> ``-``)."""
+    if names and model in names:
+        return names[model]
+    return latex_for_key(model)
+
+
+def latex_table(results: Results, mean_only: bool = False, names: Mapping[str, str] | None = None) -> str:
+    """§7.4: priority rows, ``\\midrule`` (always), other rows, ``\\bottomrule``; no trailing newline.
+    ``names``: LaTeX name per row key where it is not the default (``latex_name``)."""
     fmt = _latex_cell(mean_only)
 
     def row(model: str) -> str:
-        return " & ".join([latex_name(model)] + _cells(results[model], fmt)) + " \\\\"
+        return " & ".join([latex_name(model, names)] + _cells(results[model], fmt)) + " \\\\"
 
     lines = [row(m) for m in priority_rows(results)]
     lines.append("\\midrule")
@@ -119,7 +116,7 @@ def _ci_cell(row) -> str:
     return f"${row['accuracy']:.2f}$ {{\\scriptsize [{row['ci_low']:.2f}, {row['ci_high']:.2f}]}}"
 
 
-def ci_latex_table(rows) -> str:
+def ci_latex_table(rows, names: Mapping[str, str] | None = None) -> str:
     """Estimates with CIs in the layout of §7.4 (same row order, names, ``\\midrule``/``\\bottomrule``):
     cells ``$acc$ {\\scriptsize [low, high]}``; ``-`` when absent. No trailing newline."""
     cells: dict = {}
@@ -128,7 +125,7 @@ def ci_latex_table(rows) -> str:
 
     def line(model: str) -> str:
         values = [_ci_cell(cells[model].get(column)) for column in COLUMNS]
-        return " & ".join([latex_name(model)] + values) + " \\\\"
+        return " & ".join([latex_name(model, names)] + values) + " \\\\"
 
     lines = [line(m) for m in priority_rows(cells)]
     lines.append("\\midrule")

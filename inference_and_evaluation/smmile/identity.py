@@ -1,0 +1,165 @@
+"""Who a result belongs to: one ``ModelIdentity`` per model, from the run to the report.
+
+Four names, each for one audience (spec §4.3, §7.2, §7.4):
+
+* ``key`` — the row key of variance_analysis, ``smmile stats`` and the report (``qwen72B``,
+  ``llava_7b``, ``text only``, ``my-model``). Unique per model.
+* ``scoring_name`` — what evaluate_EM / evaluate_LLMJudge / stratify write into their outputs
+  (``qwen72B``, ``llava_7B``, ``llama33textonly (baseline)``), byte-identical to the original's for
+  the paper's models.
+* ``display`` — a plain human name for reports and figures (``Qwen2.5-VL-72B``, ``Text only*``).
+* ``latex`` — the name in LaTeX tables (``Text only$^*$``, ``LLaVA-Med$^{**}$``).
+
+``PAPER_MODELS`` is the one table of the paper's models, keyed by the file-name tag of their result
+files (``result_<tag>_<mode>...csv``). Presets take their identity from it by tag
+(``models.registry.Preset.identity``); scoring reads it from a run's manifest, or from the original's
+file-name rules for files without one (``scoring.naming.identity_from_name``).
+
+Models outside the paper (``identity_for_model_id``): every run of characters other than ASCII
+letters, digits, ``.`` and ``-`` becomes one ``-``, leading and trailing ``-`` are dropped (an empty
+result becomes ``model``); that token is the key, the scoring name and the file tag of served models
+(``org/Some-Model`` -> ``org-Some-Model``); ``display`` keeps the id as given; ``latex`` is the key
+with LaTeX special characters escaped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+FIELDS = ("key", "scoring_name", "display", "latex")
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    key: str
+    scoring_name: str
+    display: str
+    latex: str
+
+    def as_dict(self) -> dict:
+        """The four fields, as a run manifest records them under ``model.identity``."""
+        return asdict(self)
+
+
+def _paper(tag: str, scoring_name: str, display: str, latex: str | None = None, key: str | None = None):
+    return tag, ModelIdentity(key or tag, scoring_name, display, latex or display)
+
+
+# tag -> identity. Scoring names: spec §4.3; LaTeX names: spec §7.4 (the published spellings, including
+# "LLaVa-v1.6" and "Onevision"); keys: spec §7.2 (the tag, llama33textonly renamed "text only").
+PAPER_MODELS: dict[str, ModelIdentity] = dict((
+    _paper("qwen3B", "qwen3B", "Qwen2.5-VL-3B"),
+    _paper("qwen7B", "qwen7B", "Qwen2.5-VL-7B"),
+    _paper("qwen32B", "qwen32B", "Qwen2.5-VL-32B"),
+    _paper("qwen72B", "qwen72B", "Qwen2.5-VL-72B"),
+    _paper("llama32_vision_90b", "llama32_vision_90b", "Llama-3.2-Vision-90B"),
+    _paper("MedVLM-R1", "MedVLM-R1", "MedVLM-R1"),
+    _paper("medgemma_4b", "medgemma_4b", "MedGemma 4B Multimodal"),
+    _paper("llava_7b", "llava_7B", "LLaVA-v1.5-7B"),
+    _paper("llava_13b", "llava_13B", "LLaVA-v1.5-13B"),
+    _paper("llavanext_7b", "llavanext_7B", "LLaVA-v1.6-Mistral-7B", "LLaVa-v1.6-Mistral-7B"),
+    _paper("llavaonevision_7b", "llavaonevision_7B", "LLaVA-OneVision-7B", "LLaVA-Onevision-7B"),
+    _paper("llavaonevision_0.5b", "llavaonevision_0.5B", "LLaVA-OneVision-0.5B", "LLaVA-Onevision-0.5B"),
+    _paper("llavamed", "llavamed_7B", "LLaVA-Med**", "LLaVA-Med$^{**}$"),
+    _paper("gpt-4o", "gpt-4o", "GPT-4o"),
+    _paper("claude-3-7-sonnet", "claude-3-7-sonnet", "Claude 3.7 Sonnet"),
+    _paper("llama33textonly", "llama33textonly (baseline)", "Text only*", "Text only$^*$", key="text only"),
+    _paper("random", "random (baseline)", "Random"),
+    _paper("majority", "majority (baseline)", "Majority"),
+))
+BY_KEY: dict[str, ModelIdentity] = {identity.key: identity for identity in PAPER_MODELS.values()}
+
+_NOT_TOKEN = re.compile(r"[^A-Za-z0-9.-]+")
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "{": r"\{",
+                  "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def model_token(model_id: str) -> str:
+    """The sanitised token of a model id (module docstring); also the file tag of served models."""
+    return _NOT_TOKEN.sub("-", model_id).strip("-") or "model"
+
+
+def latex_escape(text: str) -> str:
+    """Escape LaTeX's special characters (``_`` is not among them: the tables turn it into ``-``)."""
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def latex_for_key(key: str) -> str:
+    """LaTeX name of a table row key: the paper's name, else the key with ``_`` -> ``-`` (spec §7.4) and
+    the LaTeX special characters escaped."""
+    known = BY_KEY.get(key)
+    return known.latex if known else latex_escape(key.replace("_", "-"))
+
+
+def key_for_tag(tag: str) -> str:
+    """Spec §7.2's row key of a file-name model token: the paper's key (``llama33textonly`` -> ``text
+    only``), else the token itself."""
+    known = PAPER_MODELS.get(tag)
+    return known.key if known else tag
+
+
+def scoring_name_for_tag(tag: str) -> str:
+    """Spec §4.3's name of a tag: the paper's scoring name, else the tag itself."""
+    known = PAPER_MODELS.get(tag)
+    return known.scoring_name if known else tag
+
+
+def identity_for_tag(tag: str, model_id: str | None = None) -> ModelIdentity:
+    """The paper's identity of ``tag``, else one named after the tag (display: the model id if given)."""
+    if tag in PAPER_MODELS:
+        return PAPER_MODELS[tag]
+    return ModelIdentity(tag, tag, (model_id or "").strip() or tag, latex_for_key(tag))
+
+
+def identity_for_model_id(model_id: str) -> ModelIdentity:
+    """Identity of a model outside the paper (``--model NAME`` of a served model, a hub id)."""
+    token = model_token(model_id)
+    return ModelIdentity(token, token, model_id.strip() or token, latex_for_key(token))
+
+
+def identity_for_preset(preset) -> ModelIdentity:
+    """A preset's identity (``models.registry.Preset.identity``: the table entry of its tag)."""
+    return preset.identity
+
+
+def _valid_identity(value) -> ModelIdentity | None:
+    if isinstance(value, dict) and all(isinstance(value.get(f), str) and value.get(f) for f in FIELDS):
+        return ModelIdentity(*(value[f] for f in FIELDS))
+    return None
+
+
+def _registered_preset(name: str):
+    from smmile.errors import UserError
+    from smmile.models import registry
+
+    try:
+        return registry.get(name)
+    except UserError:
+        return None
+
+
+def identity_from_manifest(manifest: dict) -> ModelIdentity | None:
+    """A run manifest's model identity, or None when it names no model.
+
+    In this order: ``model.identity`` (the four fields); the registered preset ``model.preset``;
+    ``model.tag`` (with ``model.model_id`` as display for models outside the paper); ``model.model_id``.
+    """
+    model = manifest.get("model") if isinstance(manifest, dict) else None
+    if not isinstance(model, dict):
+        return None
+    found = _valid_identity(model.get("identity"))
+    if found:
+        return found
+    preset = model.get("preset")
+    registered = _registered_preset(preset) if isinstance(preset, str) and preset else None
+    if registered is not None:
+        return registered.identity
+    model_id = model.get("model_id") if isinstance(model.get("model_id"), str) else None
+    tag = model.get("tag")
+    if isinstance(tag, str) and tag:
+        return identity_for_tag(tag, model_id)
+    if isinstance(preset, str) and preset:
+        return identity_for_model_id(model_id or preset)
+    return identity_for_model_id(model_id) if model_id else None
