@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "inference_and_evaluation"))
 
-from smmile.scoring import variance  # noqa: E402
+from smmile.scoring import discovery, variance  # noqa: E402
 
 N_ROWS = 1038
 COLUMNS = [(metric, mode) for metric in ("LLM", "EM", "MCQA") for mode in ("0-shot", "ICL")]
@@ -87,7 +87,7 @@ def test_sorted_flag_is_order_independent(synthetic, tmp_path, monkeypatch):
     root, _ = synthetic
     outputs = []
     for order in (sorted, lambda files: sorted(files, reverse=True)):
-        monkeypatch.setattr(variance.glob, "glob", lambda pattern, order=order: order(
+        monkeypatch.setattr(discovery.glob, "glob", lambda pattern, order=order: order(
             str(p) for p in Path(pattern).parent.glob("*.csv")))
         out = tmp_path / "sorted.txt"
         assert variance.main([str(root), "--sorted", "--output", str(out)]) == 0

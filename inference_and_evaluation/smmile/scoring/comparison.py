@@ -117,19 +117,51 @@ def _per_problem_block(results: Mapping[str, Mapping], mode: str) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+def comparison_filename(base: str, model: str | None = None, mode: str | None = None) -> str:
+    """``<base>.txt``, or for a run filtered by ``--model`` / ``--inference-mode`` a file named after the
+    filter, ``<base>_model-<model>_mode-<mode>.txt`` (the parts given), so that a filtered run never
+    replaces the full comparison. ``base``: ``model_comparison`` (EM) or ``model_comparison_llm`` (judge)."""
+    from smmile.identity import model_token
+
+    parts = [base] + ([f"model-{model_token(model)}"] if model else []) + ([f"mode-{model_token(mode)}"] if mode else [])
+    return "_".join(parts) + ".txt"
+
+
+def result_keys(text: str) -> set[tuple[str, str]]:
+    """(model, mode) of every row of a comparison file's summary table (rows up to the first blank line
+    after the header rule)."""
+    lines = text.split("\n")
+    start = lines.index("-" * FILE_RULE_WIDTH) + 1
+    keys = set()
+    for line in lines[start:]:
+        if not line:
+            break
+        if line != "-" * FILE_RULE_WIDTH:
+            cells = line.split(" | ")
+            keys.add((cells[0].strip(), cells[1].strip()))
+    return keys
+
+
 def write_comparison(results: Mapping[str, Mapping], results_dir: str | os.PathLike,
-                     filename: str = "model_comparison.txt") -> str:
-    """Write the comparison file into ``results_dir``; returns its path."""
+                     filename: str = "model_comparison.txt") -> tuple[str, str | None]:
+    """Write the comparison file into ``results_dir`` unless an existing one holds a result this one
+    lacks (``runs.replace_output``). Returns (path, warning or None)."""
+    from smmile.scoring.runs import replace_output
+
     path = os.path.join(os.fspath(results_dir), filename)
-    with open(path, "w") as handle:
-        handle.write(format_comparison_file(results))
-    return path
+    keys = {(stats["model"], stats["inference_mode"]) for stats in results.values()}
+    return path, replace_output(path, format_comparison_file(results), keys, result_keys, "result(s)")
 
 
 def report_comparison(results: Mapping[str, Mapping], results_dir: str | os.PathLike, filename: str,
-                      label: str = EM_LABEL) -> None:
-    """With more than one result: print the console summary and write the comparison file (spec §4.6)."""
-    if len(results) > 1:
-        print(format_console_summary(results, label))
-        path = write_comparison(results, results_dir, filename)
-        print(f"Comparison results saved to: {path}")
+                      label: str = EM_LABEL) -> str | None:
+    """With more than one result: print the console summary and write the comparison file (spec §4.6).
+    Returns the warning when an existing, fuller comparison file was kept (else None)."""
+    if len(results) <= 1:
+        return None
+    print(format_console_summary(results, label))
+    path, kept = write_comparison(results, results_dir, filename)
+    if kept:
+        return kept
+    print(f"Comparison results saved to: {path}")
+    return None

@@ -1,46 +1,63 @@
 """``evaluate_EM.py`` / ``smmile em``: exact-match scoring of every open-format result CSV (spec §4).
 
-Per file: ``<stem>_evaluation.json`` and a console report; with more than one result also
-``model_comparison.txt``. A file that cannot be scored is reported on one stderr line and skipped
-(the original exited at the first bad file); the exit status is then 1.
+Files are found by ``scoring.discovery`` (the original's glob patterns; identity from the run manifest,
+else the file name). Per file: ``<stem>_evaluation.json`` and a console report; with more than one
+result also ``model_comparison.txt`` (``model_comparison_model-<m>_mode-<m>.txt`` for a filtered run).
+A file that cannot be scored or is not whole (``scoring.integrity``) is reported on one stderr line and
+skipped (the original exited at the first bad file); an existing output holding results this run lacks
+is kept with a warning (``runs.replace_output``); the exit status is then 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 
+from smmile.fsguard import check_writable_dir
 from smmile.scoring import comparison
-from smmile.scoring.exact_match import ResultFileError, calculate_exact_match, write_json
-from smmile.scoring.naming import em_patterns, evaluation_json_path, get_model_info
-from smmile.scoring.runs import Outcome, check_results_dir, find_files, run_main
+from smmile.scoring.discovery import ResultFile, result_for_path
+from smmile.scoring.exact_match import ResultFileError, calculate_exact_match, json_text
+from smmile.scoring.integrity import problem_count, read_whole, screen
+from smmile.scoring.naming import em_patterns, evaluation_json_path
+from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, replace_output, run_main
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description="Exact-match evaluation of SMMILE open-format results")
     parser.add_argument("results_dir", nargs="?", default="../results",
                         help="directory with result_*.csv files (default: ../results)")
-    parser.add_argument("--model", default=None, help="file-name model token, e.g. qwen72B, llava_7b")
-    parser.add_argument("--inference-mode", dest="inference_mode", default=None, help="0-shot or ICL")
-    parser.add_argument("--strict-match", dest="strict_match", action="store_true",
+    parser.add_argument("--model", default=None,
+                        help="file-name model token, e.g. qwen72B, llava_7b; the comparison then goes to "
+                             "model_comparison_model-<model>.txt (the full model_comparison.txt is kept)")
+    parser.add_argument("--inference-mode", "--inference_mode", dest="inference_mode", default=None,
+                        help="0-shot or ICL; the comparison then goes to model_comparison[_model-<model>]_mode-<mode>.txt")
+    parser.add_argument("--strict-match", "--strict_match", dest="strict_match", action="store_true",
                         help="raw string equality instead of normalised (flexible) matching")
     return parser
 
 
-def score_file(csv_path, strict: bool, outcome: Outcome) -> dict | None:
-    """Score one CSV, print its report, write its JSON; ``None`` if it was skipped."""
-    info = get_model_info(csv_path)
-    if not info.known:
-        print(f"Skipping: {csv_path}")
-        return None
+def _problem_ids(text: str) -> set:
+    return set(json.loads(text)["problem_accuracies"])
+
+
+def score_file(result: ResultFile, strict: bool, outcome: Outcome, frame=None) -> dict | None:
+    """Score one result, print its report, write its JSON; ``None`` if it was skipped (or its existing
+    JSON, made from more problems, was kept)."""
     try:
-        stats = calculate_exact_match(csv_path, strict=strict)
-        out = evaluation_json_path(csv_path)
-        write_json(stats, out)
+        stats = calculate_exact_match(result.path, strict=strict, model=result.identity.scoring_name,
+                                      mode=result.mode, frame=frame)
     except ResultFileError as exc:
         outcome.fail(str(exc))
         return None
+    out = evaluation_json_path(result.path)
+    try:
+        kept = replace_output(out, json_text(stats), {str(pid) for pid in stats["problem_accuracies"]},
+                              _problem_ids, "problem(s)")
     except OSError as exc:
-        outcome.fail(f"{csv_path}: cannot write results ({exc.strerror or exc})")
+        outcome.fail(f"{result.path}: cannot write results ({exc.strerror or exc})")
+        return None
+    if kept:
+        outcome.warn(kept)
         return None
     print(comparison.format_file_report(stats))
     print(f"Results saved to: {out}")
@@ -48,12 +65,23 @@ def score_file(csv_path, strict: bool, outcome: Outcome) -> dict | None:
 
 
 def score_files(files, strict: bool = False, outcome: Outcome | None = None) -> dict[str, dict]:
-    """Score ``files`` in the given order; ``"<display>:<mode>" -> stats`` (a later file with the
-    same key overwrites the earlier one but keeps its position, like the original's dict)."""
+    """Score ``files`` (``ResultFile``s or paths, identified by their manifest or name) in the given
+    order; ``"<scoring name>:<mode>" -> stats`` (a later file with the same key overwrites the earlier
+    one but keeps its position, like the original's dict). Files that are not whole
+    (``scoring.integrity``) are reported and skipped."""
     outcome = outcome if outcome is not None else Outcome()
+    found = [f if isinstance(f, ResultFile) else result_for_path(f) for f in files]
+    frames, failures = screen([r for r in found if r.known], lambda r: read_whole(r.path),
+                              problem_count)
     results: dict[str, dict] = {}
-    for csv_path in files:
-        stats = score_file(csv_path, strict, outcome)
+    for result in found:
+        if not result.known:
+            print(f"Skipping: {result.path}")
+            continue
+        if result.path in failures:
+            outcome.fail(failures[result.path])
+            continue
+        stats = score_file(result, strict, outcome, frames[result.path])
         if stats is not None:
             results[f"{stats['model']}:{stats['inference_mode']}"] = stats
     return results
@@ -61,13 +89,19 @@ def score_files(files, strict: bool = False, outcome: Outcome | None = None) -> 
 
 def _run(args) -> int:
     check_results_dir(args.results_dir)
-    files = find_files(args.results_dir, em_patterns(args.model, args.inference_mode),
-                       args.model, args.inference_mode)
-    if not files:
+    found = find_result_files(args.results_dir, em_patterns(args.model, args.inference_mode),
+                              args.model, args.inference_mode)
+    if not found:
         return 1
+    for folder in sorted({str(args.results_dir)} | {str(r.path.parent) for r in found}):
+        check_writable_dir(folder, "results folder")
     outcome = Outcome()
-    results = score_files(files, args.strict_match, outcome)
-    comparison.report_comparison(results, args.results_dir, "model_comparison.txt")
+    results = score_files(found, args.strict_match, outcome)
+    kept = comparison.report_comparison(results, args.results_dir,
+                                        comparison.comparison_filename("model_comparison", args.model,
+                                                                       args.inference_mode))
+    if kept:
+        outcome.warn(kept)
     if outcome.summary():
         print(outcome.summary())
     return outcome.exit_code

@@ -121,16 +121,26 @@ def summarize(frame, matches: Sequence[bool], model: str, mode: str, original_co
     return stats
 
 
-def calculate_exact_match(csv_path: str | os.PathLike, strict: bool = False) -> dict:
-    """Score one open-format result CSV; model and mode come from its file name (§4.3)."""
-    info = get_model_info(csv_path)
-    raw = read_result_csv(csv_path)
-    frame, excluded = exclude_problems(raw)
-    matches = strict_matches(frame) if strict else flexible_matches(frame)
-    return summarize(frame, matches, info.model, info.mode, len(raw), excluded)
+def calculate_exact_match(csv_path: str | os.PathLike, strict: bool = False, *, model: str | None = None,
+                          mode: str | None = None, frame=None) -> dict:
+    """Score one open-format result CSV. ``model`` / ``mode`` default to its file name's (§4.3; callers
+    pass a ``discovery.ResultFile``'s); ``frame``: the CSV already read."""
+    if model is None or mode is None:
+        info = get_model_info(csv_path)
+        model, mode = model or info.model, mode or info.mode
+    raw = read_result_csv(csv_path) if frame is None else frame
+    kept, excluded = exclude_problems(raw)
+    matches = strict_matches(kept) if strict else flexible_matches(kept)
+    return summarize(kept, matches, model, mode, len(raw), excluded)
+
+
+def json_text(obj: Any) -> str:
+    """Default ``json.dump`` text (no indent, no trailing newline), as the original wrote its JSONs."""
+    return json.dumps(obj)
 
 
 def write_json(obj: Any, path: str | os.PathLike) -> None:
-    """Default ``json.dump`` (no indent, no trailing newline), as the original wrote its JSONs."""
-    with open(path, "w") as handle:
-        json.dump(obj, handle)
+    """Write ``json_text(obj)`` atomically (a reader or a Ctrl-C never sees half a file)."""
+    from smmile.fsguard import atomic_write_text
+
+    atomic_write_text(path, json_text(obj))

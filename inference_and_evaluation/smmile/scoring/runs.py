@@ -1,7 +1,11 @@
-"""Shared command-line plumbing of the scoring front doors (evaluate_EM, evaluate_LLMJudge, stratify).
+"""Shared command-line plumbing of the scoring front doors (evaluate_EM, evaluate_LLMJudge, stratify,
+variance_analysis).
 
 * ``check_results_dir`` — the results directory must exist and be readable (exit 2 otherwise).
-* ``find_files`` — §4.2 discovery, with the original's "No result files found" message (exit 1).
+* ``find_result_files`` — ``discovery.find_results`` with the original's current-directory fallback and
+  "No result files found" message (exit 1); ``find_files`` — the same as paths.
+* ``replace_output`` — write a scoring output atomically, unless the existing file holds an entry the new
+  one lacks (a result computed from fewer inputs never replaces a fuller one).
 * ``Outcome`` — counts per-file failures; ``exit_code`` is 1 if any file was skipped for an error.
 """
 
@@ -11,10 +15,11 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from smmile.errors import UserError
-from smmile.scoring.naming import discover
+from smmile.fsguard import atomic_write_text
+from smmile.scoring.discovery import ResultFile, find_results
 
 
 def error(message: str) -> None:
@@ -36,16 +41,51 @@ def check_results_dir(results_dir: str | os.PathLike) -> None:
         raise UserError(f"results directory is not readable: {path}")
 
 
-def find_files(results_dir, patterns: Sequence[str], model: str | None, mode: str | None) -> list[Path]:
-    """Discover result files; print the original's message and return [] if none match."""
-    files = discover(results_dir, patterns)
-    if not files:
+def find_result_files(results_dir, patterns: Sequence[str], model: str | None, mode: str | None) -> list[ResultFile]:
+    """The results matching ``patterns`` (§4.2) in ``results_dir``, else in the current directory (the
+    original's fallback); print the original's message and return [] if none match."""
+    found = find_results(results_dir, patterns=patterns) or find_results(".", patterns=patterns)
+    if not found:
         print("No result files found matching the criteria.")
         if model:
             print(f"  Model: {model}")
         if mode:
             print(f"  Inference mode: {mode}")
-    return files
+    return found
+
+
+def find_files(results_dir, patterns: Sequence[str], model: str | None, mode: str | None) -> list[Path]:
+    """``find_result_files`` as paths (for commands that still identify files by name)."""
+    return [r.path for r in find_result_files(results_dir, patterns, model, mode)]
+
+
+def replace_output(path: str | os.PathLike, text: str, entries: set, existing: Callable[[str], set],
+                   what: str) -> str | None:
+    """Write ``text`` to ``path`` atomically unless the file there holds entries (``existing(old text)``)
+    that ``entries`` lacks; then nothing is written and a one-line warning is returned. Identical
+    content is not rewritten. An existing file that cannot be read or parsed is replaced."""
+    path = Path(path)
+    try:
+        old = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        old = None
+    if old == text:
+        return None
+    try:
+        lost = existing(old) - set(entries) if old is not None else set()
+    except (ValueError, TypeError, KeyError, AttributeError):
+        lost = set()
+    if lost:
+        example = ", ".join(sorted(_show(e) for e in lost)[:3])
+        return (f"warning: {path} kept: it holds {len(lost)} {what} this run did not produce (e.g. {example}); "
+                "remove it to replace it with this run's result")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, text)
+    return None
+
+
+def _show(entry) -> str:
+    return " ".join(map(str, entry)) if isinstance(entry, tuple) else str(entry)
 
 
 @dataclass
@@ -58,6 +98,11 @@ class Outcome:
         error(message)
         self.failed.append(message)
 
+    def warn(self, message: str) -> None:
+        """A one-line ``warning: ...`` (e.g. an output kept) that also makes the exit status 1."""
+        print(message, file=sys.stderr)
+        self.failed.append(message)
+
     @property
     def exit_code(self) -> int:
         return 1 if self.failed else 0
@@ -65,7 +110,7 @@ class Outcome:
     def summary(self) -> str | None:
         if not self.failed:
             return None
-        return f"{len(self.failed)} file(s) skipped because of errors (see above)."
+        return f"{len(self.failed)} file(s) skipped or output(s) kept because of errors (see above)."
 
 
 def run_main(body, argv, parser) -> int:

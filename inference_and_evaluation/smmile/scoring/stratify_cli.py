@@ -1,8 +1,11 @@
 """``stratify.py`` / ``smmile stratify``: accuracy per problem flag (spec §6).
 
-Reads ``*_evaluation.json`` (``--eval_type em``) or ``*_evaluationllm.json`` (``llm``), the dataset's
+Reads ``*_evaluation.json`` (``--eval_type em``) or ``*_evaluationllm.json`` (``llm``), found and
+identified by ``scoring.discovery`` (the result's run manifest, else the file name), the dataset's
 flags through ``smmile.data.load.load_problems``, and writes ``model_stratification_<eval_type>.json``
-plus (addition) ``model_stratification_<eval_type>_ci.json`` with Wilson intervals per stratum.
+plus (addition) ``model_stratification_<eval_type>_ci.json`` with intervals per stratum. A JSON that
+cannot be read, does not fit the dataset, or covers another number of problems than the others of its
+dataset is reported and left out (exit 1); an existing output holding a model this run lacks is kept.
 """
 
 from __future__ import annotations
@@ -12,9 +15,12 @@ import json
 import os
 
 from smmile.errors import UserError
-from smmile.scoring.exact_match import write_json
-from smmile.scoring.naming import get_model_info, stratify_patterns
-from smmile.scoring.runs import Outcome, check_results_dir, find_files, run_main
+from smmile.fsguard import check_writable_dir
+from smmile.scoring.discovery import ResultFile
+from smmile.scoring.exact_match import ResultFileError, json_text
+from smmile.scoring.integrity import screen
+from smmile.scoring.naming import stratify_patterns
+from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, replace_output, run_main
 from smmile.scoring.stratify import (StratifyError, format_flag_table, stratify_accuracies, stratum_intervals,
                                      valid_flags)
 
@@ -50,44 +56,67 @@ def load_dataset_problems(args) -> dict:
     return {p.problem_id: p for p in problems}
 
 
-def stratify_file(path, problems_by_id, flags, outcome: Outcome):
-    """(key, strata) for one evaluation JSON, or None if it was skipped."""
-    info = get_model_info(path)
-    if not info.known:
-        print(f"Skipping: {path}")
-        return None
+def stratify_file(result: ResultFile, problems_by_id, flags) -> tuple:
+    """(strata, number of problems) of one evaluation JSON; ``ResultFileError`` naming the file if it
+    cannot be read or does not fit the dataset."""
     try:
-        with open(path) as handle:
+        with open(result.path, encoding="utf-8") as handle:
             accuracies = json.load(handle)["problem_accuracies"]
-        return info.key, stratify_accuracies(accuracies, problems_by_id, flags, info.mode)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return stratify_accuracies(accuracies, problems_by_id, flags, result.mode), len(accuracies)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         reason = exc if isinstance(exc, StratifyError) else f"cannot read ({type(exc).__name__}: {exc})"
-        outcome.fail(f"{path}: {reason}")
-        return None
+        raise ResultFileError(f"{result.path}: {reason}") from None
+
+
+def stratify_results(found, problems_by_id, flags, outcome: Outcome) -> dict:
+    """``"<scoring name>:<mode>" -> strata`` in discovery order; unknown models are skipped (as the
+    original), unreadable files and problem-count outliers (``scoring.integrity``) reported."""
+    data, failures = screen([r for r in found if r.known], lambda r: stratify_file(r, problems_by_id, flags),
+                            lambda d: d[1])
+    results = {}
+    for result in found:
+        if not result.known:
+            print(f"Skipping: {result.path}")
+        elif result.path in failures:
+            outcome.fail(failures[result.path])
+        else:
+            results[result.scoring_key] = data[result.path][0]
+    return results
+
+
+def _keys(text: str) -> set:
+    return set(json.loads(text))
+
+
+def write_outputs(results: dict, flags, base: str, outcome: Outcome) -> None:
+    """``<base>.json`` and ``<base>_ci.json``, each unless an existing one holds a model this run lacks."""
+    for path, data in ((base + ".json", results),
+                       (base + "_ci.json", {key: stratum_intervals(strata, flags) for key, strata in results.items()})):
+        kept = replace_output(path, json_text(data), set(results), _keys, "model(s)")
+        if kept:
+            outcome.warn(kept)
+            return
+    print(f"Stratification results saved to: {base}.json (intervals: {base}_ci.json)")
 
 
 def _run(args) -> int:
     check_results_dir(args.results_dir)
     ext = EXTENSIONS[args.eval_type]
-    files = find_files(args.results_dir, stratify_patterns(ext, args.model, args.inference_mode),
-                       args.model, args.inference_mode)
-    if not files:
+    found = find_result_files(args.results_dir, stratify_patterns(ext, args.model, args.inference_mode),
+                              args.model, args.inference_mode)
+    if not found:
         return 1
+    check_writable_dir(args.results_dir, "results folder")
     problems_by_id = load_dataset_problems(args)
     flags = valid_flags(list(problems_by_id.values()))
-    outcome, results = Outcome(), {}
-    for path in files:
-        found = stratify_file(path, problems_by_id, flags, outcome)
-        if found is not None:
-            results[found[0]] = found[1]
+    outcome = Outcome()
+    results = stratify_results(found, problems_by_id, flags, outcome)
     for flag in flags:
         if results:
             print(format_flag_table(flag, results))
     if results:  # never replace an existing file with an empty one
-        base = os.path.join(os.fspath(args.results_dir), f"model_stratification_{args.eval_type}")
-        write_json(results, base + ".json")
-        write_json({key: stratum_intervals(strata, flags) for key, strata in results.items()}, base + "_ci.json")
-        print(f"Stratification results saved to: {base}.json (intervals: {base}_ci.json)")
+        write_outputs(results, flags, os.path.join(os.fspath(args.results_dir),
+                                                   f"model_stratification_{args.eval_type}"), outcome)
     if outcome.summary():
         print(outcome.summary())
     return outcome.exit_code

@@ -13,8 +13,6 @@ give a one-line warning and exit status 1; a missing directory is a one-line err
 from __future__ import annotations
 
 import argparse
-import glob
-import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -22,45 +20,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smmile.errors import UserError
+from smmile.fsguard import check_writable_file
 from smmile.frontdoor import guarded
 from smmile.scoring import bootstrap, tables
-from smmile.scoring.exact_match import ResultFileError, flexible_matches, read_result_csv
-from smmile.scoring.naming import evaluationllm_json_path, extract_model_info
+from smmile.scoring.discovery import ResultFile, find_results, result_for_path
+from smmile.scoring.exact_match import ResultFileError
+from smmile.scoring.integrity import problem_count, screen
+from smmile.scoring.metrics import Metric, get_metric, metric_scores, metrics_for, read_rows
+from smmile.scoring.naming import evaluationllm_json_path
+from smmile.scoring.runs import replace_output
 
 SEED = 42
 INF = float("inf")
-EM_COLUMNS = ("true_answer", "generated_answer")
-MCQA_COLUMNS = ("is_correct",)
-
-
-class MissingJudgeFile(ResultFileError):
-    """No ``_evaluationllm.json`` beside an open CSV (the judge was not run): not an error."""
-
-
-# -- correctness vectors (spec §7.2 step 4) ----------------------------------------------------------
-def mcqa_correctness(csv_path: str) -> np.ndarray:
-    """``str(is_correct).lower() == 'true'`` per row, CSV order."""
-    frame = read_result_csv(csv_path, MCQA_COLUMNS)
-    return np.array([str(v).lower() == "true" for v in frame["is_correct"]], dtype=bool)
-
-
-def em_correctness(csv_path: str) -> np.ndarray:
-    """Flexible exact match (§4.4, pandas NA semantics) per row, CSV order."""
-    frame = read_result_csv(csv_path, EM_COLUMNS)
-    return np.array(flexible_matches(frame), dtype=bool)
-
-
-def llm_correctness(csv_path: str) -> np.ndarray:
-    """Judge ``problem_accuracies`` (JSON order) floor-divided by 100, as the original did."""
-    json_path = os.fspath(evaluationllm_json_path(csv_path))
-    if not os.path.exists(json_path):
-        raise MissingJudgeFile(f"{json_path}: not found (judge not run?)")
-    try:
-        with open(json_path) as handle:
-            accuracies = json.load(handle)["problem_accuracies"]
-        return np.array([value // 100 for value in accuracies.values()], dtype=np.float64)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ResultFileError(f"{json_path}: unusable judge file ({type(exc).__name__}: {exc})") from None
 
 
 # -- one file --------------------------------------------------------------------------------------
@@ -79,6 +50,7 @@ class Analysis:
     """Everything a run produced: the nested results table and the problems met on the way."""
 
     results: dict = field(default_factory=dict)
+    names: dict = field(default_factory=dict)  # row key -> LaTeX name (from the results' identities)
     problems: list = field(default_factory=list)  # one-line messages that make the exit status 1
     notes: list = field(default_factory=list)  # one-line messages that do not
 
@@ -90,43 +62,63 @@ def _warn(sink: list, message: str) -> None:
     sink.append(line)
 
 
-def _score(loader, path: str, metric: str, mean_only: bool, rng, analysis: Analysis) -> Cell:
-    """Load a correctness vector and bootstrap it; a failure yields the original's (inf, inf)."""
+@dataclass
+class Inputs:
+    """The result CSVs read once before the analysis (``scoring.integrity.screen``)."""
+
+    frames: dict = field(default_factory=dict)  # path -> DataFrame
+    failures: dict = field(default_factory=dict)  # path -> one-line reason the CSV cannot be scored
+
+
+def _csv_metric(result: ResultFile) -> Metric:
+    return metrics_for(result.fmt)[0]
+
+
+def read_inputs(results: list[ResultFile]) -> Inputs:
+    """Read every result CSV (checked whole, with its metric's columns); flag problem-count outliers."""
+    frames, failures = screen(results, lambda r: read_rows(r, _csv_metric(r)), problem_count)
+    return Inputs(frames, failures)
+
+
+def _failed(analysis: Analysis, metric: str, message: str) -> Cell:
+    _warn(analysis.problems, f"warning: {message}; {metric} cell left as '-'")
+    return Cell(metric, INF, INF, INF)
+
+
+def _score(result: ResultFile, metric: Metric, inputs: Inputs, mean_only: bool, rng, analysis: Analysis) -> Cell:
+    """Load one metric's per-row scores and bootstrap them; a failure yields the original's (inf, inf)."""
+    if metric.source == "csv" and result.path in inputs.failures:
+        return _failed(analysis, metric.name, inputs.failures[result.path])
     try:
-        values = loader(path)
-    except MissingJudgeFile as exc:
-        _warn(analysis.notes, f"note: {exc}; {metric} cell left as '-'")
-        return Cell(metric, INF, INF, INF)
+        scores = metric_scores(result, metric, legacy_floor=True, frame=inputs.frames.get(result.path))
     except ResultFileError as exc:
-        _warn(analysis.problems, f"warning: {exc}; {metric} cell left as '-'")
-        return Cell(metric, INF, INF, INF)
+        return _failed(analysis, metric.name, str(exc))
+    if scores is None:
+        _warn(analysis.notes, f"note: {evaluationllm_json_path(result.path)}: not found (judge not run?); "
+                              f"{metric.name} cell left as '-'")
+        return Cell(metric.name, INF, INF, INF)
+    values = scores.to_numpy()
     if mean_only:
-        return Cell(metric, bootstrap.mean_only(values), None, len(values))
+        return Cell(metric.name, bootstrap.mean_only(values), None, len(values))
     mean, std = bootstrap.legacy_bootstrap(values, bootstrap.LEGACY_N_BOOT, rng)
-    return Cell(metric, mean, std, len(values))
+    return Cell(metric.name, mean, std, len(values))
 
 
-def analyse_file(path: str, mean_only: bool, rng, analysis: Analysis) -> list[Cell]:
-    """Score one CSV: MCQA for ``*_mcqa.csv``, else EM then LLM (this order consumes the stream)."""
-    info = extract_model_info(path)
-    print(f"Processing {os.path.basename(path)}: {info.model}, {info.mode}, {info.kind}")
-    if info.is_closed:
-        cells = [_score(mcqa_correctness, path, "MCQA", mean_only, rng, analysis)]
-    else:
-        cells = [_score(em_correctness, path, "EM", mean_only, rng, analysis),
-                 _score(llm_correctness, path, "LLM", mean_only, rng, analysis)]
-    model_results = analysis.results.setdefault(info.model, {})
+def analyse_file(result: ResultFile, inputs: Inputs, mean_only: bool, rng, analysis: Analysis) -> list[Cell]:
+    """Score one result: MCQA for ``_mcqa`` files, else EM then LLM (this order consumes the stream)."""
+    key, kind = result.identity.key, "Closed" if result.fmt == "mcqa" else "Open"
+    print(f"Processing {result.path.name}: {key}, {result.mode}, {kind}")
+    cells = [_score(result, metric, inputs, mean_only, rng, analysis) for metric in metrics_for(result.fmt)]
+    model_results = analysis.results.setdefault(key, {})
+    analysis.names[key] = result.identity.latex
     for cell in cells:
-        model_results.setdefault(cell.metric, {})[info.mode] = (cell.mean, cell.std)
+        model_results.setdefault(cell.metric, {})[result.mode] = (cell.mean, cell.std)
         print(_console_line(cell, mean_only))
     return cells
 
 
-_CONSOLE_LABELS = {"MCQA": "MCQA Accuracy", "EM": "EM Accuracy", "LLM": "LLM-as-a-Judge Accuracy"}
-
-
 def _console_line(cell: Cell, mean_only: bool) -> str:
-    text = f"  {_CONSOLE_LABELS[cell.metric]} ({cell.n} samples): {cell.mean:.2f}"
+    text = f"  {get_metric(cell.metric).label} ({cell.n} samples): {cell.mean:.2f}"
     if mean_only:
         return text
     std = INF if cell.std is None else cell.std
@@ -134,34 +126,33 @@ def _console_line(cell: Cell, mean_only: bool) -> str:
 
 
 # -- a directory -------------------------------------------------------------------------------------
-# CSVs that ``smmile stats`` (and ``--ci``) write into a results directory: not result files.
-OWN_OUTPUTS = ("stats_estimates.csv", "stats_comparisons.csv")
+def find_csvs(directory: str, sort: bool = False) -> list[ResultFile]:
+    """The result CSVs of ``directory`` (``discovery.find_results`` with spec §7.2's name rules):
+    ``glob.glob`` file-system order like the original, or sorted (``--sorted``). Shards, our own
+    ``stats_*.csv`` and CSVs that are neither ``result_*`` nor have a manifest are left out; of two
+    files for one (model, mode, format) one is kept, with a warning."""
+    return find_results(directory, sort=sort, rules="variance")
 
 
 def list_csvs(directory: str, sort: bool = False) -> list[str]:
-    """``glob.glob(directory/*.csv)`` — filesystem order like the original, or sorted (``--sorted``).
-    Our own ``stats_*.csv`` outputs are left out (the original predates them)."""
-    files = [f for f in glob.glob(os.path.join(directory, "*.csv")) if os.path.basename(f) not in OWN_OUTPUTS]
-    return sorted(files) if sort else files
+    """``find_csvs`` as paths."""
+    return [os.fspath(r.path) for r in find_csvs(directory, sort)]
 
 
-def analyse(files: list[str], mean_only: bool = False, seed: int = SEED) -> Analysis:
-    """Run every file through ONE legacy RNG stream seeded ``seed`` (the original's global stream).
+def analyse(files: list, mean_only: bool = False, seed: int = SEED) -> Analysis:
+    """Run every file (``ResultFile``s or paths) through ONE legacy RNG stream seeded ``seed`` (the
+    original's global stream).
 
     A private ``RandomState(seed)`` produces exactly the numbers ``np.random.seed(seed)`` would,
     without touching numpy's global state.
     """
+    results = [f if isinstance(f, ResultFile) else result_for_path(f, "variance") for f in files]
+    inputs = read_inputs(results)
     rng = np.random.RandomState(seed)
     analysis = Analysis()
-    for path in files:
-        analyse_file(path, mean_only, rng, analysis)
+    for result in results:
+        analyse_file(result, inputs, mean_only, rng, analysis)
     return analysis
-
-
-def write_text(path: str, text: str) -> None:
-    """Write ``text`` exactly (UTF-8, no trailing newline added)."""
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
 
 
 # -- command line ------------------------------------------------------------------------------------
@@ -187,37 +178,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _report(analysis: Analysis, directory: str, args) -> None:
+def _write_table(path: str, text: str, analysis: Analysis, what: str) -> bool:
+    """Write one output unless the existing file has filled cells this run lacks (then warn, keep it)."""
+    kept = replace_output(path, text, tables.table_entries(text), tables.table_entries, "filled cell(s)")
+    if kept:
+        _warn(analysis.problems, kept)
+        return False
+    print(f"{what} {path}")
+    return True
+
+
+def _report(analysis: Analysis, args) -> None:
     """Write and print the final tables (the original rewrote them after every file; same end state)."""
     table = tables.text_table(analysis.results, args.mean_only)
-    output_path = os.path.join(directory, args.output)
-    write_text(output_path, table)
-    print(f"\nResults saved to {output_path}")
+    print()
+    _write_table(args.output_path, table, analysis, "Results saved to")
     print("\nFinal Results Table:")
     print(table)
     if args.generate_table and analysis.results:
-        latex_path = os.path.join(directory, args.latex_output)
-        write_text(latex_path, tables.latex_table(analysis.results, args.mean_only))
-        print(f"LaTeX table saved to {latex_path}")
+        _write_table(args.latex_path, tables.latex_table(analysis.results, args.mean_only, analysis.names),
+                     analysis, "LaTeX table saved to")
 
 
 def _run(args) -> int:
     directory = args.directory
     if not os.path.isdir(directory):
         raise UserError(f"Directory {directory} not found")
-    files = list_csvs(directory, sort=args.sorted)
+    args.output_path = os.path.join(directory, args.output)
+    args.latex_path = os.path.join(directory, args.latex_output)
+    check_writable_file(args.output_path, "output file")
+    if args.generate_table:
+        check_writable_file(args.latex_path, "LaTeX output file")
+    files = find_csvs(directory, sort=args.sorted)
     if not files:
         print(f"No CSV files found in {directory}", file=sys.stderr)
         return 1
     print(f"Found {len(files)} CSV files to evaluate")
     print(f"Using {bootstrap.LEGACY_N_BOOT} bootstrap samples for variance estimation")
     analysis = analyse(files, args.mean_only)
-    _report(analysis, directory, args)
+    _report(analysis, args)
     if args.ci:
         from smmile.scoring import stats
         stats.main([directory, "--compare", "none"])
     if analysis.problems:
-        print(f"warning: {len(analysis.problems)} cell(s) could not be scored (shown as '-')", file=sys.stderr)
+        print(f"warning: {len(analysis.problems)} problem(s): cell(s) that could not be scored (shown as '-') "
+              "or outputs kept (see above)", file=sys.stderr)
     return 1 if analysis.problems else 0
 
 

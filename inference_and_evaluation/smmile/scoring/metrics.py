@@ -1,0 +1,129 @@
+"""The three metrics, declared once, and the one per-row loader every command scores with.
+
+* ``EM`` — flexible exact match (spec §4.4, pandas NA semantics) of ``true_answer`` and
+  ``generated_answer`` in an open-format result CSV; a row scores 1 or 0.
+* ``LLM`` — the judge: ``problem_accuracies`` of ``<stem>_evaluationllm.json`` (evaluate_LLMJudge's
+  output beside the open CSV), one value per problem id in the JSON's order. **Fractional judge
+  scores** (a problem id with several rows, some judged correct): every command uses the fraction of
+  that problem's rows judged correct (``value / 100``, not rounded). The only exception is
+  ``legacy_floor=True``: the original variance_analysis floor-divided by 100 (``// 100``: anything
+  below 100 % counts 0), which the faithful ``variance_analysis.py`` table keeps. With one row per
+  problem (all published files) both rules agree.
+* ``MCQA`` — ``str(is_correct).lower() == "true"`` per row of a ``_mcqa`` result CSV (spec §7.2).
+
+``metric_scores(result, metric)`` returns a float Series in [0, 1] indexed by problem_id (as text) in
+file order, one value per row (duplicated ids are kept; average them for per-problem statistics), or
+None when the judge has not been run on that file. ``metrics_for(fmt)`` gives a format's metrics in the
+order variance_analysis consumes its random stream (EM before LLM).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+from smmile.scoring.exact_match import ResultFileError, flexible_matches
+from smmile.scoring.naming import evaluationllm_json_path
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str  # "EM" | "LLM" | "MCQA": column of the tables, key of the statistics
+    display: str  # for reports and figures
+    formats: tuple[str, ...]  # result formats that carry it
+    source: str  # "csv": the result CSV's rows; "judge": <stem>_evaluationllm.json beside it
+    columns: tuple[str, ...]  # CSV columns it reads
+    label: str  # variance_analysis console label (spec §7.2 step 6)
+    row_score: Callable | None = None  # frame -> list of 0/1 per row ("csv" metrics)
+
+
+def _em_rows(frame) -> list[bool]:
+    return flexible_matches(frame)
+
+
+def _mcqa_rows(frame) -> list[bool]:
+    return [str(v).lower() == "true" for v in frame["is_correct"]]
+
+
+EM = Metric("EM", "Exact match", ("open",), "csv", ("problem_id", "true_answer", "generated_answer"),
+            "EM Accuracy", _em_rows)
+LLM = Metric("LLM", "LLM judge", ("open",), "judge", (), "LLM-as-a-Judge Accuracy")
+MCQA = Metric("MCQA", "MCQA accuracy", ("mcqa",), "csv", ("problem_id", "is_correct"), "MCQA Accuracy", _mcqa_rows)
+METRICS: dict[str, Metric] = {m.name: m for m in (LLM, EM, MCQA)}  # the tables' column order
+
+
+def get_metric(metric: Metric | str) -> Metric:
+    if isinstance(metric, Metric):
+        return metric
+    try:
+        return METRICS[metric]
+    except KeyError:
+        raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}") from None
+
+
+def metrics_for(fmt: str) -> tuple[Metric, ...]:
+    """The metrics of a result format: open -> (EM, LLM), mcqa -> (MCQA,)."""
+    return (EM, LLM) if fmt == "open" else (MCQA,) if fmt == "mcqa" else ()
+
+
+def _series(ids, values):
+    import numpy as np
+    import pandas as pd
+
+    index = pd.Index([str(i) for i in ids], name="problem_id")
+    return pd.Series(np.asarray(values, dtype=np.float64), index=index)
+
+
+def _csv_path(result) -> str:
+    path = getattr(result, "csv", None)
+    return os.fspath(path if path is not None else result)
+
+
+def read_rows(result, metric: Metric | str):
+    """The result CSV of ``result`` (a ``ResultFile`` or a path), checked to parse cleanly
+    (``scoring.integrity.read_whole``) and to carry ``metric``'s columns."""
+    from smmile.scoring.integrity import read_whole
+
+    return read_whole(_csv_path(result), get_metric(metric).columns)
+
+
+def _judge_value(value, legacy_floor: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
+        raise ValueError(f"problem accuracy {value!r} is not a number in [0, 100]")
+    return float(value // 100) if legacy_floor else value / 100
+
+
+def judge_scores(result, legacy_floor: bool = False):
+    """``LLM``: ``problem_accuracies`` of the judge JSON (module docstring); None if there is none."""
+    json_path = os.fspath(evaluationllm_json_path(_csv_path(result)))
+    if not os.path.exists(json_path):
+        return None
+    try:
+        with open(json_path, encoding="utf-8") as handle:
+            accuracies = json.load(handle)["problem_accuracies"]
+        values = [_judge_value(v, legacy_floor) for v in accuracies.values()]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ResultFileError(f"{json_path}: unusable judge file ({type(exc).__name__}: {exc})") from None
+    return _series(accuracies.keys(), values)
+
+
+def metric_scores(result, metric: Metric | str, *, legacy_floor: bool = False, frame=None):
+    """Per-row scores of ``metric`` for ``result`` (a ``discovery.ResultFile`` or a CSV path).
+
+    Series of floats in [0, 1] indexed by problem_id (text), file order; None if the judge was not
+    run. ``legacy_floor``: the original variance_analysis's ``// 100`` of judge percentages.
+    ``frame``: the CSV already read (``read_rows``), to avoid reading it twice. Raises
+    ``ResultFileError`` (one-line message naming the file) for a file that cannot be scored.
+    """
+    metric = get_metric(metric)
+    if metric.source == "judge":
+        return judge_scores(result, legacy_floor)
+    if frame is None:
+        frame = read_rows(result, metric)
+    else:
+        missing = [c for c in metric.columns if c not in frame.columns]
+        if missing:
+            raise ResultFileError(f"{_csv_path(result)}: missing required column(s): {', '.join(missing)}")
+    return _series(frame["problem_id"], metric.row_score(frame))
