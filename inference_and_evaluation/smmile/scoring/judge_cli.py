@@ -36,8 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
                   "model, reply exactly 1 (correct) or 0; writes <stem>_evaluationllm.json and model_comparison_llm.txt")
     p.add_argument("results_dir", nargs="?", default="../results", help="directory with result_*.csv files")
     p.add_argument("--model", default=None, help="file-name model token, e.g. qwen72B")
-    p.add_argument("--inference-mode", dest="inference_mode", default=None, choices=("0-shot", "ICL"),
-                   help="only files of this mode")
+    p.add_argument("--inference-mode", dest="inference_mode", default=None, help="0-shot or ICL: only files of this mode")
     p.add_argument("--visualize-only", dest="visualize_only", action="store_true",
                    help="no judging: report the existing *_evaluationllm.json files")
     g = p.add_argument_group("judge (smmile additions)")
