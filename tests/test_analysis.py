@@ -59,14 +59,15 @@ def test_noise_summary_has_the_known_numbers(tmp_path):
         assert (row["accuracy_reference"], row["accuracy_variant"]) == pytest.approx((60.0, 40.0))
         assert row["difference"] == pytest.approx(-20.0)
         assert row["relative_change"] == pytest.approx(-20 / 60 * 100)
-        assert (row["gained"], row["lost"], row["n"]) == (1, 3, 10)
+        assert (row["gained"], row["lost"], row["n_pairs"], row["n_problems"]) == (1, 3, 10, 10)
         assert row["ci_low"] <= row["difference"] <= row["ci_high"]
-        assert row["p_mcnemar"] == pytest.approx(binomial_two_sided(1, 3))
-    assert [r["p_holm"] for r in report.summary] == pytest.approx(holm([r["p_mcnemar"] for r in report.summary]))
+        assert row["p_value"] == pytest.approx(binomial_two_sided(1, 3)) and row["p_method"] == "exact McNemar"
+        assert row["significant"] is False
+    assert [r["p_holm"] for r in report.summary] == pytest.approx(holm([r["p_value"] for r in report.summary]))
     flips = pd.concat(report.flips)
     em = flips[flips["metric"] == "EM"].set_index("problem_id")["flip"]
     assert em["p03"] == "lost" and em["p06"] == "gained" and em["p00"] == "both_correct" and em["p09"] == "both_wrong"
-    assert report.averages[0]["mean_relative_change"] == pytest.approx(-20 / 60 * 100)
+    assert report.averages[0]["relative_change"] == pytest.approx(-20 / 60 * 100)
 
 
 def test_pairing_uses_shared_problems_only(tmp_path):
@@ -74,7 +75,7 @@ def test_pairing_uses_shared_problems_only(tmp_path):
     write_open(tmp_path / "v", "random", {pid: NOISY[pid] for pid in IDS[:6]} | {"extra": 1})
     sets = rs.load_sets([f"original={tmp_path / 'o'}", f"noise-targeted={tmp_path / 'v'}"])
     row = analyse("noise", sets, N_BOOT, 0, 0.95).summary[0]
-    assert row["n"] == 6 and row["lost"] == 3 and row["gained"] == 0
+    assert (row["n_pairs"], row["n_reference"], row["n_variant"]) == (6, 10, 7) and row["lost"] == 3 and row["gained"] == 0
 
 
 def test_order_compares_first_last_and_original_on_common_problems(tmp_path):
@@ -87,7 +88,7 @@ def test_order_compares_first_last_and_original_on_common_problems(tmp_path):
     report = analyse("order", sets, N_BOOT, 0, 0.95)
     pairs = [(r["variant"], r["reference"]) for r in report.summary]
     assert pairs == [("order-first", "original"), ("order-last", "original"), ("order-last", "order-first")]
-    assert {r["n"] for r in report.summary} == {6}  # p02..p07 are in all three
+    assert {r["n_pairs"] for r in report.summary} == {6}  # p02..p07 are in all three
     (recency,) = report.extra["recency"]
     common = IDS[2:8]
     assert recency["accuracy_original"] == pytest.approx(100 * sum(ORIGINAL[p] for p in common) / 6)
@@ -104,10 +105,13 @@ def test_permutation_pairs_by_base_problem_with_clusters(tmp_path):
     sets = rs.load_sets([f"original={tmp_path / 'o'}", f"permute={tmp_path / 'p'}"])
     report = analyse("permutation", sets, N_BOOT, 0, 0.95)
     (row,) = report.summary
-    assert (row["n"], row["n_clusters"], row["clustered"]) == (7, 3, True)
+    assert (row["n_pairs"], row["n_problems"], row["clustered"]) == (7, 3, True)
     assert row["accuracy_reference"] == pytest.approx(100 * 4 / 7)  # each perm row paired with its base
     assert row["accuracy_variant"] == pytest.approx(100 * 4 / 7)
-    assert (row["gained"], row["lost"]) == (1, 1) and row["p_mcnemar"] != row["p_mcnemar"]  # nan: not iid
+    assert (row["gained"], row["lost"]) == (1, 1)
+    assert row["p_method"] == "cluster-adjusted McNemar (Durkalski 2003)"
+    # per base problem: a: +0 -1 (a_perm_2 lost), b: +1 -0, c: 0 -> X² = 0² / (1 + 1) = 0, p = 1
+    assert row["p_value"] == pytest.approx(1.0)
     (cons,) = report.extra["consistency"]
     assert (cons["n_base"], cons["order_sensitive"]) == (3, 2)
     by = {r["base_problem_id"]: r for r in report.extra["by_problem"]}

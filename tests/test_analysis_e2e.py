@@ -47,7 +47,7 @@ def test_noise(runs):
     rows = report["summary"]
     assert {(r["model"], r["metric"]) for r in rows} == {("random", "EM"), ("majority", "MCQA")}
     assert {r["variant"] for r in rows} == {"noise-random", "noise-targeted"}
-    assert all(r["n"] == manifest(runs, "noise-random")["counts"]["problems"] for r in rows)
+    assert all(r["n_pairs"] == manifest(runs, "noise-random")["counts"]["problems"] for r in rows)
     flips = pd.read_csv(runs / "an" / "noise_flips.csv")
     for r in rows:
         mine = flips[(flips["model"] == r["model"]) & (flips["variant"] == r["variant"])]
@@ -58,7 +58,7 @@ def test_noise(runs):
 def test_order(runs):
     report = analyze(runs, "order", ["original", "order-first", "order-last"])
     kept = manifest(runs, "order-first")["counts"]["problems"]
-    assert {r["n"] for r in report["summary"]} == {kept}
+    assert {r["n_pairs"] for r in report["summary"]} == {kept}
     assert len(report["recency"]) == 2
     assert {"accuracy_original", "accuracy_first", "accuracy_last", "last_minus_first"} <= set(report["recency"][0])
 
@@ -67,5 +67,5 @@ def test_permutation(runs):
     report = analyze(runs, "permutation", ["original", "permute"])
     counts = manifest(runs, "permute")["counts"]
     for r in report["summary"]:
-        assert (r["n"], r["n_clusters"], r["clustered"]) == (counts["problems"], counts["source_problems"], True)
+        assert (r["n_pairs"], r["n_problems"], r["clustered"]) == (counts["problems"], counts["source_problems"], True)
     assert {c["n_base"] for c in report["consistency"]} == {counts["source_problems"]}

@@ -56,7 +56,7 @@ def test_tiny_model_noise_and_order(runs):
     assert {(r["model"], r["variant"]) for r in noise["summary"]} == {("llava_7b", LABELS[0]), ("random", LABELS[0])}
     kept = json.loads((runs / "ds" / "order-last" / "variant_manifest.json").read_text())["counts"]["problems"]
     order = json.loads((out / "order.json").read_text())
-    assert {r["n"] for r in order["summary"]} == {kept} and len(order["recency"]) == 2  # two models
+    assert {r["n_pairs"] for r in order["summary"]} == {kept} and len(order["recency"]) == 2  # two models
 
     report = runs / "report"
     assert smmile(["report", str(runs / "res" / "original"), "--analyses", str(out), "--out", str(report),

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import pandas as pd
 
 from .. import frontdoor as fd
+from .. import fsguard
 from ..errors import UserError
 from ..scoring.bootstrap import DEFAULT_LEVEL, DEFAULT_N_BOOT
 from .output import fmt, write_tables
@@ -28,31 +28,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", nargs="+", metavar="[LABEL=]PATH",
                    help="result folders or CSV files; LABEL is original, noise-random, noise-targeted, order-first, "
                         "order-last, permute or any name (default: read from the run manifests)")
-    p.add_argument("--out", default="analysis", help="output folder")
+    p.add_argument("--out", default="analysis", help="output folder (made by this command, or new/empty)")
+    p.add_argument("--force", action="store_true", help="write into a non-empty --out folder not made by smmile analyze")
     p.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT, help="bootstrap resamples")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument("--level", type=float, default=DEFAULT_LEVEL, help="confidence level")
+    p.add_argument("--level", type=float, default=DEFAULT_LEVEL,
+                   help="confidence level; significant at Holm-adjusted p < 1 - level")
+    p.add_argument("--exclude-gold-mismatch", action="store_true",
+                   help="drop paired problems whose two result files have different gold answers")
     return p
 
 
 def console(report: Report) -> str:
     lines = [f"{'variant':<16} {'vs':<12} {'model':<20} {'metric':<5} {'mode':<7} {'ref %':>6} {'var %':>6} "
-             f"{'diff pp':>8} {'95% CI':<17} {'rel %':>7} {'+/-':>7} {'n':>5}"]
+             f"{'diff pp':>8} {'95% CI':<17} {'rel %':>7} {'+/-':>7} {'pairs':>5} {'probl.':>6}"]
     for r in report.summary:
-        ci = f"[{fmt(r['ci_low'], '+.1f')}, {fmt(r['ci_high'], '+.1f')}]"
+        ci = f"[{fmt(r['ci_low'], '+.1f')}, {fmt(r['ci_high'], '+.1f')}]" + ("*" if r["significant"] else "")
         lines.append(f"{r['variant']:<16} {r['reference']:<12} {r['model']:<20} {r['metric']:<5} {r['mode']:<7} "
                      f"{fmt(r['accuracy_reference'], '.1f'):>6} {fmt(r['accuracy_variant'], '.1f'):>6} "
                      f"{fmt(r['difference'], '+.2f'):>8} {ci:<17} {fmt(r['relative_change'], '+.1f'):>7} "
-                     f"{r['gained']:>3}/{r['lost']:<3} {r['n']:>5}")
+                     f"{r['gained']:>3}/{r['lost']:<3} {r['n_pairs']:>5} {r['n_problems']:>6}")
+    lines.append("* significant: Holm-adjusted p (exact McNemar, or cluster-adjusted McNemar for clustered rows) "
+                 "below 1 - level and the interval excludes 0")
     for a in report.averages:
         lines.append(f"mean over {a['n_models']} model(s): {a['variant']} vs {a['reference']} {a['metric']} {a['mode']}: "
-                     f"{fmt(a['mean_difference'], '+.2f')} pp, relative {fmt(a['mean_relative_change'], '+.1f')}%")
+                     f"{fmt(a['mean_difference'], '+.2f')} pp, relative change of the mean accuracy "
+                     f"{fmt(a['relative_change'], '+.1f')}%")
     return "\n".join(lines)
 
 
 def run(args) -> int:
     if args.n_boot < 1 or not 0 < args.level < 1:
         raise UserError("--n-boot must be >= 1 and --level between 0 and 1")
+    out = fsguard.prepare_output_dir(args.out, "smmile analyze", force=args.force)
     warnings: list[str] = []
 
     def warn(message: str) -> None:
@@ -60,14 +68,18 @@ def run(args) -> int:
         warnings.append(message)
 
     sets = load_sets(args.results, warn)
-    report = analyse(args.analysis, sets, args.n_boot, args.seed, args.level)
+    notes: list[str] = []
+    report = analyse(args.analysis, sets, args.n_boot, args.seed, args.level, args.exclude_gold_mismatch, notes)
+    for note in notes:
+        warn(f"warning: {note}")
     flips = pd.concat(report.flips, ignore_index=True)
     tables = {"summary": report.summary, "averages": report.averages, **report.extra, "flips": flips}
-    meta = {"analysis": args.analysis, "settings": {"n_boot": args.n_boot, "seed": args.seed, "level": args.level},
+    meta = {"analysis": args.analysis, "settings": {"n_boot": args.n_boot, "seed": args.seed, "level": args.level,
+                                                    "exclude_gold_mismatch": args.exclude_gold_mismatch},
             "sets": [{"label": s.label, "path": str(s.path.resolve()),
                       "files": sorted({r.source for r in s.records})} for s in sets.values()],
             "warnings": warnings}
-    written = write_tables(Path(args.out), args.analysis, tables, meta)
+    written = write_tables(out, args.analysis, tables, meta)
     print(console(report))
     print("Written: " + ", ".join(str(p) for p in written))
     return 0
@@ -75,4 +87,4 @@ def run(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return fd.guarded(lambda: run(args))
+    return fd.guarded(lambda: run(args), interrupted="interrupted: smmile analyze stopped; nothing half-written")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from .. import fsguard
 
 
 def json_safe(value):
@@ -36,13 +37,11 @@ def write_tables(out: Path, stem: str, tables: dict, meta: dict) -> list[Path]:
     for name, table in tables.items():
         frame = table if isinstance(table, pd.DataFrame) else pd.DataFrame(table)
         path = out / f"{stem}_{name}.csv"
-        frame.to_csv(path, index=False)
+        with fsguard.atomic_path(path) as tmp:
+            frame.to_csv(tmp, index=False)
         written.append(path)
         payload[name] = records(frame)
-    path = out / f"{stem}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    path = fsguard.atomic_write_text(out / f"{stem}.json", json.dumps(payload, indent=2, allow_nan=False) + "\n")
     return [path] + written
 
 

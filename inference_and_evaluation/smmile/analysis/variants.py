@@ -4,7 +4,12 @@
 * ``order``: order-first and order-last against the original, and order-last against order-first, on
   the problems all of them scored (the recency table lists the three accuracies side by side).
 * ``permutation``: every permuted set (ids ``<id>_perm_<k>``) against the original, paired by base
-  problem with a cluster bootstrap; plus how consistent each model is across the orders of a problem.
+  problem with a cluster bootstrap and the cluster-adjusted McNemar; plus how consistent each model is
+  across the orders of a problem.
+
+Sets that cannot be compared are refused before any statistic: a variant set of another analysis's
+kind, a permutation set without ``_perm_<k>`` rows, and two sets that share no problem. Holm's family
+is every comparison of one run; ``significant`` also needs the interval to exclude 0.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ..data.variants import KINDS as VARIANT_KINDS
 from ..errors import UserError
 from ..scoring import bootstrap
 from ..scoring.stats import Record
@@ -21,6 +27,7 @@ from .results import ORIGINAL, ResultSet
 
 KINDS = ("noise", "order", "permutation")
 FIRST, LAST = "order-first", "order-last"
+ACCEPTS = {"noise": ("noise-random", "noise-targeted"), "order": (FIRST, LAST), "permutation": ("permute",)}
 
 
 @dataclass
@@ -63,10 +70,40 @@ def _keys(sets: dict[str, ResultSet]) -> list[tuple]:
     return list(sets[ORIGINAL].index())
 
 
-def analyse(kind: str, sets: dict[str, ResultSet], n_boot: int, seed: int, level: float) -> Report:
+def _ids(result_set: ResultSet, by_base: bool) -> set[str]:
+    ids = {str(i) for r in result_set.records for i in r.scores.index}
+    return set(bootstrap.base_problem_ids(sorted(ids))) if by_base else ids
+
+
+def _permuted(result_set: ResultSet) -> bool:
+    return any(bootstrap.has_permutations(r.scores.index) for r in result_set.records)
+
+
+def check_sets(kind: str, sets: dict[str, ResultSet], pairs: list[tuple[str, str]]) -> None:
+    """Refuse sets that are the wrong kind of variant for ``kind`` or share no problem."""
+    for variant, reference in pairs:
+        shown = f"{variant!r} ({sets[variant].path})"
+        if variant in VARIANT_KINDS and variant not in ACCEPTS[kind]:
+            raise UserError(f"result set {shown} is a {variant} variant; the {kind} analysis compares "
+                            f"{' / '.join(ACCEPTS[kind])} sets with the original")
+        if kind == "permutation" and not _permuted(sets[variant]):
+            raise UserError(f"result set {shown} has no <id>_perm_<k> rows: not a permuted (SMMILE++) set")
+        if kind == "noise" and _permuted(sets[variant]) and not _permuted(sets[reference]):
+            raise UserError(f"result set {shown} holds permuted <id>_perm_<k> rows and the original does not; "
+                            "use `smmile analyze permutation`")
+        by_base = kind == "permutation"
+        if not _ids(sets[variant], by_base) & _ids(sets[reference], False):
+            raise UserError(f"result sets {shown} and {reference!r} ({sets[reference].path}) share no problem; "
+                            "were they run on the same dataset?")
+
+
+def analyse(kind: str, sets: dict[str, ResultSet], n_boot: int, seed: int, level: float,
+            exclude_gold_mismatch: bool = False, notes: list | None = None) -> Report:
+    """Every comparison of ``kind``; what pairing left out is appended to ``notes``."""
     if kind not in KINDS:
         raise UserError(f"unknown analysis {kind!r}; choose one of {', '.join(KINDS)}")
     pairs = comparisons(kind, list(sets))
+    check_sets(kind, sets, pairs)
     by_base = kind == "permutation"
     report = Report(kind)
     for key in _keys(sets):
@@ -75,7 +112,8 @@ def analyse(kind: str, sets: dict[str, ResultSet], n_boot: int, seed: int, level
             pair = records or {label: sets[label].index().get(key) for label in (variant, reference)}
             if pair.get(variant) is None or pair.get(reference) is None:
                 continue
-            row, table = compare(pair[reference], pair[variant], by_base, n_boot, seed, level)
+            row, table = compare(pair[reference], pair[variant], by_base, n_boot, seed, level,
+                                 exclude_gold_mismatch, notes)
             row = {"analysis": kind, "variant": variant, "reference": reference, **row}
             report.summary.append(row)
             labels = {"model": row["model"], "metric": row["metric"], "mode": row["mode"],
@@ -83,8 +121,9 @@ def analyse(kind: str, sets: dict[str, ResultSet], n_boot: int, seed: int, level
             report.flips.append(pd.concat([pd.DataFrame([labels] * len(table)), table], axis=1))
     if not report.summary:
         raise UserError("no model/metric/mode was scored in both the original and a variant set")
-    for row, adjusted in zip(report.summary, bootstrap.holm([r["p_mcnemar"] for r in report.summary])):
+    for row, adjusted in zip(report.summary, bootstrap.holm([r["p_value"] for r in report.summary])):
         row["p_holm"] = adjusted
+        row["significant"] = bootstrap.is_significant(adjusted, row["ci_low"], row["ci_high"], 1 - level)
     report.averages = averages(report.summary)
     if kind == "order":
         report.extra["recency"] = recency(report.summary)
@@ -94,15 +133,20 @@ def analyse(kind: str, sets: dict[str, ResultSet], n_boot: int, seed: int, level
 
 
 def averages(rows: list[dict]) -> list[dict]:
-    """Per (variant, reference, metric, mode): the mean over models of the difference and of the
-    relative change (the paper's "−9.1% on average"), with their range."""
+    """Per (variant, reference, metric, mode), over models: the mean difference and the relative change
+    of the mean accuracies, (mean variant − mean reference) / mean reference (the paper's "−9.1% on
+    average"). The mean of the per-model relative changes, which one model near 0 % can dominate, is
+    kept as a secondary column with its range."""
     frame = pd.DataFrame(rows)
     out = []
     for (variant, reference, metric, mode), g in frame.groupby(["variant", "reference", "metric", "mode"], sort=False):
         rel = g["relative_change"].dropna()
+        ref, var = float(g["accuracy_reference"].mean()), float(g["accuracy_variant"].mean())
         out.append({"variant": variant, "reference": reference, "metric": metric, "mode": mode,
-                    "n_models": len(g), "mean_difference": float(g["difference"].mean()),
-                    "mean_relative_change": float(rel.mean()) if len(rel) else float("nan"),
+                    "n_models": len(g), "mean_accuracy_reference": ref, "mean_accuracy_variant": var,
+                    "mean_difference": float(g["difference"].mean()),
+                    "relative_change": (var - ref) / ref * 100 if ref else float("nan"),
+                    "mean_of_relative_changes": float(rel.mean()) if len(rel) else float("nan"),
                     "min_relative_change": float(rel.min()) if len(rel) else float("nan"),
                     "max_relative_change": float(rel.max()) if len(rel) else float("nan")})
     return out
@@ -113,7 +157,7 @@ def recency(rows: list[dict]) -> list[dict]:
     table: dict[tuple, dict] = {}
     for r in rows:
         key = (r["model"], r["metric"], r["mode"])
-        entry = table.setdefault(key, {"model": key[0], "metric": key[1], "mode": key[2], "n": r["n"]})
+        entry = table.setdefault(key, {"model": key[0], "metric": key[1], "mode": key[2], "n_pairs": r["n_pairs"]})
         if r["reference"] == ORIGINAL:
             entry["accuracy_original"] = r["accuracy_reference"]
             entry[f"accuracy_{r['variant'].split('-')[1]}"] = r["accuracy_variant"]

@@ -1,0 +1,118 @@
+"""`smmile analyze`: inputs that cannot be compared are refused, clustered rows get the clustered test,
+relative change is a ratio of means, output folders are checked first (issues #12 and #10)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from smmile.analysis import results as rs
+from smmile.analysis.cli import main as analyze_main
+from smmile.analysis.variants import analyse
+from smmile.scoring import bootstrap as bs
+from stats_fixtures import base_of, correlated, plusplus_ids, write_mcqa, write_open
+
+IDS = [f"p{i:02d}" for i in range(10)]
+TRUTH = ["Yes"] * 10
+
+
+def _one_line_error(capsys, needle: str) -> None:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0] and "Traceback" not in err[0]
+
+
+def test_sets_that_share_no_problem_are_refused(tmp_path, capsys):
+    write_mcqa(tmp_path / "o", "qwen7B", "ICL", IDS, TRUTH, [1] * 10)
+    write_mcqa(tmp_path / "v", "qwen7B", "ICL", [f"q{i}" for i in range(10)], TRUTH, [0] * 10)
+    out = tmp_path / "out"
+    assert analyze_main(["noise", f"original={tmp_path / 'o'}", f"noise-random={tmp_path / 'v'}",
+                         "--out", str(out), "--n-boot", "50"]) == 2
+    _one_line_error(capsys, "share no problem")
+    assert not (out / "noise.json").exists()
+
+
+def test_permutation_refuses_a_noise_variant_and_unpermuted_sets(tmp_path, capsys):
+    write_mcqa(tmp_path / "o", "qwen7B", "ICL", IDS, TRUTH, [1] * 10)
+    write_mcqa(tmp_path / "v", "qwen7B", "ICL", IDS, TRUTH, [0] * 10)
+    args = ["--out", str(tmp_path / "out"), "--n-boot", "50"]
+    assert analyze_main(["permutation", f"original={tmp_path / 'o'}", f"noise-random={tmp_path / 'v'}", *args]) == 2
+    _one_line_error(capsys, "is a noise-random variant")
+    assert analyze_main(["permutation", f"original={tmp_path / 'o'}", f"permute={tmp_path / 'v'}", *args]) == 2
+    _one_line_error(capsys, "no <id>_perm_<k> rows")
+    write_mcqa(tmp_path / "p", "qwen7B", "ICL", [f"{i}_perm_1" for i in IDS], TRUTH, [0] * 10)
+    assert analyze_main(["noise", f"original={tmp_path / 'o'}", f"noise-random={tmp_path / 'p'}", *args]) == 2
+    _one_line_error(capsys, "analyze permutation")
+
+
+def test_relative_change_is_a_ratio_of_means(tmp_path):
+    """One model going from 1 % to 10 % is +900 %; averaged with another's −10 % that is a mean of
+    ratios of +445 %, while the mean accuracy moved from 25.5 % to 27.5 %: +7.8 %."""
+    ids = [f"p{i:03d}" for i in range(100)]
+    truth = ["Yes"] * 100
+    for label, low, high in (("original", 1, 50), ("noise-random", 10, 45)):
+        write_mcqa(tmp_path / label, "llava_7b", "ICL", ids, truth, [1] * low + [0] * (100 - low))
+        write_mcqa(tmp_path / label, "qwen72B", "ICL", ids, truth, [1] * high + [0] * (100 - high))
+    sets = rs.load_sets([f"original={tmp_path / 'original'}", f"noise-random={tmp_path / 'noise-random'}"])
+    (average,) = analyse("noise", sets, 100, 0, 0.95).averages
+    assert average["relative_change"] == pytest.approx((27.5 - 25.5) / 25.5 * 100)
+    assert average["mean_of_relative_changes"] == pytest.approx((900 - 10) / 2)
+    assert (average["mean_accuracy_reference"], average["mean_accuracy_variant"]) == pytest.approx((25.5, 27.5))
+
+
+def test_clustered_rows_get_the_clustered_test_in_every_analysis(tmp_path):
+    """Noise applied to SMMILE++ keeps the <id>_perm_<k> ids: the rows are still clusters."""
+    ids = plusplus_ids()
+    truth = ["Yes"] * len(ids)
+    rng = np.random.default_rng(4)
+    original, noisy = correlated(ids, 0.4, rng), correlated(ids, 0.3, rng)
+    write_mcqa(tmp_path / "o", "qwen7B", "ICL", ids, truth, original)
+    write_mcqa(tmp_path / "v", "qwen7B", "ICL", ids, truth, noisy)
+    sets = rs.load_sets([f"original={tmp_path / 'o'}", f"noise-random={tmp_path / 'v'}"])
+    (row,) = analyse("noise", sets, 500, 0, 0.95).summary
+    assert (row["n_pairs"], row["n_problems"], row["clustered"]) == (1038, 86, True)
+    assert row["p_method"] == bs.DURKALSKI
+    d = pd.Series(noisy - original).groupby(base_of(ids)).sum()
+    from statistics import NormalDist
+    reference = 2 * (1 - NormalDist().cdf(abs(d.sum()) / np.sqrt((d ** 2).sum())))  # Durkalski (2003)
+    assert abs(row["p_value"] - reference) < 1e-9
+    assert row["significant"] == (row["p_holm"] < 0.05 and (row["ci_low"] > 0 or row["ci_high"] < 0))
+
+
+def test_permutation_pairs_with_base_problems_and_checks_gold(tmp_path, capsys):
+    write_open(tmp_path / "o", "llava_7b", "ICL", ["a", "b"], ["Yes", "No"], [1, 0])
+    perm_ids = ["a_perm_1", "a_perm_2", "b_perm_1", "b_perm_2"]
+    write_open(tmp_path / "p", "llava_7b", "ICL", perm_ids, ["Yes", "Yes", "Maybe", "Maybe"], [1, 0, 1, 1])
+    out = tmp_path / "out"
+    assert analyze_main(["permutation", f"original={tmp_path / 'o'}", f"permute={tmp_path / 'p'}",
+                         "--out", str(out), "--n-boot", "100"]) == 0
+    assert "2 paired problem(s) have different gold answers (first: b_perm_1)" in capsys.readouterr().err
+    summary = json.loads((out / "permutation.json").read_text())["summary"][0]
+    assert (summary["n_pairs"], summary["n_problems"], summary["gold_mismatches"]) == (4, 2, 2)
+    assert analyze_main(["permutation", f"original={tmp_path / 'o'}", f"permute={tmp_path / 'p'}",
+                         "--out", str(out), "--n-boot", "100", "--exclude-gold-mismatch"]) == 0
+    summary = json.loads((out / "permutation.json").read_text())["summary"][0]
+    assert (summary["n_pairs"], summary["n_problems"]) == (2, 1)
+
+
+def test_output_folder_is_checked_before_loading(tmp_path, capsys, monkeypatch):
+    write_mcqa(tmp_path / "o", "qwen7B", "ICL", IDS, TRUTH, [1] * 10)
+    write_mcqa(tmp_path / "v", "qwen7B", "ICL", IDS, TRUTH, [0] * 10)
+    sets = [f"original={tmp_path / 'o'}", f"noise-random={tmp_path / 'v'}"]
+    loaded = []
+    real = rs.load_sets
+    monkeypatch.setattr("smmile.analysis.cli.load_sets", lambda *a: loaded.append(1) or real(*a))
+    (tmp_path / "file").write_text("x")
+    assert analyze_main(["noise", *sets, "--out", str(tmp_path / "file")]) == 2
+    _one_line_error(capsys, "is a file")
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("mine")
+    assert analyze_main(["noise", *sets, "--out", str(foreign)]) == 2
+    _one_line_error(capsys, "not empty")
+    assert not loaded and [p.name for p in foreign.iterdir()] == ["keep.txt"]
+    for _ in range(2):  # a folder this command made is reused
+        assert analyze_main(["noise", *sets, "--out", str(tmp_path / "mine"), "--n-boot", "50"]) == 0
+    assert loaded == [1, 1]
