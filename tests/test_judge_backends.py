@@ -162,3 +162,25 @@ def test_unreachable_judge_names_the_endpoint_and_the_error(env, tmp_path, capsy
     records = judgements(d)
     assert [r["status"] for r in records] == ["failed"] * 6 and records[-1]["error"].startswith("not sent")
     assert not (d / "result_llava_7b_ICL_evaluationllm.json").exists()
+
+
+def test_a_served_model_is_judged_and_shards_are_not(env, tmp_path, capsys):
+    from smmile.runner.cli import main as run
+
+    out = tmp_path / "results"
+    with FakeApi(reply=lambda rec: "a reply") as api:
+        for shard in ([], ["--shard", "1/2"]):
+            assert run(["--backend", "openai-compatible", "--base-url", api.url + "/v1", "--model", "my-model",
+                        "--dataset", "demo", "--output-dir", str(out), "--inference_mode", "0-shot", *shard]) == 0
+        inference = len(api.requests())
+        capsys.readouterr()
+        assert judge_cli.main([str(out), "--judge-backend", "openai-compatible", "--judge-base-url", api.url + "/v1",
+                               "--judge-model", "judge"]) == 0
+        judged = [r for r in api.requests()[inference:] if r["body"]["model"] == "judge"]
+    printed = capsys.readouterr().out
+    assert "Skipping" not in printed and "LLM AS A JUDGE EVALUATION RESULTS FOR my-model (0-shot)" in printed
+    assert sorted(p.name for p in out.glob("*_evaluationllm.json")) == ["result_my-model_0-shot_open_evaluationllm.json"]
+    stats = json.loads((out / "result_my-model_0-shot_open_evaluationllm.json").read_text())
+    rows = [json.loads(x) for x in (out / "result_my-model_0-shot_open_judgements.jsonl").read_text().splitlines()]
+    assert stats["model"] == "my-model" and stats["total_examples"] == len(rows) == 24
+    assert len(judged) == sum(not r["cached"] for r in rows)  # identical rows are asked once

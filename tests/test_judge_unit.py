@@ -122,7 +122,7 @@ def test_not_started_requests_are_failures(tmp_path):
 def _results_dir(tmp_path):
     (tmp_path / "result_llava_7b_ICL.csv").write_text(OPEN_HEADER + "p1,q1,Red,red,x\np2,q2,Blue,,x\n")
     (tmp_path / "result_MedVLM-R1_0-shot_open.csv").write_text(
-        "problem_id,original_question,true_answer,generated_answer\np1,oq1,Red,Blue\n")
+        "problem_id,original_question,true_answer,generated_answer\np1,oq1,Red,Blue\np2,oq2,Blue,Green\n")
     return tmp_path
 
 
@@ -143,7 +143,7 @@ def test_judge_cli_end_to_end_with_fake(tmp_path, fake_judge, capsys):
     assert list(stats) == LLM_KEYS and stats["model"] == "llava_7B"
     assert stats["correct_examples"] == 1 and stats["llm_err_count"] == 1
     medvlm = json.loads((d / "result_MedVLM-R1_0-shot_open_evaluationllm.json").read_text())
-    assert medvlm["correct_examples"] == 1  # question from original_question
+    assert medvlm["correct_examples"] == 1 and medvlm["total_examples"] == 2  # question from original_question
     records = [json.loads(x) for x in (d / "result_llava_7b_ICL_judgements.jsonl").read_text().splitlines()]
     assert [r["status"] for r in records] == ["ok", "unparseable"]
     assert records[1]["reply"] == "The answer is 0" and records[1]["value"] == 0
@@ -153,15 +153,15 @@ def test_judge_cli_end_to_end_with_fake(tmp_path, fake_judge, capsys):
     assert (d / "model_comparison_llm.txt").exists()
     out = capsys.readouterr().out
     assert "LLM as a Judge accuracy: 50.00%" in out and "unparseable replies: 1" in out
-    assert fake.calls == 3
+    assert fake.calls == 4
     assert judge_cli.main([str(d)]) == 0
-    assert fake.calls == 3  # all from the store
+    assert fake.calls == 4  # all from the store
     assert "Judge requests sent: 0; cache hits: 2" in capsys.readouterr().out
     assert judge_cli.main([str(d), "--protocol", "corrected"]) == 2  # another judge: refused, nothing sent
-    assert fake.calls == 3 and "written by another judge (protocol 'paper' vs 'corrected'" in capsys.readouterr().err
+    assert fake.calls == 4 and "written by another judge (protocol 'paper' vs 'corrected'" in capsys.readouterr().err
     assert judge_cli.main([str(d), "--protocol", "corrected", "--overwrite"]) == 0
-    assert fake.calls == 6  # different settings -> different keys
-    assert judge_cli.main([str(d), "--protocol", "corrected", "--no-cache"]) == 0 and fake.calls == 9
+    assert fake.calls == 8  # different settings -> different keys
+    assert judge_cli.main([str(d), "--protocol", "corrected", "--no-cache"]) == 0 and fake.calls == 12
 
 
 def test_judge_cli_failed_requests(tmp_path, fake_judge, capsys):
@@ -231,14 +231,19 @@ def test_unrecorded_results_are_not_replaced(tmp_path, fake_judge, capsys):
     assert json.loads(existing.read_text())["accuracy"] == 100.0
 
 
-def test_fewer_rows_do_not_replace_a_result(tmp_path, fake_judge, capsys):
-    d = _results_dir(tmp_path)
-    fake_judge(lambda p: "1")
-    assert judge_cli.main([str(d)]) == 0
-    (d / "result_llava_7b_ICL.csv").write_text(OPEN_HEADER)  # header only
-    assert judge_cli.main([str(d)]) == 2
-    assert "computed from 2 rows" in capsys.readouterr().err
-    assert json.loads((d / "result_llava_7b_ICL_evaluationllm.json").read_text())["total_examples"] == 2
+def test_fewer_problems_do_not_replace_a_result(tmp_path, fake_judge, capsys):
+    csv, out = tmp_path / "result_llava_7b_ICL.csv", tmp_path / "result_llava_7b_ICL_evaluationllm.json"
+    csv.write_text(OPEN_HEADER + "p1,q1,Red,red,x\np2,q2,Blue,,x\n")
+    fake = fake_judge(lambda p: "1")
+    assert judge_cli.main([str(tmp_path)]) == 0
+    csv.write_text(OPEN_HEADER + "p1,q1,Red,red,x\n")  # cut to one problem
+    assert judge_cli.main([str(tmp_path)]) == 1
+    assert "kept: it holds 1 problem(s) result_llava_7b_ICL.csv no longer has (e.g. p2)" in capsys.readouterr().err
+    assert json.loads(out.read_text())["total_examples"] == 2 and fake.calls == 2
+    csv.write_text(OPEN_HEADER)  # header only: not whole, not judged
+    assert judge_cli.main([str(tmp_path)]) == 1
+    assert "no rows (header only)" in capsys.readouterr().err
+    assert json.loads(out.read_text())["total_examples"] == 2
 
 
 def test_visualize_only_on_published(tmp_path, published, capsys):

@@ -19,12 +19,13 @@ from pathlib import Path
 from smmile import frontdoor as fd
 from smmile.errors import UserError
 from smmile.scoring import comparison
-from smmile.scoring.exact_match import REQUIRED_COLUMNS, ResultFileError, exclude_problems, read_result_csv
+from smmile.scoring.discovery import ResultFile
+from smmile.scoring.exact_match import exclude_problems
+from smmile.scoring.integrity import problem_count, read_whole, screen
 from smmile.scoring.judge import (DEFAULT_JUDGE_MODEL, FAILED, UNPARSEABLE, JudgeSettings, PlannedFrame,
                                   judge_identity, judge_stats, judgements, plan_frame)
-from smmile.scoring.naming import (evaluationllm_json_path, get_model_info, judge_patterns, judgements_path,
-                                   question_column)
-from smmile.scoring.runs import Outcome, check_results_dir, find_files, run_main
+from smmile.scoring.naming import evaluationllm_json_path, judge_patterns, judgements_path, question_column
+from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, run_main
 
 TITLE, LABEL = "LLM AS A JUDGE", "LLM as a Judge"
 INTERRUPTED = ("interrupted: replies received so far are kept in the results folder's .smmile/judge_cache.jsonl and "
@@ -65,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not read or write <results_dir>/.smmile/judge_cache.jsonl (every row is sent)")
     g.add_argument("--overwrite", action="store_true",
                    help="replace *_evaluationllm.json files written by another judge (or by an unrecorded one, such "
-                        "as the published outputs), or computed from more rows than this run has")
+                        "as the published outputs), or holding problems the result file no longer has")
     return p
 
 
@@ -106,22 +107,26 @@ class FileJob:
     planned: PlannedFrame
 
 
-def plan_file(csv_path, settings: JudgeSettings, outcome: Outcome) -> FileJob | None:
-    info = get_model_info(csv_path)
-    if not info.known:
-        print(f"Skipping: {csv_path}")
-        return None
-    try:
-        raw = read_result_csv(csv_path, REQUIRED_COLUMNS)
-        try:
-            question_column(raw.columns)
-        except KeyError as exc:
-            raise ResultFileError(f"{csv_path}: {exc.args[0]}") from None
-    except ResultFileError as exc:
-        outcome.fail(str(exc))
-        return None
-    frame, excluded = exclude_problems(raw)
-    return FileJob(Path(csv_path), info.model, info.mode, len(raw), excluded, frame, plan_frame(frame, settings))
+def plan_files(found: list[ResultFile], settings: JudgeSettings, outcome: Outcome) -> list[FileJob]:
+    """The files to judge, each read once and checked whole (``scoring.integrity``); others are reported."""
+    frames, failures = screen([r for r in found if r.known], lambda r: read_whole(r.path), problem_count)
+    jobs = []
+    for result in found:
+        if not result.known:
+            print(f"Skipping: {result.path}")
+        elif result.path in failures:
+            outcome.fail(failures[result.path])
+        else:
+            raw = frames[result.path]
+            try:
+                question_column(raw.columns)
+            except KeyError as exc:
+                outcome.fail(f"{result.path}: {exc.args[0]}")
+                continue
+            frame, excluded = exclude_problems(raw)
+            jobs.append(FileJob(result.path, result.identity.scoring_name, result.mode, len(raw), excluded, frame,
+                                plan_frame(frame, settings)))
+    return jobs
 
 
 def record_path(csv_path) -> Path:
@@ -130,8 +135,8 @@ def record_path(csv_path) -> Path:
     return json_path.with_name(json_path.name[:-len(".json")] + ".manifest.json")
 
 
-def conflict(job: FileJob, identity: dict) -> str | None:
-    """Why this run must not replace the file's existing ``_evaluationllm.json`` (None: it may)."""
+def other_judge(job: FileJob, identity: dict) -> str | None:
+    """Why the file's existing ``_evaluationllm.json`` is another judge's (None: none there, or this judge's)."""
     path = evaluationllm_json_path(job.csv_path)
     if not path.exists():
         return None
@@ -139,26 +144,46 @@ def conflict(job: FileJob, identity: dict) -> str | None:
         recorded = json.loads(record_path(job.csv_path).read_text())["judge"]
     except (OSError, ValueError, KeyError, TypeError):
         return f"{path.name} was written by an unrecorded judge (e.g. the published outputs)"
-    if recorded != identity:
-        diff = ", ".join(f"{k} {recorded.get(k)!r} vs {identity.get(k)!r}" for k in identity
-                         if recorded.get(k) != identity.get(k))
-        return f"{path.name} was written by another judge ({diff})"
-    try:
-        before = json.loads(path.read_text()).get("original_count")
-    except (OSError, ValueError, AttributeError):
+    if recorded == identity:
         return None
-    if isinstance(before, int) and before > job.original_count:
-        return f"{path.name} was computed from {before} rows; {job.csv_path.name} now has {job.original_count}"
-    return None
+    diff = ", ".join(f"{k} {recorded.get(k)!r} vs {identity.get(k)!r}" for k in identity
+                     if recorded.get(k) != identity.get(k))
+    return f"{path.name} was written by another judge ({diff})"
 
 
-def check_existing(jobs: list[FileJob], identity: dict, overwrite: bool) -> None:
-    """Refuse, before any request, to replace results this judge did not write (unless ``--overwrite``)."""
-    conflicts = [c for c in (conflict(job, identity) for job in jobs) if c]
-    if conflicts and not overwrite:
+def lost_problems(job: FileJob) -> str | None:
+    """A warning when the existing ``_evaluationllm.json`` holds problems this file no longer has (the rule
+    of every scoring output: a result from fewer inputs never replaces a fuller one)."""
+    path = evaluationllm_json_path(job.csv_path)
+    try:
+        before = set(json.loads(path.read_text())["problem_accuracies"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    lost = before - {str(pid) for pid in job.frame["problem_id"]}
+    if not lost:
+        return None
+    return (f"warning: {path} kept: it holds {len(lost)} problem(s) {job.csv_path.name} no longer has (e.g. "
+            f"{', '.join(sorted(lost)[:3])}); not judged. Pass --overwrite to replace it")
+
+
+def check_existing(jobs: list[FileJob], identity: dict, overwrite: bool, outcome: Outcome) -> list[FileJob]:
+    """Before any request: refuse to replace another judge's results (UserError, nothing sent) and set aside
+    files whose existing results are fuller. ``--overwrite`` replaces both."""
+    if overwrite:
+        return jobs
+    conflicts = [c for c in (other_judge(job, identity) for job in jobs) if c]
+    if conflicts:
         more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
         raise UserError(f"{conflicts[0]}{more}; nothing was sent. Pass --overwrite to replace, or judge a copy "
                         "of the folder")
+    kept = []
+    for job in jobs:
+        warning = lost_problems(job)
+        if warning:
+            outcome.warn(warning)
+        else:
+            kept.append(job)
+    return kept
 
 
 def write_file_results(job: FileJob, judged, identity: dict, sent: int) -> dict:
@@ -204,7 +229,7 @@ def _print_report(stats, judged, sent: int) -> None:
           f"unparseable replies: {unparseable} (counted as incorrect)")
 
 
-def judge_files(files, args, outcome: Outcome) -> dict:
+def judge_files(found: list[ResultFile], args, outcome: Outcome) -> dict:
     """Plan every file, refuse to replace another judge's results, send each distinct request once."""
     from smmile.fsguard import OutputLock, check_writable_dir
     from smmile.scoring.judge_backends import build_backend, judge_request
@@ -213,10 +238,10 @@ def judge_files(files, args, outcome: Outcome) -> dict:
     settings = settings_from_args(args)
     backend = build_backend(settings)  # a missing SDK or key: one line, exit 2, before any work
     identity = judge_identity(settings, backend.endpoint())
-    check_writable_dir(args.results_dir, "results folder")
+    for folder in sorted({str(args.results_dir)} | {str(r.path.parent) for r in found}):
+        check_writable_dir(folder, "results folder")
     with OutputLock(args.results_dir, f"LLM-judge scoring in {args.results_dir}"):
-        jobs = [job for job in (plan_file(f, settings, outcome) for f in files) if job is not None]
-        check_existing(jobs, identity, args.overwrite)
+        jobs = check_existing(plan_files(found, settings, outcome), identity, args.overwrite, outcome)
         requests = {key: judge_request(prompt, settings)
                     for job in jobs for key, prompt in zip(job.planned.keys, job.planned.prompts)}
         store = None if args.no_cache else JudgeStore.for_results_dir(args.results_dir)
@@ -229,12 +254,12 @@ def judge_files(files, args, outcome: Outcome) -> dict:
     return results
 
 
-def visualize_file(csv_path, outcome: Outcome) -> dict | None:
+def visualize_file(result: ResultFile, outcome: Outcome) -> dict | None:
     """Load ``<stem>_evaluationllm.json``; a missing/invalid one is reported and skipped."""
-    if not get_model_info(csv_path).known:
-        print(f"Skipping: {csv_path}")
+    if not result.known:
+        print(f"Skipping: {result.path}")
         return None
-    path = evaluationllm_json_path(csv_path)
+    path = evaluationllm_json_path(result.path)
     try:
         with open(path) as handle:
             stats = json.load(handle)
@@ -252,20 +277,23 @@ def visualize_file(csv_path, outcome: Outcome) -> dict | None:
 
 def _run(args) -> int:
     check_results_dir(args.results_dir)
-    files = find_files(args.results_dir, judge_patterns(args.model, args.inference_mode),
-                       args.model, args.inference_mode)
-    if not files:
+    found = find_result_files(args.results_dir, judge_patterns(args.model, args.inference_mode),
+                              args.model, args.inference_mode)
+    if not found:
         return 1
     outcome = Outcome()
     if args.visualize_only:
         results = {}
-        for csv_path in files:
-            stats = visualize_file(csv_path, outcome)
+        for result in found:
+            stats = visualize_file(result, outcome)
             if stats is not None:
                 results[f"{stats['model']}:{stats['inference_mode']}"] = stats
     else:
-        results = judge_files(files, args, outcome)
-    comparison.report_comparison(results, args.results_dir, "model_comparison_llm.txt", LABEL)
+        results = judge_files(found, args, outcome)
+    kept = comparison.report_comparison(results, args.results_dir, comparison.comparison_filename(
+        "model_comparison_llm", args.model, args.inference_mode), LABEL)
+    if kept:
+        outcome.warn(kept)
     if outcome.summary():
         print(outcome.summary())
     return outcome.exit_code
