@@ -186,13 +186,19 @@ def check_existing(jobs: list[FileJob], identity: dict, overwrite: bool, outcome
     return kept
 
 
+def write_judgements(job: FileJob, judged) -> None:
+    from smmile.fsguard import atomic_write_text
+
+    atomic_write_text(judgements_path(job.csv_path), "".join(j.to_json() + "\n" for j in judged))
+
+
 def write_file_results(job: FileJob, judged, identity: dict, sent: int) -> dict:
     """``_judgements.jsonl``, then the faithful JSON, then the record of who judged (each atomic)."""
     from smmile.fsguard import atomic_write_json, atomic_write_text
     from smmile.runner.manifest import command_line, git_revision
 
     stats = judge_stats(job.frame, judged, job.model, job.mode, job.original_count, job.excluded)
-    atomic_write_text(judgements_path(job.csv_path), "".join(j.to_json() + "\n" for j in judged))
+    write_judgements(job, judged)
     atomic_write_text(evaluationllm_json_path(job.csv_path), json.dumps(stats))
     atomic_write_json(record_path(job.csv_path), {
         "evaluation_file": evaluationllm_json_path(job.csv_path).name, "result_file": job.csv_path.name,
@@ -205,12 +211,10 @@ def write_file_results(job: FileJob, judged, identity: dict, sent: int) -> dict:
 
 def finish_file(job: FileJob, fetched, settings, identity, seen: set, outcome: Outcome) -> dict | None:
     """Verdicts for one file; its results are written only when every row got a reply."""
-    from smmile.fsguard import atomic_write_text
-
     judged = judgements(job.planned, fetched, settings, seen)
     failed = [j for j in judged if j.status == FAILED]
     if failed:
-        atomic_write_text(judgements_path(job.csv_path), "".join(j.to_json() + "\n" for j in judged))
+        write_judgements(job, judged)
         outcome.fail(f"{job.csv_path}: {len(failed)} of {len(judged)} judge request(s) failed "
                      f"({failed[0].error}); results not written, rerun to retry")
         return None
