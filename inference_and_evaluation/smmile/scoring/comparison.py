@@ -7,6 +7,7 @@ dicts written to ``*_evaluation.json`` / ``*_evaluationllm.json``), in file-disc
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from typing import Iterable, Mapping
 
@@ -16,6 +17,7 @@ FILE_RULE_WIDTH = 70
 EM_TITLE = "EXACT MATCH"
 EM_LABEL = "Exact Match"
 PER_PROBLEM_MODES = ("0-shot", "ICL")
+_FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 # -- per-file console report (§4.5) ---------------------------------------------------------------
@@ -119,11 +121,11 @@ def _per_problem_block(results: Mapping[str, Mapping], mode: str) -> str:
 
 def comparison_filename(base: str, model: str | None = None, mode: str | None = None) -> str:
     """``<base>.txt``, or for a run filtered by ``--model`` / ``--inference-mode`` a file named after the
-    filter, ``<base>_model-<model>_mode-<mode>.txt`` (the parts given), so that a filtered run never
-    replaces the full comparison. ``base``: ``model_comparison`` (EM) or ``model_comparison_llm`` (judge)."""
-    from smmile.identity import model_token
-
-    parts = [base] + ([f"model-{model_token(model)}"] if model else []) + ([f"mode-{model_token(mode)}"] if mode else [])
+    filter, ``<base>_model-<model>_mode-<mode>.txt`` (the parts given; characters other than letters,
+    digits, ``.``, ``_`` and ``-`` become ``-``), so that a filtered run never replaces the full
+    comparison. ``base``: ``model_comparison`` (EM) or ``model_comparison_llm`` (judge)."""
+    parts = [base] + [f"{label}-{_FILE_UNSAFE.sub('-', value)}" for label, value in (("model", model), ("mode", mode))
+                      if value]
     return "_".join(parts) + ".txt"
 
 
