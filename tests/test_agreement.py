@@ -174,3 +174,62 @@ def test_bad_labels_are_user_errors(tmp_path, capsys, content, needle):
     (tmp_path / "labels.csv").write_text(content)
     assert agreement_main(["--labels", str(tmp_path / "labels.csv"), "--out", str(tmp_path / "o")]) == 2
     assert needle in capsys.readouterr().err
+
+
+# -- issue #12: every model's names, unmatched labels, fractional scores; issue #10: output folder --
+def _labels(tmp_path: Path, rows: list[tuple]) -> Path:
+    path = tmp_path / "labels.csv"
+    pd.DataFrame([{"problem_id": p, "model": m, "mode": "ICL", "rater": r, "label": v} for p, m, r, v in rows]
+                 ).to_csv(path, index=False)
+    return path
+
+
+def test_text_only_results_match_their_raw_file_token(tmp_path, capsys):
+    write_result(tmp_path / "res", "llama33textonly", {"a": "Yes", "b": "No"}, {"a": 1, "b": 0})
+    names = ("llama33textonly", "LLAMA33TEXTONLY", "llama33textonly (baseline)", "text only", "Text only*")
+    rows = [(p, m, r, v) for m in names[:1] for p, v in (("a", 1), ("b", 1)) for r in ("x", "y")]
+    out = tmp_path / "out"
+    assert agreement_main([str(tmp_path / "res"), "--labels", str(_labels(tmp_path, rows)), "--out", str(out)]) == 0
+    assert "warning" not in capsys.readouterr().err
+    items = pd.read_csv(out / "agreement_items.csv")
+    assert items["judge"].notna().all() and set(items["model"]) == {"text only"}
+    for name in names[1:]:
+        rows = [("a", name, r, 1) for r in ("x", "y")]
+        assert agreement_main([str(tmp_path / "res"), "--labels", str(_labels(tmp_path, rows)), "--out", str(out)]) == 0
+        assert pd.read_csv(out / "agreement_items.csv")["judge"].notna().all(), name
+
+
+def test_labels_that_match_no_result_are_named(tmp_path, capsys):
+    write_result(tmp_path / "res", "qwen7B", {"a": "Yes"}, {"a": 1})
+    rows = [("a", "qwen7b", "x", 1), ("a", "qwen7b", "y", 1), ("a", "qwen-7", "x", 1), ("a", "qwen-7", "y", 0),
+            ("zz", "qwen7B", "x", 0), ("zz", "qwen7B", "y", 0)]
+    assert agreement_main([str(tmp_path / "res"), "--labels", str(_labels(tmp_path, rows)),
+                           "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert "labels name model(s) no result file has: qwen-7" in err
+    assert "2 labelled item(s) have no judge label" in err
+
+
+def test_fractional_judge_scores_are_left_out_not_rounded(tmp_path, capsys):
+    """A problem with two rows, one judged right: its judge score is 0.5 (scoring.metrics); that is no
+    single label, so it is left out of the agreement (it used to be rounded to 1)."""
+    write_result(tmp_path / "res", "qwen7B", {"a": "Yes", "b": "Yes", "c": "No"}, {"a": 1, "b": 0.5, "c": 0})
+    rows = [(p, "qwen7B", r, v) for p, v in (("a", 1), ("b", 1), ("c", 0)) for r in ("x", "y")]
+    out = tmp_path / "out"
+    assert agreement_main([str(tmp_path / "res"), "--labels", str(_labels(tmp_path, rows)), "--out", str(out)]) == 0
+    assert "1 problem(s) with a fractional score" in capsys.readouterr().err
+    report = json.loads((out / "agreement.json").read_text())
+    assert report["judge_vs_humans"][0]["n"] == 2 and report["em_vs_judge"][0]["n"] == 2
+
+
+def test_output_folder_is_checked_before_the_work(tmp_path, capsys):
+    write_result(tmp_path / "res", "qwen7B", {"a": "Yes"}, {"a": 1})
+    (tmp_path / "file").write_text("x")
+    assert agreement_main([str(tmp_path / "res"), "--out", str(tmp_path / "file")]) == 2
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("mine")
+    assert agreement_main([str(tmp_path / "res"), "--out", str(foreign)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "Traceback" not in "".join(err)
+    assert [p.name for p in foreign.iterdir()] == ["keep.txt"]

@@ -3,6 +3,7 @@ checked before the work (issues #12 and #10)."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pandas as pd
@@ -20,15 +21,27 @@ def _run(root, out, *extra):
 
 
 def test_pairs_fewer_than_either_side_warn_and_are_counted(tmp_path, capsys):
+    """The judge ran on 6 of the 8 ICL answers: LLM ICL vs 0-shot has 6 pairs, and says so."""
+    write_open(tmp_path / "r", "qwen7B", "0-shot", IDS, TRUTH, [1, 0] * 4, [1, 0] * 4)
+    icl = write_open(tmp_path / "r", "qwen7B", "ICL", IDS, TRUTH, [1] * 8, [1] * 8)
+    judged = json.loads(icl.with_name("result_qwen7B_ICL_open_evaluationllm.json").read_text())
+    judged["problem_accuracies"] = dict(list(judged["problem_accuracies"].items())[:6])
+    icl.with_name("result_qwen7B_ICL_open_evaluationllm.json").write_text(json.dumps(judged))
+    assert _run(tmp_path / "r", tmp_path / "o") == 0
+    assert "qwen7B LLM ICL vs 0-shot: 6 pairs from 6 and 8 problems" in capsys.readouterr().err
+    comp = pd.read_csv(tmp_path / "o" / "stats_comparisons.csv").set_index("metric")
+    assert (comp.n_a["LLM"], comp.n_b["LLM"], comp.n_pairs["LLM"]) == (6, 8, 6)
+    assert (comp.n_a["EM"], comp.n_b["EM"], comp.n_pairs["EM"]) == (8, 8, 8)
+
+
+def test_a_result_of_another_size_than_its_peers_is_named_and_skipped(tmp_path, capsys):
     write_mcqa(tmp_path / "r", "qwen7B", "0-shot", IDS, TRUTH, [1, 0] * 4)
+    write_mcqa(tmp_path / "r", "gpt-4o", "0-shot", IDS, TRUTH, [1, 0] * 4)
     write_mcqa(tmp_path / "r", "qwen7B", "ICL", IDS[:6], TRUTH[:6], [1] * 6)
-    rc = _run(tmp_path / "r", tmp_path / "o")
+    assert _run(tmp_path / "r", tmp_path / "o") == 1
     err = capsys.readouterr().err
-    assert "qwen7B MCQA ICL vs 0-shot: 6 pairs from 6 and 8 problems" in err
-    assert "result_qwen7B_ICL_mcqa.csv (MCQA): 6 problems, while most results here have 8" in err
-    assert rc == 1  # a result of another size than its peers
-    row = pd.read_csv(tmp_path / "o" / "stats_comparisons.csv").iloc[0]
-    assert (row.n_a, row.n_b, row.n_pairs) == (6, 8, 6)
+    assert f"{tmp_path / 'r' / 'result_qwen7B_ICL_mcqa.csv'}: 6 problem(s), but the other results" in err
+    assert len(pd.read_csv(tmp_path / "o" / "stats_estimates.csv")) == 2
 
 
 def test_different_gold_answers_warn_and_can_be_excluded(tmp_path, capsys):

@@ -156,11 +156,12 @@ def correlation(rows: list[dict], left: str, right: str) -> list[dict]:
 
 # -- exact match against the judge, no humans needed ----------------------------------------------
 def em_vs_judge(pairs: list[tuple[dict, pd.Series, pd.Series]]) -> list[dict]:
-    """Per scored result (scope, EM scores, judge scores, by problem_id): agreement on shared problems."""
+    """Per scored result (scope, EM scores, judge scores, by problem_id, 0/1): agreement on shared
+    problems."""
     rows = []
     for scope, em, llm in pairs:
         joined = pd.concat([em.rename("em"), llm.rename("judge")], axis=1, join="inner").dropna()
-        judge, exact = ((joined[c] >= 0.5).astype(int).to_numpy() for c in ("judge", "em"))
+        judge, exact = (joined[c].astype(int).to_numpy() for c in ("judge", "em"))
         row = _versus({"scope": "model", **scope}, judge, exact, 0)
         rows.append({k.replace("human", "em"): v for k, v in row.items() if k != "ties_excluded"})
     return rows

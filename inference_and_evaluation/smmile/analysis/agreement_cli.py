@@ -15,13 +15,13 @@ from pathlib import Path
 import pandas as pd
 
 from .. import frontdoor as fd
+from .. import fsguard
 from ..errors import UserError
 from ..scoring.exact_match import ResultFileError
-from ..scoring.stats import load_records
+from ..scoring.stats import file_records, load_records
 from . import agreement as ag
-from .labels import canonical_models, judge_from_results, model_aliases, read_labels
+from .labels import binary_scores, canonical_models, judge_from_results, model_aliases, read_labels
 from .output import fmt, write_tables
-from .results import file_records
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="result folders or CSVs: judge labels from *_evaluationllm.json, EM from the CSVs")
     p.add_argument("--labels", help="CSV of human labels: problem_id, model, mode, rater, label (0/1)")
     p.add_argument("--judge-rater", default="judge", help="rater name of judge rows in --labels")
-    p.add_argument("--out", default="agreement", help="output folder")
+    p.add_argument("--out", default="agreement", help="output folder (made by this command, or new/empty)")
+    p.add_argument("--force", action="store_true", help="write into a non-empty --out folder not made by smmile agreement")
     return p
 
 
@@ -43,14 +44,14 @@ def load_results(paths: list[str], warn) -> list:
         if not os.path.exists(path):
             raise UserError(f"results {path} not found")
         try:
-            records += load_records(path, warn) if os.path.isdir(path) else file_records(path)
+            records += load_records(path, warn) if os.path.isdir(path) else file_records(path, warn)
         except ResultFileError as exc:
             raise UserError(str(exc)) from None
     return records
 
 
-def human_tables(labels: pd.DataFrame, records: list, judge_rater: str) -> tuple[dict, dict]:
-    labels = canonical_models(labels, model_aliases(records))
+def human_tables(labels: pd.DataFrame, records: list, judge_rater: str, warn) -> tuple[dict, dict]:
+    labels = canonical_models(labels, model_aliases(records), warn if records else None)
     humans = labels[labels["rater"] != judge_rater]
     if humans.empty:
         raise UserError("the labels hold no human rater (every row is the judge)")
@@ -58,6 +59,11 @@ def human_tables(labels: pd.DataFrame, records: list, judge_rater: str) -> tuple
     summary, tables = {"inter_rater": ag.inter_rater(humans)}, {"rater_pairs": ag.rater_pairs(humans)}
     if not judge.empty:
         table = ag.items(humans, judge)
+        unjudged = table[table["judge"].isna()]
+        if len(unjudged):
+            first = unjudged.iloc[0]
+            warn(f"warning: {len(unjudged)} labelled item(s) have no judge label (first: {first['model']} "
+                 f"{first['mode']} {first['problem_id']}); they are left out of judge vs humans")
         versus = ag.judge_vs_humans(table)
         tables.update({"judge_vs_humans": versus,
                        "judge_human_correlation": ag.correlation(versus, "judge_accuracy", "human_accuracy"),
@@ -65,12 +71,14 @@ def human_tables(labels: pd.DataFrame, records: list, judge_rater: str) -> tuple
     return summary, tables
 
 
-def em_tables(records: list) -> dict:
+def em_tables(records: list, warn) -> dict:
     by_source: dict[str, dict] = {}
     for r in records:
         by_source.setdefault(r.source, {})[r.metric] = r
     pairs = [({"model": m["EM"].model, "mode": m["EM"].mode, "source": os.path.basename(src)},
-              m["EM"].scores, m["LLM"].scores) for src, m in by_source.items() if {"EM", "LLM"} <= set(m)]
+              binary_scores(m["EM"].scores, f"{src} (exact match)", warn),
+              binary_scores(m["LLM"].scores, f"{src} (judge)", warn))
+             for src, m in by_source.items() if {"EM", "LLM"} <= set(m)]
     if not pairs:
         return {}
     rows = ag.em_vs_judge(pairs)
@@ -105,14 +113,16 @@ def run(args) -> int:
 
     if not args.results and not args.labels:
         raise UserError("give result folders and/or --labels")
+    out = fsguard.prepare_output_dir(args.out, "smmile agreement", force=args.force)
     records = load_results(args.results, warn)
-    summary, tables = human_tables(read_labels(args.labels), records, args.judge_rater) if args.labels else ({}, {})
-    tables.update(em_tables(records))
+    labels = read_labels(args.labels) if args.labels else None
+    summary, tables = human_tables(labels, records, args.judge_rater, warn) if args.labels else ({}, {})
+    tables.update(em_tables(records, warn))
     if not summary and not tables:
         raise UserError("nothing to compare: no human labels and no result judged by the LLM judge")
     meta = {"settings": {"labels": args.labels, "results": [str(Path(p).resolve()) for p in args.results],
                          "judge_rater": args.judge_rater}, **summary, "warnings": warnings}
-    written = write_tables(Path(args.out), "agreement", tables, meta)
+    written = write_tables(out, "agreement", tables, meta)
     print(console(summary, tables))
     print("Written: " + ", ".join(str(p) for p in written))
     return 0
@@ -120,4 +130,4 @@ def run(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return fd.guarded(lambda: run(args))
+    return fd.guarded(lambda: run(args), interrupted="interrupted: smmile agreement stopped; nothing half-written")

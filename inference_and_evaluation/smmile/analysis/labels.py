@@ -7,12 +7,9 @@ Rows whose rater is the judge name (default ``judge``) are judge labels, not hum
 
 from __future__ import annotations
 
-import os
-
 import pandas as pd
 
 from ..errors import UserError
-from ..scoring.naming import get_model_info
 from ..scoring.stats import MODES, Record
 from .agreement import ITEM
 
@@ -50,20 +47,41 @@ def read_labels(path: str) -> pd.DataFrame:
 
 
 def model_aliases(records: list[Record]) -> dict[str, str]:
-    """lower-cased file token or display name -> the model key the analyses use (file token)."""
+    """lower-cased name -> the model key the analyses use. Every name of a result's model is
+    accepted: its key (``text only``), the raw file token (``llama33textonly``), the scoring name
+    (``llama33textonly (baseline)``) and the display name."""
     out = {}
     for r in records:
-        out[r.model.lower()] = r.model
-        out[get_model_info(os.path.basename(r.source)).model.lower()] = r.model
+        names = [r.model]
+        if r.result is not None:
+            identity = r.result.identity
+            names += [r.result.tag, identity.key, identity.scoring_name, identity.display]
+        out.update({name.lower(): r.model for name in names if name})
     return out
 
 
-def canonical_models(frame: pd.DataFrame, aliases: dict[str, str]) -> pd.DataFrame:
+def canonical_models(frame: pd.DataFrame, aliases: dict[str, str], warn=None) -> pd.DataFrame:
+    """Label models renamed to the analyses' keys; with ``warn``, names no result has are reported."""
+    unknown = sorted({m for m in frame["model"] if m.lower() not in aliases})
+    if warn and unknown:
+        warn(f"warning: labels name model(s) no result file has: {', '.join(unknown)}; their items get no "
+             "judge label from the results")
     return frame.assign(model=[aliases.get(m.lower(), m) for m in frame["model"]])
 
 
-def judge_from_results(records: list[Record]) -> pd.DataFrame:
-    """Judge labels from `_evaluationllm.json` files (problem accuracy ≥ 50 → 1)."""
-    rows = [{"model": r.model, "mode": r.mode, "problem_id": str(pid), "label": int(v >= 0.5)}
-            for r in records if r.metric == "LLM" for pid, v in r.scores.items()]
+def binary_scores(scores: pd.Series, what: str, warn=None) -> pd.Series:
+    """The 0/1 scores among ``scores``. A fractional score (the share of a problem's rows judged correct,
+    the one rule of ``scoring.metrics``) is no single label: it is left out, and ``warn`` says how many."""
+    binary = scores[scores.isin((0.0, 1.0))]
+    if warn and len(binary) < len(scores):
+        warn(f"warning: {what}: {len(scores) - len(binary)} problem(s) with a fractional score (several rows "
+             "per problem) left out of the agreement")
+    return binary
+
+
+def judge_from_results(records: list[Record], warn=None) -> pd.DataFrame:
+    """Judge labels from `_evaluationllm.json` files (problem accuracy 100 -> 1, 0 -> 0)."""
+    rows = [{"model": r.model, "mode": r.mode, "problem_id": str(pid), "label": int(v)}
+            for r in records if r.metric == "LLM"
+            for pid, v in binary_scores(r.scores, f"{r.source} (judge)", warn).items()]
     return pd.DataFrame(rows, columns=ITEM + ["label"])

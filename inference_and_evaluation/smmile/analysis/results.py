@@ -9,9 +9,7 @@ run manifests (``<stem>.manifest.json``): a run on a local dataset that holds a
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,9 +17,7 @@ from ..data.load import DATED_IDS, PLUSPLUS_ID
 from ..data.variants import MANIFEST
 from ..errors import UserError
 from ..scoring.exact_match import ResultFileError
-from ..scoring.naming import extract_model_info
-from ..scoring.stats import MODES, Record, load_records
-from ..scoring.stats import file_records as stats_file_records
+from ..scoring.stats import Record, file_records, load_records
 
 ORIGINAL = "original"
 
@@ -35,20 +31,6 @@ class ResultSet:
     def index(self) -> dict[tuple[str, str, str], Record]:
         """(model, metric, mode) -> record."""
         return {(r.model, r.metric, r.mode): r for r in self.records}
-
-
-def file_records(path: str) -> list[Record]:
-    """The scores of one result CSV: MCQA (is_correct), or EM plus LLM judge when judged."""
-    if extract_model_info(path).mode not in MODES:
-        raise UserError(f"{path}: no 0-shot/ICL mode in the file name")
-    return stats_file_records(path)
-
-
-def _manifests(path: Path) -> list[Path]:
-    if path.is_dir():
-        return sorted(Path(p) for p in glob.glob(os.path.join(path, "*.manifest.json")))
-    side = path.with_name(path.name[: -len(".csv")] + ".manifest.json") if path.suffix == ".csv" else None
-    return [side] if side and side.is_file() else []
 
 
 def variant_kind(dataset: dict) -> str:
@@ -65,15 +47,10 @@ def variant_kind(dataset: dict) -> str:
     return ORIGINAL
 
 
-def detect_label(path: Path) -> str:
-    """Label from the run manifests; several different datasets in one folder is an error."""
-    kinds = set()
-    for m in _manifests(path):
-        try:
-            dataset = json.loads(m.read_text()).get("dataset") or {}
-        except (OSError, ValueError):
-            continue
-        kinds.add(variant_kind(dataset))
+def detect_label(path: Path, records: list[Record]) -> str:
+    """Label from the run manifests of the records; several different datasets is an error."""
+    datasets = [r.result.manifest.get("dataset") for r in records if r.result is not None and r.result.manifest]
+    kinds = {variant_kind(d if isinstance(d, dict) else {"id": d}) for d in datasets}
     if len(kinds) > 1:
         raise UserError(f"{path}: runs on different datasets ({', '.join(sorted(kinds))}); "
                         "split them or label the set explicitly as LABEL=PATH")
@@ -98,7 +75,7 @@ def load_set(text: str, warn=None) -> ResultSet:
         raise UserError(str(exc)) from None
     if not records:
         raise UserError(f"{path}: no scorable result file (result_*.csv)")
-    return ResultSet(label or detect_label(path), path, records)
+    return ResultSet(label or detect_label(path, records), path, records)
 
 
 def load_sets(texts: list[str], warn=None) -> dict[str, ResultSet]:

@@ -17,12 +17,9 @@ uses the same seed, so results do not depend on file order.
 from __future__ import annotations
 
 import argparse
-import glob
-import json
 import math
 import os
 import sys
-from collections import Counter
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -32,9 +29,10 @@ import pandas as pd
 from smmile import fsguard
 from smmile.errors import UserError
 from smmile.frontdoor import guarded
-from smmile.scoring import bootstrap, tables
-from smmile.scoring.exact_match import ResultFileError, flexible_matches, read_result_csv
-from smmile.scoring.naming import evaluationllm_json_path, extract_model_info
+from smmile.scoring import bootstrap, discovery, integrity, metrics, tables
+from smmile.scoring.discovery import ResultFile
+from smmile.scoring.exact_match import ResultFileError
+from smmile.scoring.naming import evaluationllm_json_path
 from smmile.scoring.pairing import pair_scores, pairing_notes
 
 METRICS = ("LLM", "EM", "MCQA")
@@ -42,14 +40,15 @@ MODES = ("0-shot", "ICL")
 CLUSTER_CHOICES = ("auto", "none", "base")
 COMPARE_CHOICES = ("icl", "models", "all", "none")
 KINDS = ("icl_vs_0shot", "model_vs_model")  # each kind is its own Holm family
-OWN_OUTPUTS = ("stats_estimates.csv", "stats_comparisons.csv")  # written here; never read as results
+OWN_OUTPUTS = discovery.OWN_OUTPUTS  # written here; never read as results
 MAX_NOTES = 10  # pairing warnings printed in full; the rest are counted
 
 
 @dataclass
 class Record:
-    """One scored result: per-problem correctness in [0, 1] indexed by problem_id (file order), and
-    the gold answer per problem_id when the CSV has a ``true_answer`` column."""
+    """One scored result: per-problem correctness in [0, 1] indexed by problem_id (file order; the
+    rows of a duplicated id averaged), the gold answer per problem_id when the CSV has a
+    ``true_answer`` column, and the ``ResultFile`` it came from (its identity, tag, manifest)."""
 
     model: str
     metric: str
@@ -57,108 +56,86 @@ class Record:
     source: str
     scores: pd.Series
     gold: pd.Series | None = None
+    result: ResultFile | None = None
 
 
 def _warn_stderr(message: str) -> None:
     print(message, file=sys.stderr)
 
 
-# -- loading ------------------------------------------------------------------------------------------
-def _per_problem(ids, values) -> pd.Series:
-    """Series indexed by problem_id; duplicated ids are averaged (first-appearance order), as
-    evaluate_EM's and the judge's ``problem_accuracies`` do."""
-    series = pd.Series(np.asarray(values, dtype=np.float64), index=pd.Index([str(i) for i in ids], name="problem_id"))
-    return series.groupby(level=0, sort=False).mean() if series.index.has_duplicates else series
+# -- loading (scoring.discovery finds and identifies the files, scoring.metrics scores them) -------------
+def _read(result: ResultFile):
+    """The whole CSV of a result with its metrics' columns (``integrity.read_whole``: clean parse, at
+    least one row)."""
+    return metrics.read_rows(result, metrics.metrics_for(result.fmt)[0])
 
 
-def mcqa_scores(csv_path: str) -> pd.Series:
-    """MCQA: ``str(is_correct).lower() == 'true'`` per row (spec §7.2)."""
-    frame = read_result_csv(csv_path, ("problem_id", "is_correct"))
-    return _per_problem(frame["problem_id"], [str(v).lower() == "true" for v in frame["is_correct"]])
+def _per_problem(scores: pd.Series, path, warn) -> pd.Series:
+    """One score per problem_id: rows of a duplicated id are averaged (as evaluate_EM's and the judge's
+    ``problem_accuracies`` are), with a warning naming the file."""
+    if not scores.index.has_duplicates:
+        return scores
+    duplicated = scores.index[scores.index.duplicated()].unique()
+    warn(f"warning: {path}: {len(duplicated)} problem id(s) appear more than once (first: {duplicated[0]}); "
+         "their rows are averaged into one score per problem")
+    return scores.groupby(level=0, sort=False).mean()
 
 
-def em_scores(csv_path: str) -> pd.Series:
-    """EM: flexible exact match (spec §4.4, pandas NA semantics)."""
-    frame = read_result_csv(csv_path)
-    return _per_problem(frame["problem_id"], flexible_matches(frame))
-
-
-def llm_scores(csv_path: str) -> pd.Series | None:
-    """LLM judge: ``problem_accuracies`` / 100 from ``<stem>_evaluationllm.json``; None if absent."""
-    json_path = os.fspath(evaluationllm_json_path(csv_path))
-    if not os.path.exists(json_path):
-        return None
-    try:
-        with open(json_path) as handle:
-            accuracies = json.load(handle)["problem_accuracies"]
-        return _per_problem(accuracies.keys(), [float(v) / 100 for v in accuracies.values()])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ResultFileError(f"{json_path}: unusable judge file ({type(exc).__name__}: {exc})") from None
-
-
-def _checked_rows(path: str, warn) -> pd.Series | None:
-    """Gold answer per problem_id (None without ``true_answer``); a header-only file is an error and
-    duplicated problem ids are a warning naming the file."""
-    frame = read_result_csv(path, ("problem_id",))
-    if frame.empty:
-        raise ResultFileError(f"{path}: no rows (header only)")
-    ids = frame["problem_id"].astype(str)
-    duplicated = ids[ids.duplicated()].unique()
-    if len(duplicated):
-        warn(f"warning: {path}: {len(duplicated)} problem id(s) appear more than once (first: {duplicated[0]}); "
-             "their rows are averaged into one score per problem")
+def _gold(frame: pd.DataFrame) -> pd.Series | None:
     if "true_answer" not in frame.columns:
         return None
+    ids = frame["problem_id"].astype(str)
     return pd.Series(frame["true_answer"].to_numpy(), index=ids).groupby(level=0, sort=False).first()
 
 
-def file_records(path: str, warn=None) -> list[Record]:
-    """The scores of one result CSV: MCQA (is_correct), or EM plus LLM judge when judged."""
+def result_records(result: ResultFile, frame: pd.DataFrame, warn=None) -> list[Record]:
+    """The records of one result: MCQA, or EM plus the judge when it was run."""
     warn = warn or _warn_stderr
-    info = extract_model_info(path)
-    gold = _checked_rows(path, warn)
-    loaders = [("MCQA", mcqa_scores)] if info.is_closed else [("EM", em_scores), ("LLM", llm_scores)]
-    records = []
-    for metric, loader in loaders:
-        scores = loader(path)
+    records, gold = [], _gold(frame)
+    for metric in metrics.metrics_for(result.fmt):
+        scores = metrics.metric_scores(result, metric, frame=frame)
         if scores is not None and scores.empty:
-            warn(f"warning: {evaluationllm_json_path(path)}: no scored problem; {metric} skipped")
+            warn(f"warning: {evaluationllm_json_path(result.csv)}: no scored problem; {metric.name} skipped")
         elif scores is not None:
-            records.append(Record(info.model, metric, info.mode, path, scores, gold))
+            scores = _per_problem(scores, result.csv if metric.source == "csv" else
+                                  evaluationllm_json_path(result.csv), warn)
+            records.append(Record(result.identity.key, metric.name, result.mode, os.fspath(result.csv),
+                                  scores, gold, result))
     return records
 
 
-def warn_odd_sizes(records: list[Record], warn) -> None:
-    """A result with another number of problems than most results of its folder is named."""
-    sizes = {(r.source, r.metric): len(r.scores) for r in records}
-    if len(set(sizes.values())) < 2:
-        return
-    usual, _ = Counter(sizes.values()).most_common(1)[0]
-    for (source, metric), n in sizes.items():
-        if n != usual:
-            warn(f"warning: {source} ({metric}): {n} problems, while most results here have {usual}")
+def file_records(path: str, warn=None) -> list[Record]:
+    """The records of one result CSV given by path (identified like ``load_records``'s files)."""
+    warn = warn or _warn_stderr
+    result = discovery.result_for_path(path, rules="variance", warn=warn)
+    if result.mode not in MODES:
+        raise ResultFileError(f"{path}: no 0-shot/ICL mode (file name or manifest)")
+    return result_records(result, _read(result), warn)
 
 
 def load_records(directory: str, warn=None) -> list[Record]:
-    """All scorable results of ``directory`` (CSV names in sorted order; a later file with the same
-    (model, metric, mode) replaces an earlier one, as in variance_analysis). Unreadable or header-only
-    files and files without a mode are reported through ``warn`` and skipped; duplicated ids and
-    results of an unusual size are reported too."""
+    """All scorable results of ``directory`` (``discovery.find_results``, variance_analysis's naming
+    rules for files without a manifest; of two files for one result, one is used and both named).
+    A file that does not parse cleanly or has no rows, a file without a mode, and a result with
+    another number of problems than the others of its dataset (``integrity``) are named through
+    ``warn`` and skipped; duplicated problem ids are named too."""
     warn = warn or _warn_stderr
-    found: dict[tuple, Record] = {}
-    for path in sorted(glob.glob(os.path.join(directory, "*.csv"))):
-        if os.path.basename(path) in OWN_OUTPUTS:
-            continue
-        if extract_model_info(path).mode not in MODES:
-            warn(f"warning: {path}: no 0-shot/ICL mode in the file name; skipped")
-            continue
-        try:
-            for record in file_records(path, warn):
-                found[(record.model, record.metric, record.mode)] = record
-        except ResultFileError as exc:
-            warn(f"warning: {exc}; skipped")
-    records = list(found.values())
-    warn_odd_sizes(records, warn)
+    found = []
+    for result in discovery.find_results(directory, rules="variance", warn=warn):
+        if result.mode not in MODES:
+            warn(f"warning: {result.path}: no 0-shot/ICL mode in the file name or manifest; skipped")
+        else:
+            found.append(result)
+    frames, failures = integrity.screen(found, _read, integrity.problem_count)
+    for message in failures.values():
+        warn(f"warning: {message.removesuffix('; not scored')}; skipped")
+    records = []
+    for result in found:
+        if result.path in frames:
+            try:
+                records += result_records(result, frames[result.path], warn)
+            except ResultFileError as exc:
+                warn(f"warning: {exc}; skipped")
     return records
 
 
