@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from smmile.frontdoor import guarded
 from smmile.fsguard import check_writable_dir
 from smmile.scoring import comparison
 from smmile.scoring.discovery import ResultFile, result_for_path
@@ -109,4 +110,4 @@ def _run(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point (``smmile em``); returns the exit status."""
-    return run_main(_run, argv, build_parser())
+    return guarded(lambda: run_main(_run, argv, build_parser()))

@@ -49,8 +49,8 @@ def _mcqa_rows(frame) -> list[bool]:
 
 EM = Metric("EM", "Exact match", ("open",), "csv", ("problem_id", "true_answer", "generated_answer"),
             "EM Accuracy", _em_rows)
-LLM = Metric("LLM", "LLM judge", ("open",), "judge", (), "LLM-as-a-Judge Accuracy")
-MCQA = Metric("MCQA", "MCQA accuracy", ("mcqa",), "csv", ("problem_id", "is_correct"), "MCQA Accuracy", _mcqa_rows)
+LLM = Metric("LLM", "LLM-as-a-judge", ("open",), "judge", (), "LLM-as-a-Judge Accuracy")
+MCQA = Metric("MCQA", "MCQA", ("mcqa",), "csv", ("problem_id", "is_correct"), "MCQA Accuracy", _mcqa_rows)
 METRICS: dict[str, Metric] = {m.name: m for m in (LLM, EM, MCQA)}  # the tables' column order
 
 

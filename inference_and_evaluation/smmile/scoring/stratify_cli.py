@@ -15,6 +15,7 @@ import json
 import os
 
 from smmile.errors import UserError
+from smmile.frontdoor import guarded
 from smmile.fsguard import check_writable_dir
 from smmile.scoring.discovery import ResultFile
 from smmile.scoring.exact_match import ResultFileError, json_text
@@ -124,4 +125,4 @@ def _run(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point (``smmile stratify``); returns the exit status."""
-    return run_main(_run, argv, build_parser())
+    return guarded(lambda: run_main(_run, argv, build_parser()))
