@@ -133,7 +133,8 @@ def _results_dir(tmp_path: Path) -> Path:
                       "p3,Is this an X-ray?,Yes,,x\n")
     (tmp_path / "result_qwen7B_0-shot_open.csv").write_text(
         OPEN_HEADER + "p1,What colour is the lesion?,Red,Blue,x\n"
-                      "p2,Which organ pumps blood?,The heart,heart,x\n")
+                      "p2,Which organ pumps blood?,The heart,heart,x\n"
+                      "p3,Is this an X-ray?,Yes,No,x\n")
     return tmp_path
 
 
@@ -158,7 +159,7 @@ def test_real_judge_counts_parsing_and_cache(tmp_path, proxy):
     assert first.returncode == 0, first.stderr
     assert "Traceback" not in first.stderr
     records = _judgements(d)
-    assert len(records) == 5 and proxy.chat_requests == 5
+    assert len(records) == 6 and proxy.chat_requests == 6
     assert {r["status"] for r in records} <= {"ok", "unparseable"}
     assert not any(r["cached"] for r in records)
     for r in records:  # strict parsing: only exactly "1"/"0" is a verdict
@@ -179,14 +180,14 @@ def test_real_judge_counts_parsing_and_cache(tmp_path, proxy):
     empty = sum(r["reply"] == "" for r in records)  # empty replies are never cached
     second = _judge(d, proxy.url, "--protocol", "corrected")
     assert second.returncode == 0, second.stderr
-    assert proxy.chat_requests == 5 + empty
+    assert proxy.chat_requests == 6 + empty
     again = _judgements(d)
-    assert sum(r["cached"] for r in again) == 5 - empty
+    assert sum(r["cached"] for r in again) == 6 - empty
     assert [r["reply"] for r in again if r["cached"]] == [r["reply"] for r in records if r["reply"]]
 
     refused = _judge(d, proxy.url, "--protocol", "paper")  # another judge does not replace these results...
     assert refused.returncode == 2 and "written by another judge" in refused.stderr
-    assert proxy.chat_requests == 5 + empty
+    assert proxy.chat_requests == 6 + empty
     third = _judge(d, proxy.url, "--protocol", "paper", "--overwrite")  # ...unless asked; other cache keys
     assert third.returncode == 0, third.stderr
-    assert proxy.chat_requests == 10 + empty
+    assert proxy.chat_requests == 12 + empty
