@@ -116,3 +116,24 @@ def test_output_folder_is_checked_before_loading(tmp_path, capsys, monkeypatch):
     for _ in range(2):  # a folder this command made is reused
         assert analyze_main(["noise", *sets, "--out", str(tmp_path / "mine"), "--n-boot", "50"]) == 0
     assert loaded == [1, 1]
+
+
+def test_a_second_run_into_the_same_folder_is_refused(tmp_path, capsys):
+    from smmile import fsguard
+    from smmile.analysis.agreement_cli import main as agreement_main
+    from smmile.scoring.stats import main as stats_main
+
+    write_open(tmp_path / "o", "qwen7B", "ICL", IDS, TRUTH, [1] * 10, [1] * 10)
+    write_open(tmp_path / "v", "qwen7B", "ICL", IDS, TRUTH, [0] * 10, [0] * 10)
+    commands = {"an": lambda out: analyze_main(["noise", f"original={tmp_path / 'o'}",
+                                                f"noise-random={tmp_path / 'v'}", "--out", out, "--n-boot", "50"]),
+                "ag": lambda out: agreement_main([str(tmp_path / "o"), "--out", out]),
+                "st": lambda out: stats_main([str(tmp_path / "o"), "--out", out, "--n-boot", "50"])}
+    for name, command in commands.items():
+        out = tmp_path / name
+        assert command(str(out)) == 0
+        capsys.readouterr()
+        with fsguard.OutputLock(out, "a running command"):
+            assert command(str(out)) == 2
+            _one_line_error(capsys, "is being written by process")
+        assert command(str(out)) == 0

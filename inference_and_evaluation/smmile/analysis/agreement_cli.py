@@ -105,15 +105,21 @@ def console(summary: dict, tables: dict) -> str:
 
 
 def run(args) -> int:
+    """Check the arguments and the output folder, then compute while holding the folder's lock."""
+    if not args.results and not args.labels:
+        raise UserError("give result folders and/or --labels")
+    out = fsguard.prepare_output_dir(args.out, "smmile agreement", force=args.force)
+    with fsguard.OutputLock(out, f"the agreement folder {out}"):
+        return agreement_into(args, out)
+
+
+def agreement_into(args, out) -> int:
     warnings: list[str] = []
 
     def warn(message: str) -> None:
         print(message, file=sys.stderr)
         warnings.append(message)
 
-    if not args.results and not args.labels:
-        raise UserError("give result folders and/or --labels")
-    out = fsguard.prepare_output_dir(args.out, "smmile agreement", force=args.force)
     records = load_results(args.results, warn)
     labels = read_labels(args.labels) if args.labels else None
     summary, tables = human_tables(labels, records, args.judge_rater, warn) if args.labels else ({}, {})

@@ -58,9 +58,15 @@ def console(report: Report) -> str:
 
 
 def run(args) -> int:
+    """Check the arguments and the output folder, then analyse while holding the folder's lock."""
     if args.n_boot < 1 or not 0 < args.level < 1:
         raise UserError("--n-boot must be >= 1 and --level between 0 and 1")
     out = fsguard.prepare_output_dir(args.out, "smmile analyze", force=args.force)
+    with fsguard.OutputLock(out, f"the analysis folder {out}"):
+        return analyse_into(args, out)
+
+
+def analyse_into(args, out) -> int:
     warnings: list[str] = []
 
     def warn(message: str) -> None:

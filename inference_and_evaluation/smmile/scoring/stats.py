@@ -343,7 +343,15 @@ def _check(args) -> str:
 
 
 def run(args) -> int:
+    """Check the arguments and the output folder; an owned ``--out`` folder is locked while writing."""
     out = _check(args)
+    if not args.out:
+        return compute_into(args, out)
+    with fsguard.OutputLock(out, f"the statistics folder {out}"):
+        return compute_into(args, out)
+
+
+def compute_into(args, out: str) -> int:
     problems: list[str] = []
 
     def warn(message: str) -> None:
