@@ -72,6 +72,9 @@ def test_shards_and_non_results_are_never_results(tmp_path):
     run = open_csv(tmp_path / "my_run.csv", IDS, [True] * 12)  # any name, when a manifest says what it is
     manifest(run, "0-shot", "open", **MY_MODEL)
     assert names(find_results(tmp_path)) == ["my_run.csv", "result_random_ICL.csv"]
+    renamed = open_csv(tmp_path / "result_random_0-shot.csv", IDS[:4], [True] * 4)  # a shard by its manifest
+    manifest(renamed, "0-shot", "open", shard={"index": 1, "count": 3}, preset="random", tag="random")
+    assert names(find_results(tmp_path)) == ["my_run.csv", "result_random_ICL.csv"]
     assert names(find_results(tmp_path, patterns=["result_*_ICL*.csv"])) == ["result_random_ICL.csv"]
 
 

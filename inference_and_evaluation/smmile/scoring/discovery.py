@@ -10,7 +10,8 @@
   §4.3 (evaluate_EM, evaluate_LLMJudge, stratify), ``rules="variance"`` spec §7.2 (variance_analysis,
   ``smmile stats``); the two differ only in the mode of unusual names (``_few-shot``,
   ``_with_answers``, a baseline's ``_0-shot``) and in which names are ``unknown``.
-* **Never** a shard (``*.shard-<i>-of-<N>*``: ``smmile merge`` joins them into the result), one of
+* **Never** a shard (``*.shard-<i>-of-<N>*``, or a manifest with a ``shard``: ``smmile merge`` joins
+  them into the result), one of
   our own outputs (``stats_*.csv``), or, without ``patterns``, a CSV that is neither named
   ``result_*.csv`` nor has a manifest.
 * **Two files for one (model key, mode, format)**: a warning naming both, and one is kept, in the
@@ -218,4 +219,5 @@ def find_results(results_dir: str | os.PathLike, *, model: str | None = None, mo
     if rules not in RULES:
         raise ValueError(f"rules must be one of {RULES}, not {rules!r}")
     results = [result_for_path(p, rules, warn) for p in _candidates(results_dir, patterns, sort)]
-    return _dedupe([r for r in results if _wanted(r, model, mode, fmt)], rules, warn)
+    results = [r for r in results if not (r.manifest or {}).get("shard") and _wanted(r, model, mode, fmt)]
+    return _dedupe(results, rules, warn)
