@@ -11,7 +11,6 @@ an *item* is one (model, mode, problem_id), i.e. one answer of one model to be j
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 import pandas as pd
