@@ -137,7 +137,8 @@ def test_dangerous_folders_are_refused_even_with_force(tmp_path, monkeypatch, fo
     monkeypatch.chdir(work)
     for danger, why in [(".", "working folder"), ("..", "home folder"), (str(tmp_path / "home"), "home folder"),
                         ("/", "root folder"), (str(REPO), "smmile project"),
-                        (str(REPO / "inference_and_evaluation"), "smmile project")]:
+                        (str(REPO / "inference_and_evaluation"), "smmile project"),
+                        (str(REPO / "inference_and_evaluation" / "smmile" / "data"), "smmile code")]:
         with pytest.raises(UserError, match=why):
             fsguard.prepare_output_dir(danger, "smmile data variant", force=force)
     assert (work / "data.csv").read_text() == "x"

@@ -136,7 +136,7 @@ def check_writable_file(path: str | os.PathLike, what: str) -> Path:
 
 def refuse_dangerous_dir(path: str | os.PathLike, what: str = "output folder") -> Path:
     """Raise UserError for folders no command may own: `/`, the home folder, the working folder or one of
-    its parents, and any folder containing the smmile code. Returns the resolved path."""
+    its parents, any folder containing the smmile code, and any folder inside it. Returns the resolved path."""
     resolved = Path(path).expanduser().resolve()
     cwd = Path.cwd().resolve()
     home = Path.home().resolve()
@@ -145,6 +145,7 @@ def refuse_dangerous_dir(path: str | os.PathLike, what: str = "output folder") -
         (resolved == home or home.is_relative_to(resolved), "the home folder or a folder containing it"),
         (cwd.is_relative_to(resolved), "the working folder or a folder containing it"),
         (_PACKAGE.is_relative_to(resolved), "a folder containing the smmile project"),
+        (resolved.is_relative_to(_PACKAGE), "inside the smmile code"),
     ]
     for hit, reason in reasons:
         if hit:
