@@ -4,10 +4,15 @@ Faithful to spec §7 by default: one legacy numpy stream seeded 42 is consumed f
 ``glob.glob`` order, the EM bootstrap before the LLM bootstrap of each open file, 1000 resamples
 per cell (vectorised, same random numbers as the original loop; see ``bootstrap.legacy_bootstrap``).
 
-Differences from the original (docs/deviations.md, "Statistics and variance_analysis"): the tables
-are written once at the end instead of after every file (same final content); unreadable inputs
-give a one-line warning and exit status 1; a missing directory is a one-line error with status 2;
-``--sorted`` and ``--ci`` are additions.
+Files are found and identified by ``scoring.discovery`` (run manifest first, spec §7.2's name rules
+otherwise; no shards; one of two duplicates), checked whole (``scoring.integrity``) and scored with
+``scoring.metrics.metric_scores`` (the LLM cell with the original's ``// 100``).
+
+Differences from the original (docs/deviations.md, "Statistics and variance_analysis", V1-V8): the
+tables are written once at the end instead of after every file (same final content), never over a
+table with more filled cells; unreadable or broken inputs give a one-line warning and exit status 1;
+a missing directory or unwritable output is a one-line error with status 2; ``--sorted`` and ``--ci``
+are additions.
 """
 
 from __future__ import annotations
@@ -20,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smmile.errors import UserError
-from smmile.fsguard import check_writable_file
 from smmile.frontdoor import guarded
+from smmile.fsguard import check_writable_file
 from smmile.scoring import bootstrap, tables
 from smmile.scoring.discovery import ResultFile, find_results, result_for_path
 from smmile.scoring.exact_match import ResultFileError
