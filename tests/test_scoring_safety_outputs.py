@@ -40,6 +40,11 @@ def test_a_filtered_em_run_writes_its_own_comparison(tmp_path, capsys):
     assert (tmp_path / "model_comparison_model-llava_7b.txt").read_text().count(" | 0/12 ") == 2
     assert (tmp_path / "model_comparison_mode-ICL.txt").read_text().count(" | 0/12 ") == 2
     assert "model_comparison_mode-ICL.txt" in capsys.readouterr().out
+    write(tmp_path / "result_qwen7B_ICL_open.csv", HEADER)  # a broken file: the full comparison is kept
+    assert em_cli.main([str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "model_comparison.txt kept" in err[1] and "qwen7B ICL" in err[1]
+    assert (tmp_path / "model_comparison.txt").read_bytes() == full
 
 
 @pytest.mark.parametrize("broken", ["header only", "cut at a line break"])

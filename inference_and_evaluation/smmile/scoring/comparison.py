@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections import Counter
 from typing import Iterable, Mapping
 
@@ -158,12 +159,14 @@ def write_comparison(results: Mapping[str, Mapping], results_dir: str | os.PathL
 def report_comparison(results: Mapping[str, Mapping], results_dir: str | os.PathLike, filename: str,
                       label: str = EM_LABEL) -> str | None:
     """With more than one result: print the console summary and write the comparison file (spec §4.6).
-    Returns the warning when an existing, fuller comparison file was kept (else None)."""
+    When an existing, fuller comparison file is kept, the warning goes to stderr and is returned (the
+    caller should then exit with status 1); else None."""
     if len(results) <= 1:
         return None
     print(format_console_summary(results, label))
     path, kept = write_comparison(results, results_dir, filename)
     if kept:
+        print(kept, file=sys.stderr)
         return kept
     print(f"Comparison results saved to: {path}")
     return None

@@ -102,7 +102,7 @@ def _run(args) -> int:
                                         comparison.comparison_filename("model_comparison", args.model,
                                                                        args.inference_mode))
     if kept:
-        outcome.warn(kept)
+        outcome.warn(kept, printed=True)
     if outcome.summary():
         print(outcome.summary())
     return outcome.exit_code

@@ -98,9 +98,11 @@ class Outcome:
         error(message)
         self.failed.append(message)
 
-    def warn(self, message: str) -> None:
-        """A one-line ``warning: ...`` (e.g. an output kept) that also makes the exit status 1."""
-        print(message, file=sys.stderr)
+    def warn(self, message: str, printed: bool = False) -> None:
+        """A one-line ``warning: ...`` (e.g. an output kept) that also makes the exit status 1; printed to
+        stderr unless ``printed`` says it already was."""
+        if not printed:
+            print(message, file=sys.stderr)
         self.failed.append(message)
 
     @property
