@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from statistics import NormalDist
 
 import pandas as pd
 import pytest
@@ -110,8 +111,9 @@ def test_permutation_pairs_by_base_problem_with_clusters(tmp_path):
     assert row["accuracy_variant"] == pytest.approx(100 * 4 / 7)
     assert (row["gained"], row["lost"]) == (1, 1)
     assert row["p_method"] == "cluster-adjusted McNemar (Durkalski 2003)"
-    # per base problem: a: +0 -1 (a_perm_2 lost), b: +1 -0, c: 0 -> X² = 0² / (1 + 1) = 0, p = 1
-    assert row["p_value"] == pytest.approx(1.0)
+    # Durkalski: per base problem d = (gained - lost) / orders: a -1/2, b +1/3, c 0
+    # X² = (-1/2 + 1/3)² / (1/4 + 1/9) = 1/13; p = P(χ²₁ ≥ 1/13) = P(|Z| ≥ √(1/13))
+    assert row["p_value"] == pytest.approx(2 * (1 - NormalDist().cdf((1 / 13) ** 0.5)), abs=1e-12)
     (cons,) = report.extra["consistency"]
     assert (cons["n_base"], cons["order_sensitive"]) == (3, 2)
     by = {r["base_problem_id"]: r for r in report.extra["by_problem"]}

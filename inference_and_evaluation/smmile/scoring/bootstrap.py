@@ -310,21 +310,23 @@ def durkalski_mcnemar(a: Sequence[float], b: Sequence[float], clusters: Sequence
     """Two-sided p-value of the cluster-adjusted McNemar test for clustered matched pairs.
 
     Durkalski VL, Palesch YY, Lipsitz SR, Rust PF (2003). Analysis of clustered matched-pair data.
-    Statistics in Medicine 22(15):2417-2428. With b_k (c_k) the pairs of cluster k where only A (only
-    B) is right, X² = (Σ_k (b_k − c_k))² / Σ_k (b_k − c_k)², referred to χ² with 1 degree of freedom.
-    b_k − c_k is the sum over the cluster's rows of a − b, which is how it is computed here, so a
-    fractional score enters with its weight. With one row per cluster X² is the classic McNemar
-    (b − c)²/(b + c). No discordance at all gives p = 1.
+    Statistics in Medicine 22(15):2417-2428. Cluster k has n_k pairs, b_k (c_k) of them right only
+    under A (only under B); with d_k = (b_k − c_k)/n_k,
+    X² = (Σ_k d_k)² / Σ_k d_k², referred to χ² with 1 degree of freedom. Each cluster weighs the same
+    (its own proportion of discordance). d_k is the cluster's mean of a − b, which is how it is computed
+    here, so a fractional score enters with its weight. With one row per cluster X² is the classic
+    McNemar (b − c)²/(b + c). No discordance at all gives p = 1.
     """
     left = np.asarray(a, dtype=np.float64)
     right = np.asarray(b, dtype=np.float64)
     if left.shape != right.shape or len(left) != len(clusters):
         raise ValueError("paired vectors and clusters differ in length")
-    per_cluster, _ = _cluster_totals(left - right, clusters)
-    denominator = float(np.sum(per_cluster ** 2))
+    sums, sizes = _cluster_totals(left - right, clusters)
+    means = sums / sizes
+    denominator = float(np.sum(means ** 2))
     if denominator == 0:
         return 1.0
-    statistic = float(np.sum(per_cluster)) ** 2 / denominator
+    statistic = float(np.sum(means)) ** 2 / denominator
     return math.erfc(math.sqrt(statistic / 2))  # P(χ²₁ ≥ X²)
 
 
