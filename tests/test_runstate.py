@@ -234,3 +234,11 @@ def test_smmile_run_generation_flags_reach_the_manifest(tmp_path):
     gen = manifest["generation"]
     assert (gen["temperature"], gen["seed"], gen["stop"], gen["do_sample"]) == (0.3, 7, ["###", "END"], False)
     assert "temperature" not in manifest["settings"]
+
+
+def test_help_shows_a_default_of_zero():
+    from smmile import frontdoor as fd
+
+    p = fd.parser("x")
+    p.add_argument("--n", type=int, default=0, help="how many")
+    assert "(default: 0)" in p.format_help()

@@ -71,7 +71,7 @@ def _go(p, argv, preset: str, *, open_suffix=True, summary=None, backend=None, p
                        backend=backend(a) if callable(backend) else backend, settings=api_settings(a), summary=summary)
         return run(spec).exit_code
 
-    return fd.guarded(go)
+    return fd.guarded(go, interrupted=fd.INTERRUPTED_RUN)
 
 
 def _fixed_output(p) -> None:

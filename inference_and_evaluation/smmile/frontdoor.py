@@ -22,7 +22,8 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescript
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if "default" in text.lower() or action.default in (None, False, argparse.SUPPRESS, []):
+        if "default" in text.lower() or any(action.default is v for v in (None, False, argparse.SUPPRESS)) \
+                or action.default == []:
             return text
         return super()._get_help_string(action)
 

@@ -78,4 +78,4 @@ def main(argv: list[str] | None = None) -> int:
             presets_api.served_model(args.model)  # any model the server serves, tagged by its name
         return run(spec).exit_code
 
-    return fd.guarded(go)
+    return fd.guarded(go, interrupted=fd.INTERRUPTED_RUN)

@@ -16,14 +16,14 @@ from pathlib import Path
 from ..data.images import verify_images
 from ..data.load import Loaded, load_for_run
 from ..errors import UserError
-from ..fsguard import OutputLock, check_writable_dir
 from ..models import registry
 from ..models.base import Backend, Family, Response, resolve_settings
 from ..protocol.items import SEED, Item, Rngs
 from . import manifest as mf
 from .journal import RESPONSES_FORMAT, Journal
 from .keys import digest, journal_key
-from .outputs import accuracy_summary, atomic_write_text, write_csv, write_json
+from ..fsguard import OutputLock, atomic_write_text, check_writable_dir
+from .outputs import accuracy_summary, write_csv, write_json
 from .progress import Progress
 
 PROTOCOLS = ("paper", "corrected")
