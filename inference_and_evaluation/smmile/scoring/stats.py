@@ -35,8 +35,8 @@ from smmile.scoring.exact_match import ResultFileError
 from smmile.scoring.naming import evaluationllm_json_path
 from smmile.scoring.pairing import pair_scores, pairing_notes
 
-METRICS = ("LLM", "EM", "MCQA")
-MODES = ("0-shot", "ICL")
+METRICS = tuple(metrics.METRICS)  # LLM, EM, MCQA: the tables' column order
+MODES = discovery.MODES
 CLUSTER_CHOICES = ("auto", "none", "base")
 COMPARE_CHOICES = ("icl", "models", "all", "none")
 KINDS = ("icl_vs_0shot", "model_vs_model")  # each kind is its own Holm family
