@@ -242,3 +242,11 @@ def test_help_shows_a_default_of_zero():
     p = fd.parser("x")
     p.add_argument("--n", type=int, default=0, help="how many")
     assert "(default: 0)" in p.format_help()
+
+
+def test_the_manifest_records_the_model_identity(tmp_path):
+    result = run(RunSpec(model="majority", dataset="demo", output_dir=tmp_path, quiet=True))
+    manifest = json.loads(result.csv_path.with_name(result.csv_path.stem + ".manifest.json").read_text())
+    assert manifest["model"]["identity"] == {"key": "majority", "scoring_name": "majority (baseline)",
+                                             "display": manifest["model"]["identity"]["display"],
+                                             "latex": "Majority"}

@@ -212,7 +212,7 @@ class Runner:
                         "recovered_images": [{"problem_id": p, "image_url": u} for p, u in loaded.recovered]},
             "model": {"preset": self.preset.name, "model_id": self.preset.model_id, "model_path": s.model_path,
                       "tag": self.preset.tag, "family": self.preset.family, "backend": s.backend or self.preset.backend,
-                      **model_identity(self.preset)},
+                      "identity": self.preset.identity.as_dict()},
             "inference_mode": s.mode, "task_format": s.fmt, "protocol": s.protocol,
             "seeds": {"python_random": SEED, "numpy_legacy": SEED},
             "generation": self.generation.as_dict(),
@@ -271,15 +271,6 @@ def planned_record(item: Item) -> dict:
     """The planned item as journaled: what the model was asked and what counts as correct."""
     return {"mode": item.mode, "format": item.fmt, "target": item.target, "options": item.options,
             "correct": item.correct, "true_answer": item.problem.query.answer, "extra": item.extra}
-
-
-def model_identity(preset) -> dict:
-    """The preset's identity fields for the manifest (key, scoring name, display and LaTeX names)."""
-    try:
-        from ..identity import identity_for_preset
-    except ImportError:  # identity table not available in this checkout
-        return {}
-    return {"identity": asdict(identity_for_preset(preset))}
 
 
 def run(spec: RunSpec, rngs: Rngs | None = None) -> RunResult:
