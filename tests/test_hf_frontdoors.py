@@ -65,7 +65,7 @@ def read_csv(path: Path) -> tuple[list[str], list[dict]]:
 def flags(arch: str, out: Path, *, tokens: int = 4, dataset: Path | None = None) -> list[str]:
     tok_flag = "--max_new_tokens" if arch in ("llava", "llava_next", "llava_onevision", "llavamed") else "--max-new-tokens"
     return ["--model-path", str(model_path(arch)), "--dataset", str(dataset or tiny_models.demo_subset(4)),
-            "--output-dir", str(out), tok_flag, str(tokens), "--dtype", "float32"]
+            "--output-dir", str(out), tok_flag, str(tokens), "--dtype", "float32", "--allow-cpu"]
 
 
 @pytest.mark.parametrize("fmt", ["open", "mcqa"])
@@ -83,6 +83,9 @@ def test_front_door(door, mode, fmt, tmp_path, capsys):
     assert manifest["backend"]["attn_implementation"] in ("sdpa", "eager", "flash_attention_2")
     assert manifest["counts"]["failed"] == 0
     assert manifest["backend"]["model_class"].endswith("ForConditionalGeneration")
+    image_processor = manifest["backend"]["image_processor"]  # --protocol paper: the paper's PIL processors
+    assert image_processor["requested"] == image_processor["backend"] == "pil"
+    assert image_processor["class"].endswith("ImageProcessorPil")
     has_summary = (tmp_path / f"accuracy_summary_{summary}_{mode}_mcqa.txt").exists()
     assert has_summary == (summary is not None and fmt == "mcqa")
     if fmt == "mcqa":

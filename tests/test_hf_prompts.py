@@ -143,13 +143,14 @@ def test_llavamed_pad_offsets_drawn_after_the_shuffle():
 def test_expand2square():
     from PIL import Image
 
-    from smmile.models.hf.llavamed import expand2square
+    from smmile.models.hf.llavamed import expand2square, pad_colour
 
+    clip_mean = (0.48145466, 0.4578275, 0.40821073)
     wide = Image.new("RGB", (40, 30), (255, 0, 0))
-    out = expand2square(wide, (122, 116, 104), 6)
+    out = expand2square(wide, pad_colour("RGB", clip_mean), 6)
     assert out.size == (40, 40) and out.getpixel((0, 5)) == (122, 116, 104) and out.getpixel((0, 6)) == (255, 0, 0)
-    grey = expand2square(Image.new("L", (10, 20), 255), (122, 116, 104), 5)
-    assert grey.size == (20, 20) and grey.getpixel((4, 0)) == 122 and grey.getpixel((5, 0)) == 255
+    grey = expand2square(Image.new("L", (10, 20), 255), pad_colour("L", clip_mean), 5)
+    assert grey.size == (20, 20) and grey.getpixel((4, 0)) == 114 and grey.getpixel((5, 0)) == 255
 
 
 def test_paper_cut_rules():
@@ -193,7 +194,7 @@ def test_mcqa_extraction_sequences():
 
 
 def test_smart_resize_matches_qwen_vl_utils():
-    from smmile.models.hf.families import smart_resize
+    from smmile.models.hf.imageprep import smart_resize
 
     assert smart_resize(30, 47) == (56, 84)  # below min_pixels: scaled up to 4*28*28
     assert smart_resize(1000, 700) == (1008, 700)

@@ -391,11 +391,11 @@ def cached(name: str) -> Path:
 
 def demo_subset(n: int = 4) -> Path:
     """The first `n` problems of the demo dataset (incl. its 10-example problem) as a local dataset."""
-    from smmile.data.demo import demo_path
+    from smmile.data.demo import DEMO_VERSION, demo_path
     from smmile.data.load import load_problems
     from smmile.data.parquet import problems_to_records, write_dataset
 
-    out = cache_root() / f"demo-{n}"
+    out = cache_root() / f"demo-v{DEMO_VERSION}-{n}"
     if (out / "data").is_dir():
         return out
     problems = load_problems(str(demo_path()))

@@ -1,7 +1,9 @@
 """A small synthetic dataset in the exact SMMILE schema, generated deterministically from a seed.
 
 Images are drawn with PIL (RGB, L and RGBA; varied sizes); every question can be answered by
-looking at the image, and the ICL examples of a problem teach the expected answer style.
+looking at the image, and the ICL examples of a problem teach the expected answer style. The query image of the
+first problem is stored as a JPEG whose EXIF orientation tag (6: rotate 90 degrees clockwise) must be applied to
+see it upright, as phone photos often are: every decoder must turn it (`datasets` does, and so do we).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 from .schema import FLAG_VOCABULARY, SPECIALITIES
 
-DEMO_VERSION = 1
+DEMO_VERSION = 2
 COLOURS = {"Red.": (200, 30, 30), "Black.": (15, 15, 15), "White.": (245, 245, 245), "Purple.": (120, 40, 150),
            "Yellow.": (230, 210, 40), "Blue.": (40, 70, 200)}
 SHAPES = ["Circle", "Square", "Triangle"]
@@ -64,6 +66,18 @@ def _draw(kind: str, answer: str, rng: random.Random, mode: str) -> bytes:
     return buf.getvalue()
 
 
+def exif_rotated_jpeg(png: bytes) -> bytes:
+    """The same picture as a JPEG stored sideways with EXIF orientation 6 (shown upright once the tag is applied)."""
+    from PIL import Image
+
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    buf = io.BytesIO()
+    img = Image.open(io.BytesIO(png)).convert("RGB").transpose(Image.Transpose.ROTATE_90)
+    img.save(buf, format="JPEG", quality=95, exif=exif.tobytes())
+    return buf.getvalue()
+
+
 def _answers(vocab: list[str], n_rows: int, rng: random.Random) -> list[str]:
     """Answers of a chunk with deliberate repeats; the query answer is taught by at least one example."""
     pool = rng.sample(vocab, min(len(vocab), max(2, n_rows - 1)))
@@ -103,6 +117,10 @@ def generate_records(seed: int = 42, n_problems: int = 24) -> list[dict]:
         rng.shuffle(rows)  # physical row order differs from `order`: loaders must sort
         problems.append((pid, rows))
     problems.sort(key=lambda p: p[0])  # SMMILE lists problems in ascending problem_id
+    query = max(problems[0][1], key=lambda r: r["order"])
+    query["image"] = {"bytes": exif_rotated_jpeg(query["image"]["bytes"]),
+                      "path": query["image"]["path"].replace(".png", ".jpg")}
+    query["image_url"] = query["image_url"].replace(".png", ".jpg")
     return [row for _, rows in problems for row in rows]
 
 

@@ -12,6 +12,7 @@ images). Llama-3.2-Vision is not offered: vLLM's Mllama support has been broken 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 from ..errors import MissingDependency, UserError
 from .base import Backend, Response
+from .hf.preflight import check_model_path, hub_down, not_cached_message
 from .hf.request import HFRequest
 
 GENCONFIG_KEYS = ("do_sample", "temperature", "top_k", "top_p", "repetition_penalty")
@@ -42,6 +44,16 @@ def sampling_settings(gen: dict, generation_config: dict) -> dict:
     return out
 
 
+def without_leading_bos(prompt: str, tokenizer) -> str:
+    """vLLM tokenizes a text prompt with the tokenizer's special tokens; a template that already starts with BOS
+    would get a second one. The HF path gives these families one (MedGemma's apply_chat_template drops the second;
+    Llama-3.2, the one family whose original doubled it, is not offered on vLLM)."""
+    bos = getattr(tokenizer, "bos_token", None)
+    if bos and prompt.startswith(bos) and tokenizer("x").input_ids[:1] == [tokenizer.bos_token_id]:
+        return prompt[len(bos):]
+    return prompt
+
+
 def read_generation_config(path: str) -> dict:
     local = Path(path) / "generation_config.json"
     if local.is_file():
@@ -61,6 +73,7 @@ class VLLMBackend(Backend):
         super().__init__(preset, spec, settings, generation)
         if preset is not None and preset.family in NOT_ON_VLLM:
             raise UserError(f"{preset.name} runs on transformers only (vLLM's Mllama support is unreliable)")
+        check_model_path(spec.model_path if spec else None)
         self.path = str((spec.model_path if spec else None) or preset.model_id)
         self.tp = int(self.settings.get("tensor_parallel_size", 1))
         self.llm = None
@@ -81,24 +94,41 @@ class VLLMBackend(Backend):
 
     def build_requests(self, work: list[tuple[Any, HFRequest]], processor) -> list[dict]:
         from .hf.encode import render_prompt
-        from .hf.llavamed import expand2square
+        from .hf.llavamed import llavamed_images
 
         out = []
         for _, req in work:
-            images = req.load_images()
             if req.render == "llavamed":
-                bg = tuple(int(x * 255) for x in processor.image_processor.image_mean)
-                kw = req.processor_kwargs
-                images = [(i.convert("RGB") if kw["rgb"] else i) for i in images]
-                images = [i if off is None else expand2square(i, bg, off) for i, off in zip(images, kw["pad_offsets"])]
-                prompt = req.prompt
+                images, prompt = llavamed_images(req, processor.image_processor.image_mean), req.prompt
             else:
-                prompt = render_prompt(processor, req)
-            entry: dict[str, Any] = {"prompt": prompt}
+                images, prompt = req.load_images(), render_prompt(processor, req)
+            entry: dict[str, Any] = {"prompt": without_leading_bos(prompt, processor.tokenizer)}
             if images:
                 entry["multi_modal_data"] = {"image": images}
             out.append(entry)
         return out
+
+    def image_backend_kwargs(self, processor) -> dict:
+        """vLLM builds its own processor with `AutoProcessor.from_pretrained(model, **mm_processor_kwargs)`; the
+        image backend can be pinned there only for processors without a video processor (transformers 5 hands the
+        same `backend` to the video processor, which has no PIL version: Qwen2-VL, Qwen2.5-VL, LLaVA-OneVision)."""
+        import transformers
+
+        from .hf.backend import say
+        from .hf.processor import default_image_backend
+
+        requested = self.settings.get("image_backend") or default_image_backend(getattr(self.spec, "protocol", "paper"))
+        kwargs, note = {}, "vLLM's default (torchvision where installed)"
+        if requested != "auto":
+            if hasattr(processor, "video_processor") or int(transformers.__version__.split(".")[0]) < 5:
+                note = ("not pinned: vLLM would pass the backend to the video processor too (or, with transformers "
+                        "4, use_fast to the tokenizer); vLLM's default is used (torchvision where installed)")
+                say(f"warning: --image-backend {requested} cannot be passed to vLLM for {type(processor).__name__}; "
+                    "pixel values may differ from the paper's (use --backend hf to pin it)")
+            else:
+                kwargs, note = {"backend": requested}, "passed to vLLM as mm_processor_kwargs"
+        self.info["image_processor"] = {"requested": requested, "mm_processor_kwargs": kwargs, "note": note}
+        return {"mm_processor_kwargs": kwargs} if kwargs else {}
 
     def engine_kwargs(self, max_images: int) -> dict:
         kwargs = {"model": self.path, "tensor_parallel_size": self.tp, "limit_mm_per_prompt": {"image": max(1, max_images)},
@@ -109,6 +139,19 @@ class VLLMBackend(Backend):
         if self.settings.get("cache_dir"):
             kwargs["download_dir"] = self.settings["cache_dir"]
         return kwargs
+
+    def _engine(self, vllm, engine: dict):
+        """vLLM's engine; with the hub unreachable a hub id comes from the local cache only (or one line)."""
+        from .. import hub
+
+        down = hub_down(self.path)
+        try:
+            with hub.offline_mode() if down else contextlib.nullcontext():
+                return vllm.LLM(**engine)
+        except OSError:
+            if down:
+                raise UserError(not_cached_message(self.path, down)) from None
+            raise
 
     def generate(self, work: list[tuple[Any, HFRequest]], on_done) -> None:
         if not work:
@@ -124,11 +167,11 @@ class VLLMBackend(Backend):
             params["seed"] = self.generation.seed
         if self.generation.stop:
             params["stop"] = list(self.generation.stop)
-        engine = self.engine_kwargs(max(len(r.images) for _, r in work))
+        engine = {**self.engine_kwargs(max(len(r.images) for _, r in work)), **self.image_backend_kwargs(processor)}
         self.calls.append({"engine": {k: v for k, v in engine.items() if k != "model"}, "sampling": params,
                            "prompts": len(requests)})
         t0 = time.time()
-        self.llm = self.llm or vllm.LLM(**engine)
+        self.llm = self.llm or self._engine(vllm, engine)
         try:
             outputs = self.llm.generate(requests, vllm.SamplingParams(**params))
         except Exception as exc:  # noqa: BLE001 - every problem of the call failed

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+ORIENTATION = 0x0112  # EXIF tag
 
 @dataclass(frozen=True)
 class ImageRef:
@@ -21,10 +22,14 @@ class ImageRef:
     name: str = ""
 
     def load(self):
-        from PIL import Image
+        """The decoded image as `datasets`' Image feature gives it to the original scripts (3.5.1 and 5.x): loaded,
+        then turned upright with `ImageOps.exif_transpose` when an EXIF orientation tag is present; mode unchanged."""
+        from PIL import Image, ImageOps
 
         img = Image.open(io.BytesIO(self.data))
         img.load()
+        if img.getexif().get(ORIENTATION) is not None:
+            img = ImageOps.exif_transpose(img)
         return img
 
     @cached_property
@@ -34,10 +39,12 @@ class ImageRef:
 
     @property
     def size(self) -> tuple[int, int]:
+        """(width, height) as `load()` returns it (EXIF orientations 5-8 swap the stored sides), without decoding."""
         from PIL import Image
 
         with Image.open(io.BytesIO(self.data)) as img:
-            return img.size
+            w, h = img.size
+            return (h, w) if img.getexif().get(ORIENTATION) in (5, 6, 7, 8) else (w, h)
 
 
 @dataclass(frozen=True)

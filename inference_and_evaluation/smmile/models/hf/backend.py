@@ -1,13 +1,14 @@
 """The transformers backend: lazy loading, padded batch generation, per-problem error capture.
 
 Batch size 1 (default) is what the originals did: one problem per generate call. With `--batch-size N` the
-problems of a window of 4N are sorted by prompt size and generated N at a time with left padding, images nested
-per conversation; greedy outputs equal batch size 1 (tested on tiny models). A batch that fails is retried one
+problems of a window of 4N are sorted by prompt size and generated N at a time with left padding (images as the
+processor takes them, see encode.encode_chat); greedy outputs equal batch size 1 (tested on tiny models). A batch that fails is retried one
 problem at a time, so an error (CUDA OOM included) is recorded for the problem that caused it only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
 import time
@@ -15,6 +16,7 @@ from typing import Any
 
 from ...errors import UserError
 from ..base import Backend, Response
+from . import preflight
 from .request import PAD_FROM_TOKENIZER, HFRequest
 
 WINDOW = 4  # batches per length-sorting window
@@ -24,6 +26,14 @@ DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp1
 
 def say(msg: str) -> None:
     print(f"[smmile] {msg}", file=sys.stderr, flush=True)
+
+
+def report_image_processor(info: dict) -> None:
+    """Say once which image processor runs, and when it is not the backend that was asked for."""
+    say(f"image processor: {info['class']} (backend {info['backend']}, requested {info['requested']})")
+    if info["requested"] != "auto" and info["backend"] != info["requested"]:
+        say(f"warning: the {info['requested']} image processor backend was requested, but transformers offers only "
+            f"{info['class']} ({info['backend']}) for this checkpoint; pixel values may differ from the paper's")
 
 
 def flash_attn_usable() -> bool:
@@ -67,6 +77,8 @@ class HFBackend(Backend):
 
     def __init__(self, preset=None, spec=None, settings=None, generation=None):
         super().__init__(preset, spec, settings, generation)
+        preflight.require_stack()
+        preflight.check_model_path(spec.model_path if spec else None)
         self.path = (spec.model_path if spec else None) or preset.model_id
         self.batch_size = max(1, int(getattr(spec, "batch_size", 1) or 1))
         self.dtype = DTYPES.get(str(self.settings.get("dtype", "auto")), self.settings.get("dtype"))
@@ -81,38 +93,62 @@ class HFBackend(Backend):
 
     # -- loading --------------------------------------------------------------------------------------------------
     def load(self) -> None:
-        """Load processor and model; a checkpoint that cannot be found or read is a user error (one line)."""
+        """Load processor and model; a checkpoint that cannot be found or read is a user error (one line). With the
+        hub unreachable (or offline mode on) a hub id is loaded from the local cache only, without retries."""
         if self.model is not None:
             return
+        from ... import hub
+
+        down = preflight.hub_down(str(self.path))
+        if down and not hub.offline_requested():
+            say(f"the Hugging Face hub is unreachable ({down}): looking for {self.path} in the local cache")
         try:
-            self._load()
+            with hub.offline_mode() if down else contextlib.nullcontext():
+                self._load()
         except (OSError, ValueError, KeyError) as exc:
+            if down:
+                raise UserError(preflight.not_cached_message(str(self.path), down)) from None
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             hint = "" if self.spec is None or self.spec.model_path else " (use --model-path DIR for a local checkpoint)"
             raise UserError(f"cannot load model {self.path}: {first}{hint}") from None
 
+    def image_backend(self) -> str:
+        """--image-backend, else the protocol's default (paper: the PIL processors the paper's versions used)."""
+        from .processor import default_image_backend
+
+        return self.settings.get("image_backend") or default_image_backend(getattr(self.spec, "protocol", "paper"))
+
     def _load(self) -> None:
         import torch
-        from transformers import AutoModelForImageTextToText
 
         from . import processor as proc_mod
 
         hub = {k: self.settings[s] for k, s in (("cache_dir", "cache_dir"), ("revision", "model_revision"))
                if self.settings.get(s)}
-        self.processor = proc_mod.load_processor(self.path, min_pixels=self.generation.min_pixels,
+        requested = self.image_backend()
+        self.processor = proc_mod.load_processor(self.path, image_backend=requested,
+                                                 min_pixels=self.generation.min_pixels,
                                                  max_pixels=self.generation.max_pixels, **hub)
         fallback = getattr(self.processor, "video_processor", True) is None
         self.info["processor"] = type(self.processor).__name__ + (" (image-only, no torchvision)" if fallback else "")
+        self.info["image_processor"] = proc_mod.describe_image_processor(self.processor.image_processor, requested)
+        report_image_processor(self.info["image_processor"])
         kwargs: dict[str, Any] = {"dtype": getattr(torch, self.dtype) if self.dtype != "auto" else "auto",
                                   "attn_implementation": self.attn, **hub}
         if self.device_map not in (None, "", "none"):
             kwargs["device_map"] = self.device_map
-        self.model = AutoModelForImageTextToText.from_pretrained(self.path, **kwargs).eval()
+        self.model = self.model_class(**hub).from_pretrained(self.path, **kwargs).eval()
         if self.device_map in (None, "", "none") and torch.cuda.is_available():
             self.model.to("cuda")
         self.info["model_class"] = type(self.model).__name__
         self.info["model_revision"] = self.settings.get("model_revision")
         self.info["model_commit"] = getattr(self.model.config, "_commit_hash", None)  # resolved hub commit
+
+    def model_class(self, **hub):
+        """The class that loads the weights (called once the processor is loaded)."""
+        from transformers import AutoModelForImageTextToText
+
+        return AutoModelForImageTextToText
 
     def describe(self) -> dict:
         """The manifest's `backend` entry; the same dict is completed when the model loads."""

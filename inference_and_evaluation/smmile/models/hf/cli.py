@@ -9,6 +9,7 @@ from pathlib import Path
 from ... import frontdoor as fd
 from ...protocol.items import Rngs
 from ...runner.run import RunSpec, parse_shard, run
+from . import preflight
 
 VLLM = "vllm_backend:VLLMBackend"
 MODES = ["0-shot", "ICL"]
@@ -16,6 +17,9 @@ FORMATS = ["open", "mcqa"]
 LLAVA_NAMES = ["llava_7b", "llava_13b", "llavanext_7b", "llavaonevision_7b", "llavaonevision_0.5b"]
 NOISY = ["AddOneExample-BySpeciality", "AddOneExample"]
 CACHE_HELP = "cache_dir for model and processor (the original's default was /home/.cache/; unset = HF default)"
+IMAGE_BACKEND_HELP = ("image processor backend: pil (the slow processors the paper's transformers used), torchvision "
+                      "(faster; slightly different resizing), auto (transformers' choice). Default: pil under "
+                      "--protocol paper, auto under --protocol corrected")
 
 
 def add_local_flags(p: argparse.ArgumentParser, *, qwen_pixels: bool = False, vllm: bool = True,
@@ -35,6 +39,9 @@ def add_local_flags(p: argparse.ArgumentParser, *, qwen_pixels: bool = False, vl
                    "'none' loads on one device)")
     g.add_argument("--attn-implementation", default=None, help="eager | sdpa | flash_attention_2 (default: "
                    "flash_attention_2 where the original used it and flash-attn is importable, else sdpa)")
+    g.add_argument("--image-backend", choices=["pil", "torchvision", "auto"], default=None, help=IMAGE_BACKEND_HELP)
+    g.add_argument("--allow-cpu", action="store_true",
+                   help="run without a CUDA GPU (inference_qwen/llama32v/medr1/llavamed*: the original required one)")
     if qwen_pixels:
         g.add_argument("--min-pixels", type=int, default=None, help="Qwen image processor min_pixels")
         g.add_argument("--max-pixels", type=int, default=None, help="Qwen image processor max_pixels (less memory)")
@@ -48,7 +55,7 @@ def add_local_flags(p: argparse.ArgumentParser, *, qwen_pixels: bool = False, vl
 def settings_from(a: argparse.Namespace) -> dict:
     keys = {"dtype": "dtype", "device_map": "device_map", "attn_implementation": "attn_implementation",
             "min_pixels": "min_pixels", "max_pixels": "max_pixels", "hf_cache_dir": "cache_dir",
-            "model_revision": "model_revision"}
+            "model_revision": "model_revision", "image_backend": "image_backend"}
     out = {dst: getattr(a, src) for src, dst in keys.items() if getattr(a, src, None) is not None}
     out["max_new_tokens"] = a.max_new_tokens
     if getattr(a, "backend", "hf") == "vllm":
@@ -60,6 +67,13 @@ def export_gpus(value: str | None) -> None:
     """The originals exported their GPU flag as CUDA_VISIBLE_DEVICES."""
     if value:
         os.environ["CUDA_VISIBLE_DEVICES"] = value
+
+
+def preflight_checks(a: argparse.Namespace, script: str) -> None:
+    """Before any work: the libraries, the --model-path folder, and CUDA where the original required it."""
+    preflight.require_stack(script)
+    preflight.check_model_path(a.model_path)
+    preflight.require_cuda(script, a.allow_cpu)
 
 
 def spec_for(a: argparse.Namespace, model: str, fmt: str, *, dataset=None, augmented_flag=False, open_suffix=True,
@@ -94,6 +108,7 @@ def qwen_main(argv: list[str] | None = None) -> int:
     def go() -> int:
         a = p.parse_args(argv)
         export_gpus(a.gpu_devices)
+        preflight_checks(a, "inference_qwen.py")
         sizes = ["3B", "7B", "32B", "72B"] if "all" in a.models else a.models
         rngs, code = Rngs(), 0
         for size in sizes:
@@ -104,7 +119,7 @@ def qwen_main(argv: list[str] | None = None) -> int:
 
 
 # -- inference_llama32v.py / inference_medr1.py / inference_medgemma.py ---------------------------------------------
-def _fixed_dir_main(argv, *, description: str, model: str, mode_default="ICL", fmt_default="open",
+def _fixed_dir_main(argv, *, script: str, description: str, model: str, mode_default="ICL", fmt_default="open",
                     gpu_default="0,1", vllm=True, vllm_note="", qwen_pixels=False) -> int:
     p = fd.parser(description + vllm_note)
     _common(p, mode_default=mode_default, fmt_default=fmt_default)
@@ -118,25 +133,29 @@ def _fixed_dir_main(argv, *, description: str, model: str, mode_default="ICL", f
     def go() -> int:
         a = p.parse_args(argv)
         export_gpus(a.gpu_devices)
+        preflight_checks(a, script)
         return run(spec_for(a, model, a.task_format, dataset=a.dataset)).exit_code
 
     return fd.guarded(go)
 
 
 def llama32v_main(argv: list[str] | None = None) -> int:
-    return _fixed_dir_main(argv, description="Llama-3.2-90B-Vision-Instruct on SMMILE (spec §3.2).",
+    return _fixed_dir_main(argv, script="inference_llama32v.py",
+                           description="Llama-3.2-90B-Vision-Instruct on SMMILE (spec §3.2).",
                            model="llama32_vision_90b", vllm=False,
                            vllm_note=" Runs on transformers only: vLLM's Mllama support has been broken or removed "
                                      "across versions, so --backend vllm is not offered here.")
 
 
 def medr1_main(argv: list[str] | None = None) -> int:
-    return _fixed_dir_main(argv, description="MedVLM-R1 (Qwen2-VL based) on SMMILE (spec §3.3).", model="MedVLM-R1",
+    return _fixed_dir_main(argv, script="inference_medr1.py",
+                           description="MedVLM-R1 (Qwen2-VL based) on SMMILE (spec §3.3).", model="MedVLM-R1",
                            mode_default="0-shot", fmt_default="mcqa", qwen_pixels=True)
 
 
 def medgemma_main(argv: list[str] | None = None) -> int:
-    return _fixed_dir_main(argv, description="MedGemma 4B on SMMILE (spec §3.4).", model="medgemma_4b",
+    return _fixed_dir_main(argv, script="inference_medgemma.py",
+                           description="MedGemma 4B on SMMILE (spec §3.4).", model="medgemma_4b",
                            gpu_default="0")
 
 
@@ -163,8 +182,9 @@ def _llava_parser(description: str, *, mcqa_script: bool, llava: bool) -> argpar
     return p
 
 
-def _llava_go(a, *, model: str, mcqa_script: bool, summary_display: str | None) -> int:
+def _llava_go(a, *, script: str, model: str, mcqa_script: bool, summary_display: str | None) -> int:
     export_gpus(a.gpu_devices)
+    preflight_checks(a, script)
     fmt = a.task_format if mcqa_script else "open"
     dataset = a.dataset
     if getattr(a, "noisy", None):  # run on the noise variant; results go to <output-dir>_<variant>
@@ -184,7 +204,8 @@ def llava_main(argv: list[str] | None = None) -> int:
 
     def go() -> int:
         a = p.parse_args(argv)
-        return _llava_go(a, model=a.model_name, mcqa_script=False, summary_display=None)
+        return _llava_go(a, script="inference_llava.py", model=a.model_name, mcqa_script=False,
+                         summary_display=None)
 
     return fd.guarded(go)
 
@@ -194,7 +215,8 @@ def llava_mcqa_main(argv: list[str] | None = None) -> int:
 
     def go() -> int:
         a = p.parse_args(argv)
-        return _llava_go(a, model=a.model_name, mcqa_script=True, summary_display=None)
+        return _llava_go(a, script="inference_llava_mcqa.py", model=a.model_name, mcqa_script=True,
+                         summary_display=None)
 
     return fd.guarded(go)
 
@@ -207,15 +229,15 @@ LLAVAMED_NOTE = (" Needs an HF-format LLaVA-Med checkpoint: convert the original
 def llavamed_main(argv: list[str] | None = None) -> int:
     p = _llava_parser("LLaVA-Med v1.5 on SMMILE, open format (spec §3.7)." + LLAVAMED_NOTE, mcqa_script=False,
                       llava=False)
-    return fd.guarded(lambda: _llava_go(p.parse_args(argv), model="llavamed", mcqa_script=False,
-                                        summary_display=None))
+    return fd.guarded(lambda: _llava_go(p.parse_args(argv), script="inference_llavamed.py", model="llavamed",
+                                        mcqa_script=False, summary_display=None))
 
 
 def llavamed_mcqa_main(argv: list[str] | None = None) -> int:
     p = _llava_parser("LLaVA-Med v1.5 on SMMILE, open + MCQA (spec §3.8)." + LLAVAMED_NOTE, mcqa_script=True,
                       llava=False)
-    return fd.guarded(lambda: _llava_go(p.parse_args(argv), model="llavamed", mcqa_script=True,
-                                        summary_display="LLaVA-Med"))
+    return fd.guarded(lambda: _llava_go(p.parse_args(argv), script="inference_llavamed_mcqa.py", model="llavamed",
+                                        mcqa_script=True, summary_display="LLaVA-Med"))
 
 
 # -- `smmile run` additions ------------------------------------------------------------------------------------------
@@ -234,11 +256,12 @@ def add_local_model_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--min-pixels", type=int, default=None, help="Qwen-family image processor min_pixels")
     g.add_argument("--max-pixels", type=int, default=None, help="Qwen-family image processor max_pixels")
     g.add_argument("--tensor-parallel-size", type=int, default=None, help="vLLM tensor parallelism")
+    g.add_argument("--image-backend", choices=["pil", "torchvision", "auto"], default=None, help=IMAGE_BACKEND_HELP)
     g.add_argument("--script", choices=["open", "mcqa"], default=None,
                    help="LLaVA / LLaVA-Med: behave as the open-only script or the _mcqa script (default open)")
 
 
 def local_model_settings(a: argparse.Namespace) -> dict:
     keys = ("max_new_tokens", "dtype", "device_map", "attn_implementation", "min_pixels", "max_pixels",
-            "tensor_parallel_size", "script", "model_revision")
+            "tensor_parallel_size", "script", "model_revision", "image_backend")
     return {k: getattr(a, k) for k in keys if getattr(a, k, None) is not None}

@@ -20,13 +20,21 @@ def render_prompt(processor, req: HFRequest) -> str:
 
 
 def encode_chat(processor, model, reqs: list[HFRequest]) -> dict:
-    """Chat template -> text, then processor(text, images): Qwen, Llama-3.2, MedVLM-R1, LLaVA family."""
+    """Chat template -> text, then processor(text, images): Qwen, Llama-3.2, MedVLM-R1, LLaVA family.
+
+    The originals called the processor with the tokenizer's defaults, so a template that starts with BOS got a
+    second one (Llama-3.2); `single_bos` (--protocol corrected) avoids it. Images go as one flat list, as the
+    originals passed them: nesting them per conversation switches LLaVA-OneVision (transformers 5) to its
+    multi-image mode without anyres tiles. Only Mllama gets nested lists (its processor needs them for batches).
+    """
     texts = [render_prompt(processor, r) for r in reqs]
     images = [r.load_images() for r in reqs]
+    kwargs = {}
     bos = getattr(processor.tokenizer, "bos_token", None)
-    kwargs = {"add_special_tokens": not (bos and all(t.startswith(bos) for t in texts))}  # no second BOS
+    if reqs[0].single_bos and bos and all(t.startswith(bos) for t in texts):
+        kwargs["add_special_tokens"] = False
     if any(images):
-        kwargs["images"] = images  # nested: one list per conversation
+        kwargs["images"] = images if reqs[0].nested_images else [img for imgs in images for img in imgs]
     return processor(text=texts, padding=True, return_tensors="pt", **kwargs, **reqs[0].processor_kwargs)
 
 
@@ -59,21 +67,17 @@ def encode_llavamed(processor, model, reqs: list[HFRequest]) -> dict:
     """LLaVA-Med: tokenizer_image_token ids (image placeholder expanded), pad-to-square CLIP pixel values."""
     import torch
 
-    from .llavamed import IMAGE_TOKEN_INDEX, expand2square, tokenizer_image_token
+    from .llavamed import IMAGE_TOKEN_INDEX, llavamed_images, tokenizer_image_token
 
     tok, improc = processor.tokenizer, processor.image_processor
     image_id, n_img = model.config.image_token_id, image_tokens_per_image(model)
-    background = tuple(int(x * 255) for x in improc.image_mean)
     rows, pixels = [], []
     for r in reqs:
         ids = []
         for t in tokenizer_image_token(r.prompt, tok):
             ids.extend([image_id] * n_img if t == IMAGE_TOKEN_INDEX else [t])
         rows.append(ids)
-        offsets, rgb = r.processor_kwargs["pad_offsets"], r.processor_kwargs["rgb"]
-        for img, off in zip(r.load_images(), offsets):
-            img = img.convert("RGB") if rgb else img
-            pixels.append(img if off is None else expand2square(img, background, off))
+        pixels.extend(llavamed_images(r, improc.image_mean))
     width = max(len(ids) for ids in rows)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in rows])

@@ -14,6 +14,7 @@ from ...protocol.items import Item, Rngs
 from ...protocol.options import medr1_letter, medr1_options
 from ...protocol.templates import MEDGEMMA_SYSTEM, MEDR1_MCQA, MEDR1_OPEN
 from ..base import Family, Response, base_row, mcqa_fields
+from .imageprep import DROP_ALPHA, WHITE, converter, qwen_vl_utils_fetch, qwen_vl_utils_fetch_on_white
 from .request import ERRORS_LLAMA, ERRORS_MCQA_SCRIPT, ERRORS_MEDR1, ERRORS_PLAIN, PAD_FROM_TOKENIZER, HFRequest
 
 MCQA7_NO_FULL = ["problem_id", "final_question", "true_answer", "correct_option", "selected_option", "is_correct",
@@ -33,6 +34,8 @@ class LocalFamily(Family):
     style = MessageStyle()
     errors = ERRORS_PLAIN
     extra_generate_kwargs: dict = {}  # generate() arguments of the original that are not generation settings
+    pinned_rgb = DROP_ALPHA  # how the paper's pinned processor made images RGB (imageprep)
+    nested_images = False  # see encode.encode_chat
 
     def __init__(self, protocol: str = "paper", **_):
         self.protocol = protocol
@@ -49,7 +52,8 @@ class LocalFamily(Family):
     def request(self, item: Item) -> HFRequest:
         turns = build_conversation(item.problem, item.mode, item.target)
         return HFRequest("chat", user_images(turns), messages=render_messages(turns, self.style),
-                         gen=self.gen_kwargs(), errors=dict(self.errors))
+                         prep=converter(self.protocol, self.pinned_rgb), gen=self.gen_kwargs(),
+                         errors=dict(self.errors), nested_images=self.nested_images, single_bos=self.corrected)
 
 
 # -- Qwen2.5-VL (§3.1) -------------------------------------------------------------------------------------------
@@ -98,6 +102,8 @@ class Llama32VFamily(LocalFamily):
     mcqa_columns = MCQA7_NO_GEN
     style = MessageStyle(answer_suffix="\n")
     errors = ERRORS_LLAMA
+    pinned_rgb = WHITE  # Mllama's own converter composited on white in 4.51 already
+    nested_images = True
 
     def row(self, item: Item, response: Response) -> dict:
         row = base_row(item)
@@ -139,34 +145,6 @@ class MedGemmaFamily(LocalFamily):
 MEDR1_MCQA_COLUMNS = ["problem_id", "original_question", "correct_letter", "correct_answer", "extracted_answer",
                       "is_correct", "full_response"]
 MEDR1_OPEN_COLUMNS = ["problem_id", "original_question", "true_answer", "generated_answer", "full_response"]
-QWEN_VL_UTILS = {"factor": 28, "min_pixels": 4 * 28 * 28, "max_pixels": 16384 * 28 * 28, "max_ratio": 200}
-
-
-def smart_resize(height: int, width: int, factor: int = 28, min_pixels: int = 4 * 28 * 28,
-                 max_pixels: int = 16384 * 28 * 28) -> tuple[int, int]:
-    """qwen-vl-utils 0.0.11: sides to multiples of `factor`, pixel count within [min_pixels, max_pixels]."""
-    import math
-
-    if max(height, width) / min(height, width) > QWEN_VL_UTILS["max_ratio"]:
-        raise ValueError(f"absolute aspect ratio must be smaller than 200, got {max(height, width) / min(height, width)}")
-    h_bar = max(factor, round(height / factor) * factor)
-    w_bar = max(factor, round(width / factor) * factor)
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt((height * width) / max_pixels)
-        h_bar = math.floor(height / beta / factor) * factor
-        w_bar = math.floor(width / beta / factor) * factor
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h_bar = math.ceil(height * beta / factor) * factor
-        w_bar = math.ceil(width * beta / factor) * factor
-    return h_bar, w_bar
-
-
-def qwen_vl_utils_fetch(_index: int, image):
-    """qwen-vl-utils' `fetch_image` on a PIL image: RGB, then resized to the smart size."""
-    image = image.convert("RGB")
-    h, w = smart_resize(image.height, image.width)
-    return image.resize((w, h))
 
 
 class MedR1Family(LocalFamily):
@@ -201,9 +179,10 @@ class MedR1Family(LocalFamily):
 
     def request(self, item: Item) -> HFRequest:
         messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": item.target}]}]
-        return HFRequest("chat", [item.problem.query.image], messages=messages, prep=qwen_vl_utils_fetch,
-                         gen=self.gen_kwargs(), decode={"clean_up_tokenization_spaces": False},
-                         errors=dict(self.errors))
+        fetch = qwen_vl_utils_fetch_on_white if self.corrected else qwen_vl_utils_fetch
+        return HFRequest("chat", [item.problem.query.image], messages=messages, prep=fetch, gen=self.gen_kwargs(),
+                         decode={"clean_up_tokenization_spaces": False}, errors=dict(self.errors),
+                         single_bos=self.corrected)
 
     def columns(self, fmt: str) -> list[str]:
         return MEDR1_MCQA_COLUMNS if fmt == "mcqa" else MEDR1_OPEN_COLUMNS

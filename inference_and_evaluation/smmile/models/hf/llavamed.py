@@ -8,6 +8,7 @@ from ...protocol.extract import extract_e1
 from ...protocol.items import Item, Rngs
 from ..base import Response, base_row, mcqa_fields
 from .families import LocalFamily
+from .imageprep import drop_alpha, on_white_step, rgb_first_step
 from .request import ERRORS_MCQA_SCRIPT, ERRORS_PLAIN, HFRequest
 
 IMAGE_PLACEHOLDER = "<image>"
@@ -47,16 +48,35 @@ def pad_offset(size: tuple[int, int]) -> int | None:
     return None if w == h else (max(w, h) - min(w, h)) // 2
 
 
-def expand2square(image, background: tuple[int, ...], offset: int):
+def pad_colour(mode: str, image_mean) -> int | tuple[int, ...]:
+    """LLaVA-Med's `process_images` fill: the processor's mean x 255 as ints; for an L image one grey level,
+    int(255 x the mean of the components) (114 for CLIP's mean, not its first component 122)."""
+    if mode == "L":
+        return int(255 * sum(image_mean) / len(image_mean))
+    return tuple(int(x * 255) for x in image_mean)
+
+
+def expand2square(image, background, offset: int):
     """Pad to a square of the longer side filled with `background`, the image pasted at `offset`."""
     from PIL import Image
 
     w, h = image.size
     if w == h:
         return image
-    fill = background[0] if image.mode == "L" else background
-    out = Image.new(image.mode, (max(w, h), max(w, h)), fill)
+    out = Image.new(image.mode, (max(w, h), max(w, h)), background)
     out.paste(image, (0, offset) if w > h else (offset, 0))
+    return out
+
+
+def llavamed_images(req: HFRequest, image_mean) -> list:
+    """The images LLaVA-Med's `process_images` hands its CLIP processor: padded to squares in their own mode (the
+    `_mcqa` script converts to RGB first, via `req.prep`), then, under `paper`, convert("RGB") as the CLIP processor
+    of transformers 4.36 did (transformers 5 would composite transparency on white instead)."""
+    out = []
+    for img, off in zip(req.load_images(), req.processor_kwargs["pad_offsets"]):
+        if off is not None:
+            img = expand2square(img, pad_colour(img.mode, image_mean), off)
+        out.append(drop_alpha(img) if req.processor_kwargs["pinned_rgb"] else img)
     return out
 
 
@@ -84,10 +104,14 @@ class LlavaMedFamily(LocalFamily):
 
     def request(self, item: Item) -> HFRequest:
         turns = build_conversation(item.problem, item.mode, item.target)
-        rgb = self.script == "mcqa"  # the open script did not convert to RGB first
-        return HFRequest("llavamed", user_images(turns), prompt=mistral_instruct(turns), gen=self.gen_kwargs(),
-                         processor_kwargs={"pad_offsets": list(item.extra["pad_offsets"]), "rgb": rgb},
-                         errors=dict(self.errors))
+        if self.corrected:
+            prep = on_white_step
+        else:  # the _mcqa script converted to RGB before padding, the open script did not
+            prep = rgb_first_step if self.script == "mcqa" else None
+        return HFRequest("llavamed", user_images(turns), prompt=mistral_instruct(turns), prep=prep,
+                         gen=self.gen_kwargs(), errors=dict(self.errors),
+                         processor_kwargs={"pad_offsets": list(item.extra["pad_offsets"]),
+                                           "pinned_rgb": not self.corrected})
 
     def row(self, item: Item, response: Response) -> dict:
         row = base_row(item)

@@ -20,7 +20,19 @@ def _is_torchvision_error(exc: BaseException) -> bool:
     return "torchvision" in str(exc).lower()
 
 
-def load_processor(path: str, *, min_pixels: int | None = None, max_pixels: int | None = None, **hub):
+IMAGE_BACKENDS = ("pil", "torchvision", "auto")
+
+
+def default_image_backend(protocol: str) -> str:
+    """`paper`: the PIL ("slow") image processors the paper's transformers 4.46.3 / 4.51.0 used by default;
+    `corrected`: whatever transformers picks (torchvision where it is installed)."""
+    return "pil" if protocol == "paper" else "auto"
+
+
+def load_processor(path: str, *, image_backend: str = "auto", min_pixels: int | None = None,
+                   max_pixels: int | None = None, **hub):
+    """The checkpoint's processor; with `image_backend` pil|torchvision its image processor is loaded again with that
+    backend (AutoProcessor cannot take it: transformers 5 would hand it to the tokenizer and the video processor)."""
     from transformers import AutoProcessor
 
     kwargs = {k: v for k, v in dict(min_pixels=min_pixels, max_pixels=max_pixels).items() if v}
@@ -29,10 +41,38 @@ def load_processor(path: str, *, min_pixels: int | None = None, max_pixels: int 
     except (ImportError, ValueError) as exc:
         if not _is_torchvision_error(exc):
             raise
-        proc = image_only_processor(path, **hub)
+        proc = image_only_processor(path, image_backend, **hub)
+    else:
+        if image_backend != "auto":
+            proc.image_processor = load_image_processor(path, image_backend, **hub)
     if kwargs:
         set_pixel_limits(proc.image_processor, **kwargs)
     return proc
+
+
+def load_image_processor(path: str, image_backend: str, **hub):
+    """AutoImageProcessor with the requested backend (transformers 5 `backend=`, 4.x `use_fast=`)."""
+    import transformers
+    from transformers import AutoImageProcessor
+
+    if image_backend == "auto":
+        return AutoImageProcessor.from_pretrained(path, **hub)
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        return AutoImageProcessor.from_pretrained(path, backend=image_backend, **hub)
+    return AutoImageProcessor.from_pretrained(path, use_fast=image_backend == "torchvision", **hub)
+
+
+def backend_of(image_processor) -> str:
+    """'pil' or 'torchvision' (transformers 5 says so itself; 4.x fast processors end in 'Fast')."""
+    backend = getattr(image_processor, "backend", None)
+    if isinstance(backend, str):
+        return backend
+    return "torchvision" if type(image_processor).__name__.endswith("Fast") else "pil"
+
+
+def describe_image_processor(image_processor, requested: str) -> dict:
+    """The manifest's record of the image processor actually used."""
+    return {"class": type(image_processor).__name__, "backend": backend_of(image_processor), "requested": requested}
 
 
 def set_pixel_limits(image_processor, min_pixels: int | None = None, max_pixels: int | None = None) -> None:
@@ -79,12 +119,12 @@ def _chat_template(path: str, tokenizer, **hub) -> str | None:
     return data.get("chat_template") or getattr(tokenizer, "chat_template", None)
 
 
-def image_only_processor(path: str, **hub):
+def image_only_processor(path: str, image_backend: str = "auto", **hub):
     """The checkpoint's processor class built without its (torchvision-only) video processor."""
     from unittest import mock
 
     import transformers
-    from transformers import AutoImageProcessor, AutoTokenizer
+    from transformers import AutoTokenizer
     from transformers.processing_utils import ProcessorMixin
 
     cls_name = _processor_class_name(path, **hub)
@@ -96,7 +136,7 @@ def image_only_processor(path: str, **hub):
     extra = {k: v for k, v in _read_json(path, "processor_config.json", **hub).items()
              if k not in ("processor_class", "image_processor", "video_processor", "chat_template")}
     tokenizer = AutoTokenizer.from_pretrained(path, **hub)
-    image_processor = AutoImageProcessor.from_pretrained(path, **hub)
+    image_processor = load_image_processor(path, image_backend, **hub)
     with mock.patch.object(ProcessorMixin, "check_argument_for_proper_class", lambda self, name, arg: None):
         return cls(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
                    chat_template=_chat_template(path, tokenizer, **hub), **extra)

@@ -31,6 +31,8 @@ class HFRequest:
     gen: dict = field(default_factory=dict)  # generate() keyword arguments
     decode: dict = field(default_factory=dict)  # extra decode() keyword arguments
     processor_kwargs: dict = field(default_factory=dict)  # extra processor / apply_chat_template kwargs
+    nested_images: bool = False  # images as one list per conversation (Mllama needs it for batches); else flat
+    single_bos: bool = False  # a template that starts with BOS gets no second one from the tokenizer
     errors: dict = field(default_factory=lambda: dict(ERRORS_PLAIN))
 
     def load_images(self) -> list:
