@@ -76,3 +76,24 @@ def test_demo_data_holds_an_exif_rotated_jpeg():
     assert jpegs[0].size == jpegs[0].load().size == upright.size == (raw.height, raw.width)
     assert jpegs[0].load().tobytes() == upright.tobytes()
     assert {r.image.load().mode for p in problems for r in p.rows} >= {"RGB", "L", "RGBA"}
+
+
+def test_every_row_of_the_images_table_names_a_test_that_exists():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    doc = (root / "docs" / "images.md").read_text()
+    table = doc.split("## The table")[1].split("\n## ")[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| family")]
+    sources = "\n".join(p.read_text() for p in (root / "tests").glob("test_*.py"))
+    for row in rows:
+        cell = row.rstrip(" |").rsplit("|", 1)[1].strip()
+        if cell == "—":
+            continue
+        name = re.match(r"`(\w+)", cell).group(1)
+        assert f"def {name}(" in sources, row
+    from test_hf_reference import ARCHS
+
+    for arch in ARCHS:
+        assert f"test_matches_pinned_transformers[{arch}-*]" in table

@@ -2,7 +2,8 @@
 
 `record.py` runs the original scripts' code path on these inputs with the paper's pinned transformers versions;
 the tests run ours on the same inputs and compare. Images cover every mode SMMILE's hub images come in (RGB, L,
-RGBA, P with a transparent index, LA) plus a JPEG whose EXIF orientation tag says "rotate 90° clockwise".
+RGBA, P with a transparent index, LA), a JPEG whose EXIF orientation tag says "rotate 90° clockwise", and an
+image with a side under 28 pixels (which transformers 4.51's Qwen2-VL image processor refused).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import io
 
 QUESTION = "What color can be seen in the abnormal lesion?"
-MODES = ("rgb", "l", "rgba", "p", "la", "exif")
+MODES = ("rgb", "l", "rgba", "p", "la", "exif", "small")  # image names; "small" is RGB with a side under 28 px
 # ICL problem: four examples then the query, each image in another mode (LA only 0-shot: LLaVA-Med cannot pad it)
 ICL_ROWS = (("rgb", "Red."), ("l", "Blue."), ("rgba", "Red."), ("p", "Black."), ("exif", "Red."))
 
@@ -48,6 +49,8 @@ def encoded(name: str) -> bytes:
         img = _gradient(42, 64).convert("L")
         alpha = Image.linear_gradient("L").rotate(90).resize((42, 64))
         return _encode(Image.merge("LA", (img, alpha)))
+    if name == "small":
+        return _encode(_gradient(40, 20))
     if name == "exif":  # stored 64x40, shown 40x64 once orientation 6 is applied
         exif = Image.Exif()
         exif[0x0112] = 6

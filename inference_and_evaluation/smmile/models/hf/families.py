@@ -14,7 +14,8 @@ from ...protocol.items import Item, Rngs
 from ...protocol.options import medr1_letter, medr1_options
 from ...protocol.templates import MEDGEMMA_SYSTEM, MEDR1_MCQA, MEDR1_OPEN
 from ..base import Family, Response, base_row, mcqa_fields
-from .imageprep import DROP_ALPHA, WHITE, converter, qwen_vl_utils_fetch, qwen_vl_utils_fetch_on_white
+from .imageprep import (DROP_ALPHA, WHITE, converter, qwen_4_51_step, qwen_vl_utils_fetch,
+                        qwen_vl_utils_fetch_on_white)
 from .request import ERRORS_LLAMA, ERRORS_MCQA_SCRIPT, ERRORS_MEDR1, ERRORS_PLAIN, PAD_FROM_TOKENIZER, HFRequest
 
 MCQA7_NO_FULL = ["problem_id", "final_question", "true_answer", "correct_option", "selected_option", "is_correct",
@@ -52,8 +53,12 @@ class LocalFamily(Family):
     def request(self, item: Item) -> HFRequest:
         turns = build_conversation(item.problem, item.mode, item.target)
         return HFRequest("chat", user_images(turns), messages=render_messages(turns, self.style),
-                         prep=converter(self.protocol, self.pinned_rgb), gen=self.gen_kwargs(),
-                         errors=dict(self.errors), nested_images=self.nested_images, single_bos=self.corrected)
+                         prep=self.image_step(), gen=self.gen_kwargs(), errors=dict(self.errors),
+                         nested_images=self.nested_images, single_bos=self.corrected)
+
+    def image_step(self):
+        """What happens to each image before the processor (docs/images.md)."""
+        return converter(self.protocol, self.pinned_rgb)
 
 
 # -- Qwen2.5-VL (§3.1) -------------------------------------------------------------------------------------------
@@ -78,6 +83,9 @@ class QwenFamily(LocalFamily):
     mcqa_columns = MCQA7_NO_FULL
 
     GENERATION = GenerationSettings(max_new_tokens=512)  # the rest from the checkpoint's generation_config
+
+    def image_step(self):
+        return super().image_step() if self.corrected else qwen_4_51_step
 
     def answer(self, response: Response) -> str:
         return response.text.strip() if self.corrected else qwen_cut(response.full_text or "")

@@ -53,6 +53,14 @@ def rgb_first_step(_index: int, img):
     return img.convert("RGB")
 
 
+def qwen_4_51_step(_index: int, img):
+    """Qwen2.5-VL under `paper`: transformers 4.51's Qwen2-VL image processor refused an image with a side under
+    28 px (transformers 5 scales it up), with this message, which became the problem's error row."""
+    if img.width < 28 or img.height < 28:
+        raise ValueError(f"height:{img.height} and width:{img.width} must be larger than factor:28")
+    return drop_alpha(img)
+
+
 def converter(protocol: str, pinned: str):
     """The (index, image) -> image step a family applies before its processor."""
     return on_white_step if protocol == "corrected" or pinned == WHITE else drop_alpha_step
