@@ -2,8 +2,10 @@
 
 Builds random-weight models with the real 7B-class configurations (Qwen2.5-VL-7B-Instruct, LLaVA-1.5-7B; the
 vocabulary is shrunk to the offline test tokenizer, nothing is downloaded), then runs the same demo problems with
-HF batch 1, HF batched, and vLLM when importable; checks output agreement and prints tokens/s for each.
-`--tiny` runs the same pipeline on the tiny test checkpoints (a CPU smoke test of this script).
+HF batch 1, HF batched, and vLLM when importable; checks output agreement and prints tokens/s for each. Then, for
+every architecture (tiny checkpoints, plus the 7B-class ones), it prints the image processor the PIL and the
+torchvision backends give and the largest pixel difference between them on the demo problems (issue #15: the size
+of the effect `--image-backend` pins). `--tiny` runs the same pipeline on the tiny test checkpoints (CPU smoke).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import tiny_models as tm  # noqa: E402
 
 PRESETS = {"qwen2_5_vl": "qwen7B", "llava": "llava_7b"}
+ALL_PRESETS = {**PRESETS, "qwen2_vl": "MedVLM-R1", "mllama": "llama32_vision_90b", "gemma3": "medgemma_4b",
+               "llava_next": "llavanext_7b", "llava_onevision": "llavaonevision_0.5b"}
 QWEN7B_TEXT = dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
                    num_key_value_heads=4, max_position_embeddings=32768, rms_norm_eps=1e-6,
                    rope_parameters={"rope_type": "default", "mrope_section": [16, 24, 24], "rope_theta": 1e6})
@@ -125,7 +129,7 @@ def check_arch(arch: str, a, root: Path, dataset: str) -> bool:
         results[name] = res
         print(f"{arch:12s} {name:8s} {sec:7.1f} s  {toks / sec:8.1f} tok/s  computed={res.computed}  "
               f"failures={len(res.failures)}  "
-              f"attn={info.get('attn_implementation')}", flush=True)
+              f"attn={info.get('attn_implementation')}  image_processor={info.get('image_processor')}", flush=True)
         ok &= not res.failures
     base = results.get("hf-b1")
     for name, res in results.items():
@@ -133,6 +137,51 @@ def check_arch(arch: str, a, root: Path, dataset: str) -> bool:
             agree = agreement(base, res)
             print(f"{arch:12s} agreement {name} vs hf-b1: {agree:.2%}", flush=True)
             ok &= agree >= (1.0 if a.tiny else 0.5)  # bf16 batched kernels may flip near-ties of random weights
+    return ok
+
+
+def image_backends(arch: str, path: Path, dataset: str) -> bool:
+    """The image processor each backend gives this checkpoint, and the largest |PIL - torchvision| pixel difference
+    over the demo problems' ICL inputs (as the runs build them)."""
+    import numpy as np
+
+    from smmile.data.load import load_for_run
+    from smmile.models.hf.encode import encode
+    from smmile.models.hf.processor import describe_image_processor, load_processor
+    from smmile.runner.run import RunSpec, Runner
+
+    runner = Runner(RunSpec(model=ALL_PRESETS[arch], mode="ICL", dataset=dataset, model_path=str(path)))
+    requests = [runner.family.request(it) for it in runner.plan(load_for_run(dataset))]
+    pixels, used = {}, {}
+    for backend in ("pil", "torchvision"):
+        proc = load_processor(str(path), image_backend=backend)
+        used[backend] = describe_image_processor(proc.image_processor, backend)
+        pixels[backend] = [np.asarray(encode(proc, None, [r])["pixel_values"], dtype=np.float64) for r in requests]
+    names = "; ".join(f"{b} -> {u['class']} ({u['backend']})" for b, u in used.items())
+    if used["torchvision"]["backend"] != "torchvision":
+        print(f"{arch:16s} image backends: {names}; torchvision is not installed: nothing to compare", flush=True)
+        return True
+    pairs = list(zip(pixels["pil"], pixels["torchvision"]))
+    same_shape = [(a, b) for a, b in pairs if a.shape == b.shape]
+    worst = max((float(np.abs(a - b).max()) for a, b in same_shape), default=float("nan"))
+    mean = float(np.mean([np.abs(a - b).mean() for a, b in same_shape])) if same_shape else float("nan")
+    print(f"{arch:16s} image backends: {names}; max |pil - torchvision| = {worst:.4g} (mean {mean:.3g}, normalised "
+          f"units) over {len(same_shape)} demo problems; {len(pairs) - len(same_shape)} with different shapes",
+          flush=True)
+    return True
+
+
+def check_image_backends(a, root: Path, dataset: str) -> bool:
+    ok = True
+    targets = [(f"{arch} (tiny)", arch, tm.cached(arch)) for arch in ALL_PRESETS]
+    if not a.tiny:
+        targets += [(f"{arch} (7B)", arch, checkpoint(arch, root, False)) for arch in a.archs.split(",")]
+    for label, arch, path in targets:
+        try:
+            ok &= image_backends(arch, path, dataset)
+        except Exception as exc:  # noqa: BLE001 - report and go on with the other architectures
+            print(f"{label:16s} image backends FAILED: {exc!r}", flush=True)
+            ok = False
     return ok
 
 
@@ -148,6 +197,7 @@ def main() -> int:
 
     dataset, root = str(demo_path()), Path(a.root)
     ok = all([check_arch(arch, a, root, dataset) for arch in a.archs.split(",")])
+    ok = check_image_backends(a, root, dataset) and ok
     print("GPU CHECK", "PASSED" if ok else "FAILED")
     return 0 if ok else 1
 

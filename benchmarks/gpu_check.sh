@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One command, under 8 minutes on one H200: random-weight models with the real 7B-class configs
 # (Qwen2.5-VL-7B, LLaVA-1.5-7B), the demo problems through HF batch 1, HF batched and vLLM (if importable),
-# output agreement and tokens/s for each. Needs CUDA torch + transformers (+ accelerate); vLLM optional
-# (requirements-vllm.txt); flash-attn optional (requirements-gpu.txt). Nothing is downloaded.
+# output agreement and tokens/s for each; then, per architecture, the image processor the PIL and torchvision
+# backends give and their largest pixel difference on the demo images (issue #15). Needs CUDA torch + transformers
+# (+ accelerate, torchvision for the backend comparison); vLLM optional (requirements-vllm.txt); flash-attn optional
+# (requirements-gpu.txt). Nothing is downloaded.
 #   bash benchmarks/gpu_check.sh [--archs qwen2_5_vl,llava] [--max-new-tokens 32] [--batch-size 8]
 #   bash benchmarks/gpu_check.sh --tiny     # the same pipeline on the tiny test checkpoints (CPU smoke)
 set -euo pipefail
