@@ -1,7 +1,9 @@
-"""Figures (smmile.scoring.plots): files exist, are PNG/SVG and non-trivial."""
+"""Figures (`smmile figures`, smmile.scoring.plots): PNG at 300 dpi + SVG with deterministic bytes,
+text of at least 9 pt, display names only, small strata greyed, titles that match the data."""
 
 import importlib.util
 import json
+import struct
 import sys
 from pathlib import Path
 
@@ -12,9 +14,11 @@ sys.path.insert(0, str(ROOT / "inference_and_evaluation"))
 
 pytest.importorskip("matplotlib")
 
+from report_fixtures import svg_texts, svg_width_pt  # noqa: E402
+from smmile.cli import main as smmile  # noqa: E402
+from smmile.report.figures_cli import default_out  # noqa: E402
 from smmile.scoring import plots  # noqa: E402
 
-PUBLISHED = ROOT.parent / "shared" / "published" / "smmile"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -25,68 +29,133 @@ def _bench():
     return module
 
 
-def check_figure(path: Path, min_png: int = 15_000):
-    assert path.exists(), path
+def png_size(path: Path) -> tuple[int, int]:
     data = path.read_bytes()
-    if path.suffix == ".png":
-        assert data.startswith(PNG_MAGIC) and len(data) > min_png
-    else:
-        assert b"<svg" in data[:2000] and len(data) > 10_000
+    assert data.startswith(PNG_MAGIC)
+    return struct.unpack(">II", data[16:24])
 
 
 def stratification_file(path: Path):
+    """qwen72B 0-shot/ICL and gpt-4o ICL; the 'pathology' and num_ICL '10' strata are small."""
     data = {}
     for key, shift in (("qwen72B:0-shot", 0), ("qwen72B:ICL", 10), ("gpt-4o:ICL", 20)):
         data[key] = {
             "flag_num_ICL_accuracy": {"0": 10.0 + shift} if key.endswith("0-shot") else {"3": 30.0 + shift, "10": 50.0, "2": 5.0},
             "flag_num_ICL_total": {"0": 111} if key.endswith("0-shot") else {"3": 50, "10": 11, "2": 50},
             "flag_num_ICL_correct": {"0": 11} if key.endswith("0-shot") else {"3": 15, "10": 5, "2": 2},
-            "speciality_accuracy": {"radiology": 40.0 + shift, "pathology": 20.0},
-            "speciality_total": {"radiology": 58, "pathology": 21},
-            "speciality_correct": {"radiology": 23, "pathology": 4},
+            "speciality_accuracy": {"radiology": 40.0 + shift, "pathology": 37.5},
+            "speciality_total": {"radiology": 58, "pathology": 9},
+            "speciality_correct": {"radiology": 23, "pathology": 2},
         }
     path.write_text(json.dumps(data))
 
 
-def test_figures_on_synthetic_smmilepp(tmp_path):
-    results = tmp_path / "results"
+@pytest.fixture(scope="module")
+def figures(tmp_path_factory):
+    root = tmp_path_factory.mktemp("figs")
+    results = root / "results"
     results.mkdir()
     _bench().build_results_dir(results, n_files=12, n_rows=1038, seed=2)
     stratification_file(results / "model_stratification_llm.json")
-    out = tmp_path / "figs"
-    assert plots.main([str(results), "--out", str(out), "--n-boot", "500"]) == 0
+    out = root / "figs"
+    assert smmile(["figures", str(results), "--out", str(out), "--n-boot", "500"]) == 0
+    return results, out
+
+
+def test_files_png_300dpi_and_svg(figures):
+    _, out = figures
     names = ["accuracy_llm", "accuracy_em", "accuracy_mcqa", "icl_gain",
              "stratification_llm_flag_num_ICL", "stratification_llm_speciality"]
     for name in names:
-        for ext in ("png", "svg"):
-            check_figure(out / f"{name}.{ext}")
+        svg = (out / f"{name}.svg").read_text()
+        width, _ = png_size(out / f"{name}.png")
+        assert abs(width - svg_width_pt(svg) / 72 * plots.DPI) <= 2, name  # 300 dpi at the SVG's size
+        assert svg_width_pt(svg) <= plots.MAX_WIDTH * 72
     assert not (out / "stratification_em_speciality.png").exists()
 
 
-def test_numeric_labels_sorted_numerically():
-    assert plots._sorted_labels(["3", "10", "2"]) == ["2", "3", "10"]
-    assert plots._sorted_labels(["true", "false"]) == ["true", "false"]
+def test_text_at_least_9pt_and_editable(figures):
+    _, out = figures
+    for svg in out.glob("*.svg"):
+        texts = svg_texts(svg.read_text())
+        assert texts, f"{svg.name}: text is kept as text"
+        assert min(size for _, size in texts) >= plots.MIN_FONT, svg.name
+
+
+def test_display_names_only(figures):
+    _, out = figures
+    words = {t for svg in out.glob("*.svg") for t, _ in svg_texts(svg.read_text())}
+    assert {"Qwen2.5-VL-72B", "GPT-4o", "MedVLM-R1", "Majority", "Random"} <= words
+    assert not words & {"qwen72B", "qwen72B:ICL", "gpt-4o", "gpt-4o:ICL", "majority", "random (baseline)"}
+
+
+def test_small_strata_greyed_and_marked(figures):
+    """'pathology' (9 problems) is hatched without a value; its n is in the column label; a legend
+    entry explains the hatching; 0-shot is left out of the num_ICL map (one label only)."""
+    _, out = figures
+    svg = (out / "stratification_llm_speciality.svg").read_text()
+    texts = [t for t, _ in svg_texts(svg)]
+    assert "pathology (n=9)" in texts and "radiology (n=58)" in texts
+    assert any(t.startswith("fewer than 20 ") for t in texts)
+    assert "<pattern" in svg, "hatched cells"
+    assert "38" not in texts  # the small stratum's accuracy (37.5) is not printed in its cell
+    assert {"40", "50", "60"} <= set(texts)
+    icl = [t for t, _ in svg_texts((out / "stratification_llm_flag_num_ICL.svg").read_text())]
+    assert "ICL" in icl and "0-shot" not in icl
+
+
+def test_titles_match_the_data(figures):
+    _, out = figures
+    titles = [t for t, _ in svg_texts((out / "accuracy_mcqa.svg").read_text()) if t.startswith("MCQA")]
+    assert titles and "0-shot vs ICL" in titles[0] and "1038 rows" in titles[0] and "base problems" in titles[0]
+
+
+def test_same_inputs_same_bytes(figures, tmp_path):
+    results, out = figures
+    again = tmp_path / "again"
+    assert smmile(["figures", str(results), "--out", str(again), "--n-boot", "500"]) == 0
+    for path in out.glob("*.*g"):
+        assert (again / path.name).read_bytes() == path.read_bytes(), path.name
 
 
 def test_default_out_is_figures_beside_results(tmp_path):
-    assert plots.default_out(str(tmp_path / "results")) == str(tmp_path / "figures")
+    assert default_out(str(tmp_path / "results")) == str(tmp_path / "figures")
 
 
 def test_bad_inputs(tmp_path, capsys):
-    assert plots.main([str(tmp_path / "missing")]) == 2
+    assert smmile(["figures", str(tmp_path / "missing")]) == 2
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert plots.main([str(empty), "--out", str(tmp_path / "o")]) == 1
-    (empty / "model_stratification_em.json").write_text("[1, 2]")
-    assert plots.main([str(empty), "--out", str(tmp_path / "o")]) == 2
-    assert "not a stratification file" in capsys.readouterr().err
+    assert smmile(["figures", str(empty), "--out", str(tmp_path / "o")]) == 1
+    file_out = tmp_path / "file"
+    file_out.write_text("x")
+    assert smmile(["figures", str(empty), "--out", str(file_out)]) == 2
+    err = capsys.readouterr().err
+    assert "not found" in err and "nothing to plot" in err and "is a file" in err and "Traceback" not in err
 
 
-@pytest.mark.skipif(not PUBLISHED.is_dir(), reason="published SMMILE outputs not available")
-def test_published_heatmap_and_bars(tmp_path):
+def test_stages_and_ctrl_c(figures, tmp_path, monkeypatch, capsys):
+    results, _ = figures
+    assert smmile(["figures", str(results), "--out", str(tmp_path / "a"), "--n-boot", "50", "--formats", "svg",
+                   "--flags", "speciality"]) == 0
+    err = capsys.readouterr().err
+    assert "smmile figures [" in err and "statistics for" in err and "figures: " in err
+    assert sorted(p.name for p in (tmp_path / "a").glob("strat*")) == ["stratification_llm_speciality.svg"]
+
+    def interrupted(job):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(plots, "draw", interrupted)
+    assert smmile(["figures", str(results), "--out", str(tmp_path / "b"), "--n-boot", "50", "--jobs", "1"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "journal" not in err and "Traceback" not in err
+
+
+def test_published_figures(published, tmp_path):
     out = tmp_path / "figs"
-    assert plots.main([str(PUBLISHED), "--out", str(out), "--n-boot", "300", "--flags", "speciality",
-                       "--formats", "png"]) == 0
-    for name in ("accuracy_llm", "icl_gain", "stratification_em_speciality", "stratification_llm_speciality"):
-        check_figure(out / f"{name}.png", min_png=40_000)
-    assert not list(out.glob("*.svg"))
+    assert smmile(["figures", str(published), "--out", str(out), "--n-boot", "300", "--flags", "speciality",
+                   "image_type", "--formats", "svg"]) == 0
+    words = {t for svg in out.glob("*.svg") for t, _ in svg_texts(svg.read_text())}
+    assert {"Qwen2.5-VL-72B", "LLaVA-v1.5-7B", "Text only*", "LLaVA-Med**"} <= words
+    assert not words & {"qwen72B", "llava_7B", "llama33textonly (baseline)", "qwen72B:ICL", "llavamed_7B"}
+    assert "EEG (n=1)" in words and "MRI (n=1)" in words

@@ -1,60 +1,156 @@
-"""The report renders in a real browser from disk (headless Chromium): a non-blank page, and every
-figure it refers to exists. Skipped where no chromium binary is installed (Debian: apt-get install chromium)."""
+"""The report in a real browser, opened from disk: the system Chromium driven by Playwright (no browser
+download). Clicks a main-table cell and the explorer's filters and checks which problems are shown
+against the scores computed by smmile.scoring.stats; figures are shown with text of at least 9 pt; no
+raw JSON; no script error. Screenshots go to the test's folder, and to $SMMILE_SCREENSHOTS when set
+(for a person to look at). Skipped, saying why, without Playwright or a chromium binary."""
 
 from __future__ import annotations
 
-import re
+import base64
+import os
 import shutil
-import subprocess
 from pathlib import Path
-from urllib.parse import unquote
 
 import pytest
 
-from report_fixtures import build_results
-from smmile.cli import main as smmile
+from report_fixtures import demo_reports, rendered_pt
+from smmile.scoring import stats
 
-BROWSERS = ("chromium", "chromium-browser")
-WINDOW = (1280, 2000)
-
-
-def browser() -> str:
-    for name in BROWSERS:
-        found = shutil.which(name)
-        if found:
-            return found
-    pytest.skip("no chromium/chromium-browser binary (Debian package: chromium)")
+CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+WINDOW = {"width": 1280, "height": 1000}
+pytestmark = pytest.mark.slow
 
 
-def screenshot(page: Path, png: Path, profile: Path) -> None:
-    command = [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               f"--user-data-dir={profile}", f"--screenshot={png}", f"--window-size={WINDOW[0]},{WINDOW[1]}",
-               page.resolve().as_uri()]
-    subprocess.run(command, capture_output=True, timeout=120, check=False)
-    assert png.is_file(), "chromium wrote no screenshot"
+def chromium() -> str:
+    for path in CHROMIUM:
+        if os.path.exists(path):
+            return path
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not found:
+        pytest.skip("no chromium binary (Debian package: chromium); the report was not rendered")
+    return found
 
 
-def test_headless_render(tmp_path, demo_dir):
-    res, an = build_results(tmp_path)
-    out = tmp_path / "out"
-    assert smmile(["report", str(res), "--analyses", str(an), "--out", str(out), "--n-boot", "200"]) == 0
-    page = out / "index.html"
-    text = page.read_text(encoding="utf-8")
-    linked = [unquote(h) for h in re.findall(r'href="([^"#][^"]*)"', text)]
-    assert linked and all((out / h).is_file() for h in linked)
-    png = tmp_path / "shot.png"
-    screenshot(page, png, tmp_path / "profile")
-    from PIL import Image
-    image = Image.open(png).convert("RGB")
-    assert image.size == WINDOW
-    colours = image.getcolors(maxcolors=1 << 20)
-    assert colours is not None and len(colours) > 50, "page looks blank"
-    white = sum(count for count, rgb in colours if min(rgb) >= 250)
-    assert white < 0.97 * WINDOW[0] * WINDOW[1], "page is almost all white"
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install playwright)")
+    executable = chromium()
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=executable, args=["--no-sandbox", "--disable-gpu"])
+        yield launched
+        launched.close()
 
 
-def test_skips_without_browser(monkeypatch):
-    monkeypatch.setattr(shutil, "which", lambda name: None)
-    with pytest.raises(pytest.skip.Exception):
-        browser()
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory, demo_dir):
+    return demo_reports(tmp_path_factory)
+
+
+def open_page(browser, page_path: Path):
+    page = browser.new_page(viewport=WINDOW)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(page_path.resolve().as_uri())
+    return page, errors
+
+
+def shot(page, tmp_path: Path, name: str) -> Path:
+    path = tmp_path / f"{name}.png"
+    page.screenshot(path=str(path))
+    target = os.environ.get("SMMILE_SCREENSHOTS")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(target) / path.name)
+    return path
+
+
+def shown_ids(page) -> list[str]:
+    return page.eval_on_selector_all("#ex-list .pcard", "cards => cards.map(c => c.dataset.problem)")
+
+
+def toy_scores(res: Path) -> dict:
+    return {r.mode: r.scores for r in stats.load_records(str(res), lambda m: None)
+            if r.model == "toy" and r.metric == "LLM"}
+
+
+def test_cell_and_filters_show_the_right_problems(browser, reports, tmp_path):
+    page, errors = open_page(browser, reports["main"] / "index.html")
+    shot(page, tmp_path, "1-main-table")
+    scores = toy_scores(reports["res"])
+    page.click('#main-smmile + p + div a[href*="model=toy"][href*="metric=LLM"][href*="mode=ICL"]')
+    page.wait_for_selector("#ex-list .pcard")
+    assert page.evaluate("location.hash").startswith("#problems?")
+    icl = scores["ICL"]
+    assert page.inner_text("#ex-status").startswith(f"{len(icl)} of 24 problems shown")
+    assert f"mean score {icl.mean() * 100:.2f}%" in page.inner_text("#ex-status")
+    assert shown_ids(page) == list(icl.index)[:20]  # first page, dataset order
+    shot(page, tmp_path, "2-cell-clicked")
+
+    page.select_option('select[data-f="outcome"]', "wrong")
+    wrong = [pid for pid, v in icl.items() if v < 0.5]
+    assert shown_ids(page) == wrong[:20] and wrong
+    shot(page, tmp_path, "3-toy-wrong")
+
+    page.select_option('select[data-f="outcome"]', "")
+    page.select_option('select[data-f="special"]', "helped")
+    helped = [pid for pid in icl.index if scores["0-shot"][pid] < 0.5 <= icl[pid]]
+    assert helped and shown_ids(page) == helped[:20]
+    page.select_option('select[data-f="special"]', "hurt")
+    hurt = [pid for pid in icl.index if icl[pid] < 0.5 <= scores["0-shot"][pid]]
+    assert shown_ids(page) == hurt[:20]
+    shot(page, tmp_path, "4-icl-hurt")
+    assert not errors
+
+
+def test_flag_filter_and_all_wrong(browser, reports, tmp_path, demo_dir):
+    from smmile.data.load import load_problems
+
+    problems = {p.problem_id: p for p in load_problems("demo")}
+    page, errors = open_page(browser, reports["main"] / "index.html")
+    page.goto(page.url + "#problems")
+    page.select_option('select[data-f="flag:speciality"]', "radiology")
+    radiology = [pid for pid, p in problems.items() if p.query.fields.get("speciality") == "radiology"]
+    assert radiology and shown_ids(page) == radiology[:20]
+    page.select_option('select[data-f="flag:speciality"]', "")
+    page.select_option('select[data-f="metric"]', "EM")
+    page.select_option('select[data-f="special"]', "allwrong")
+    em = [r for r in stats.load_records(str(reports["res"]), lambda m: None) if r.metric == "EM"]
+    all_wrong = [pid for pid in problems if all(r.scores.get(pid, 1.0) < 0.5 for r in em)
+                 and any(pid in r.scores.index for r in em)]
+    assert shown_ids(page) == all_wrong[:20]
+    shot(page, tmp_path, "5-all-models-wrong")
+    assert not errors
+
+
+def test_permutations_grouped(browser, reports, tmp_path):
+    page, errors = open_page(browser, reports["sets"] / "index.html")
+    page.goto(page.url + "#problems?set=smmile-pp")
+    page.wait_for_selector("#ex-list .pcard .orders")
+    status = page.inner_text("#ex-status")
+    assert status.startswith("398 of 422 problems shown (24 base problems)")
+    card = page.locator("#ex-list .pcard").first
+    buttons = card.locator(".orders button")
+    assert buttons.count() > 1
+    before = card.locator(".examples").inner_html()
+    buttons.nth(1).click()
+    assert card.locator(".orders button.on").inner_text() == buttons.nth(1).inner_text()
+    assert card.locator(".examples").inner_html() != before  # another order of the same examples
+    shot(page, tmp_path, "6-plusplus-orders")
+    page.goto(page.url.split("#")[0] + "#sets")
+    shot(page, tmp_path, "7-side-by-side")
+    assert not errors
+
+
+def test_figures_rendered_at_9pt_or_more_and_no_json(browser, reports, tmp_path):
+    page, errors = open_page(browser, reports["main"] / "index.html")
+    shown = page.eval_on_selector_all(
+        "figure img", "imgs => imgs.map(i => [i.getAttribute('src'), i.getBoundingClientRect().width])")
+    assert len(shown) >= 10
+    for src, width in shown:
+        svg = base64.b64decode(src.split(",", 1)[1]).decode()
+        assert rendered_pt(svg, width) >= 9 - 0.05
+    text = page.evaluate("document.body.innerText")
+    assert '{"' not in text and '":' not in text
+    page.locator("#strat-smmile").scroll_into_view_if_needed()
+    shot(page, tmp_path, "8-strata")
+    assert not errors

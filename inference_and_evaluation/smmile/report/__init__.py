@@ -1,6 +1,10 @@
-"""``smmile report``: one self-contained HTML page (plus PNG/SVG figures) for a results directory.
+"""``smmile report``: one self-contained HTML page (plus paper-ready PNG/SVG figures) for one or more
+results folders, with a problem explorer; ``smmile figures``: the figures alone.
 
-``build`` gathers the numbers (estimates with CIs, ICL gains, stratification, analyses, run
-manifests), ``figures`` draws them through ``smmile.scoring.plots``, ``html`` renders the page with
-the standard library only, ``cli`` is the command line.
+``build`` gathers the numbers (estimates with CIs, ICL gains, strata, the change between folders,
+run manifests; ``analyses`` reads analysis outputs), ``figures`` plans the figures that
+``smmile.scoring.plots`` draws (``drawing`` runs them in worker processes), ``explorer`` assembles the
+problem explorer's data; ``html``, ``sections``, ``side_by_side``, ``strata``, ``analysis_section`` and
+``explorer_page`` render the page with the standard library only; ``names`` says what things are
+called; ``cli`` and ``figures_cli`` are the commands.
 """

@@ -1,10 +1,13 @@
-"""Outputs of ``smmile analyze`` / ``smmile agreement`` as report tables.
+"""Outputs of ``smmile analyze`` / ``smmile agreement`` as report tables (never raw JSON).
 
 Those commands write ``<out>/<analysis>.json`` = ``{analysis, settings, sets, warnings, <table>: rows…}``
-and one ``<analysis>_<table>.csv`` per table. The JSON is read (its tables keep their types); a CSV that
-the JSON already holds is skipped. Any other CSV becomes a table and any other JSON a table when it
-holds rows, else text — so the report also shows analysis files of another layout. PNG/SVG files in
-the folder are shown as figures. Tables are grouped by the analysis named in their path.
+and one ``<analysis>_<table>.csv`` per table (docs/analyses.md). Known tables get a fixed layout of
+typed columns (model × metric with n, difference, interval, p): ``summary``, ``averages``, ``recency``
+and ``consistency`` of the variant analyses; ``inter_rater``, ``rater_pairs``, ``judge_vs_humans``,
+``em_vs_judge`` and the correlations of the agreement. Per-problem tables (``flips``, ``by_problem``,
+``items``) are counted and left to their CSV files (the problem explorer shows problems). Any other
+CSV or JSON becomes a plain table of its scalar values, nested keys flattened. PNG/SVG files in the
+folder are shown as figures. A field renamed between versions is found under any of its names.
 """
 
 from __future__ import annotations
@@ -16,96 +19,234 @@ from dataclasses import dataclass, field
 
 SECTIONS = (("noise", "Noise: an unrelated example added"),
             ("order", "Order: the matching example first vs last"),
-            ("perm", "Permutations of the examples (SMMILE++)"),
+            ("permutation", "Permutations of the examples (SMMILE++)"),
             ("agreement", "Agreement: judge vs humans and exact match"),
-            ("other", "Other analyses"))
+            ("other", "Other analysis files"))
+VARIANT_KINDS = ("noise", "order", "permutation")
+PER_PROBLEM = ("flips", "by_problem", "items")
 MAX_ROWS = 200
-COLLAPSED_ROWS = 40  # longer tables (e.g. per-problem flips) start collapsed
 IMAGE_EXTS = (".png", ".svg")
 
 
+@dataclass(frozen=True)
+class Col:
+    """A typed column: ``fmt`` says how html renders it; ``keys`` are the fields it reads (one field
+    under any of several names, or several fields for ``ci`` (estimate, low, high) and ``pair``)."""
+
+    header: str
+    fmt: str
+    keys: tuple
+
+
+SUMMARY = (Col("Model", "model", ("model",)), Col("Metric", "metric", ("metric",)), Col("Mode", "text", ("mode",)),
+           Col("n", "int", ("n_pairs", "n")), Col("base problems", "int", ("n_problems", "n_clusters")),
+           Col("reference %", "pct", ("accuracy_reference",)), Col("variant %", "pct", ("accuracy_variant",)),
+           Col("difference pp [CI]", "ci", ("difference", "ci_low", "ci_high")),
+           Col("relative %", "signed", ("relative_change",)), Col("gained / lost", "pair", ("gained", "lost")),
+           Col("p", "p", ("p_value", "p_mcnemar")), Col("test", "text", ("p_method",)),
+           Col("p (Holm)", "p", ("p_holm",)), Col("significant", "flag", ("significant",)))
+AVERAGES = (Col("Variant", "text", ("variant",)), Col("Reference", "text", ("reference",)),
+            Col("Metric", "metric", ("metric",)), Col("Mode", "text", ("mode",)), Col("models", "int", ("n_models",)),
+            Col("mean reference %", "pct", ("mean_accuracy_reference",)),
+            Col("mean variant %", "pct", ("mean_accuracy_variant",)),
+            Col("mean difference pp", "signed", ("mean_difference",)),
+            Col("relative change of the mean %", "signed", ("relative_change",)),
+            Col("mean of relative changes % [min, max]", "ci", ("mean_of_relative_changes", "min_relative_change",
+                                                                 "max_relative_change")),
+            Col("mean relative % [min, max]", "ci", ("mean_relative_change", "min_relative_change",
+                                                     "max_relative_change")))
+RECENCY = (Col("Model", "model", ("model",)), Col("Metric", "metric", ("metric",)), Col("Mode", "text", ("mode",)),
+           Col("n", "int", ("n_pairs", "n")), Col("original %", "pct", ("accuracy_original",)),
+           Col("first %", "pct", ("accuracy_first",)), Col("last %", "pct", ("accuracy_last",)),
+           Col("last − first pp [CI]", "ci", ("last_minus_first", "last_minus_first_ci_low",
+                                              "last_minus_first_ci_high")))
+CONSISTENCY = (Col("Variant", "text", ("variant",)), Col("Model", "model", ("model",)),
+               Col("Metric", "metric", ("metric",)), Col("Mode", "text", ("mode",)), Col("rows", "int", ("n_rows",)),
+               Col("base problems", "int", ("n_base", "n_problems")),
+               Col("order-sensitive", "int", ("order_sensitive",)),
+               Col("order-sensitive %", "pct", ("share_order_sensitive",)))
+RATER_PAIRS = (Col("Rater A", "text", ("rater_a",)), Col("Rater B", "text", ("rater_b",)), Col("n", "int", ("n",)),
+               Col("agreement %", "pct", ("percent",)), Col("Cohen's κ", "coef", ("cohen_kappa",)))
+VERSUS = (Col("Scope", "text", ("scope",)), Col("Model", "model", ("model",)), Col("Mode", "text", ("mode",)),
+          Col("n", "int", ("n",)), Col("ties excluded", "int", ("ties_excluded",)),
+          Col("agreement %", "pct", ("percent",)), Col("Cohen's κ", "coef", ("cohen_kappa",)),
+          Col("judge %", "pct", ("judge_accuracy",)), Col("human %", "pct", ("human_accuracy",)),
+          Col("EM %", "pct", ("em_accuracy",)), Col("bias pp", "signed", ("bias",)))
+CORRELATION = (Col("Mode", "text", ("mode",)), Col("results", "int", ("n_results",)),
+               Col("Pearson r", "coef", ("pearson_r",)), Col("mean bias pp", "signed", ("mean_bias",)))
+INTER_RATER = (Col("raters", "int", ("n_raters",)), Col("labels", "int", ("n_labels",)), Col("items", "int", ("n_items",)),
+               Col("items with ≥ 2 labels", "int", ("n_items_multi",)),
+               Col("pairwise agreement %", "pct", ("pairwise_percent",)),
+               Col("unanimous %", "pct", ("unanimous_percent",)), Col("Fleiss' κ", "coef", ("fleiss_kappa",)))
+LAYOUTS = {"summary": SUMMARY, "averages": AVERAGES, "recency": RECENCY, "consistency": CONSISTENCY,
+           "rater_pairs": RATER_PAIRS, "judge_vs_humans": VERSUS, "em_vs_judge": VERSUS,
+           "judge_human_correlation": CORRELATION, "em_judge_correlation": CORRELATION, "inter_rater": INTER_RATER}
+TITLES = {"summary": "Paired differences", "averages": "Mean over models", "recency": "Recency",
+          "consistency": "Consistency across orders", "rater_pairs": "Human raters, pairwise",
+          "judge_vs_humans": "Judge vs the human majority", "em_vs_judge": "Exact match vs judge",
+          "judge_human_correlation": "Judge vs humans across models",
+          "em_judge_correlation": "Exact match vs judge across models", "inter_rater": "Human raters"}
+
+
 @dataclass
-class AnalysisTable:
-    section: str
+class TableView:
     title: str
-    path: str
-    columns: list = field(default_factory=list)
-    rows: list = field(default_factory=list)  # lists of cells, same length as columns
+    columns: tuple  # Col
+    rows: list  # dicts
     n_rows: int = 0
-    text: str | None = None  # shown verbatim when the file is not tabular
-    settings: dict | None = None
 
     @property
     def truncated(self) -> int:
         return max(0, self.n_rows - len(self.rows))
 
-    @property
-    def collapsed(self) -> bool:
-        return self.n_rows > COLLAPSED_ROWS
-
 
 @dataclass
-class AnalysisImage:
+class AnalysisView:
+    """One analysis output file, ready to render: tables, the rows a figure is drawn from, notes."""
+
     section: str
     title: str
     path: str
+    tables: list = field(default_factory=list)  # TableView
+    summary: list = field(default_factory=list)  # rows of a variant summary / agreement comparison
+    figure: str = ""  # "forest" | "dumbbell" | "" (what report.figures draws from ``summary``)
+    notes: list = field(default_factory=list)
+    image: str | None = None  # a PNG/SVG file found in the folder
 
 
 def section_of(text: str) -> str:
     lowered = text.lower()
-    return next((key for key, _ in SECTIONS if key != "other" and key in lowered), "other")
+    if "perm" in lowered:
+        return "permutation"
+    return next((key for key, _ in SECTIONS if key in lowered), "other")
 
 
-def _cell(value):
-    if isinstance(value, list):  # e.g. the result files of a set: file names, at most a few
-        names = [os.path.basename(str(v)) for v in value]
-        return ", ".join(names) if len(names) <= 4 else ", ".join(names[:3]) + f", … ({len(names)} in all)"
-    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else value
+def pick(row: dict, keys) -> object:
+    """The first of ``keys`` that ``row`` has (fields renamed between versions)."""
+    return next((row[k] for k in keys if k in row), None)
 
 
-def records_table(records: list, section: str, title: str, path: str) -> AnalysisTable:
-    columns: list = []
-    for record in records:
-        columns.extend(k for k in record if k not in columns)
-    rows = [[_cell(record.get(c)) for c in columns] for record in records[:MAX_ROWS]]
-    return AnalysisTable(section, title, path, columns, rows, len(records))
+def present_columns(columns, rows: list[dict]) -> tuple:
+    """Columns at least one row has a value for."""
+    return tuple(c for c in columns if any(pick(r, c.keys[:1] if c.fmt in ("ci", "pair") else c.keys)
+                                           not in (None, "") for r in rows))
 
 
 def is_records(value) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
-def json_tables(data, path: str, relative: str) -> list[AnalysisTable]:
-    """The tables of one JSON file: every list of records, with the other keys as settings."""
-    section = section_of(f"{relative} {data.get('analysis', '') if isinstance(data, dict) else ''}")
+def settings_note(data: dict) -> str:
+    settings = data.get("settings") if isinstance(data.get("settings"), dict) else {}
+    parts = [f"{k.replace('_', ' ')} {v}" for k, v in settings.items() if not isinstance(v, (dict, list))]
+    return "settings: " + ", ".join(parts) if parts else ""
+
+
+def sets_note(data: dict) -> str:
+    sets = data.get("sets") if isinstance(data.get("sets"), list) else []
+    parts = [f"{s.get('label')} = {s.get('path')} ({len(s.get('files') or [])} result files)"
+             for s in sets if isinstance(s, dict)]
+    return "result sets: " + "; ".join(parts) if parts else ""
+
+
+def typed_table(name: str, rows: list[dict], title: str | None = None) -> TableView:
+    columns = present_columns(LAYOUTS[name], rows)
+    return TableView(title or TITLES[name], columns, rows[:MAX_ROWS], len(rows))
+
+
+def variant_view(data: dict, path: str, relative: str) -> AnalysisView:
+    kind = data["analysis"]
+    view = AnalysisView(kind, relative, path, figure="forest")
+    summary = data.get("summary") if is_records(data.get("summary")) else []
+    view.summary = summary
+    for pair in dict.fromkeys((r.get("variant"), r.get("reference")) for r in summary):
+        rows = [r for r in summary if (r.get("variant"), r.get("reference")) == pair]
+        view.tables.append(typed_table("summary", rows, f"{pair[0]} − {pair[1]}"))
+    for name in ("averages", "recency", "consistency"):
+        if is_records(data.get(name)):
+            view.tables.append(typed_table(name, data[name]))
+    view.notes = [n for n in (sets_note(data), settings_note(data)) if n] + per_problem_notes(data, path)
+    view.notes += [f"warning: {w}" for w in data.get("warnings") or [] if isinstance(w, str)]
+    return view
+
+
+def agreement_view(data: dict, path: str, relative: str) -> AnalysisView:
+    view = AnalysisView("agreement", relative, path, figure="dumbbell")
+    if isinstance(data.get("inter_rater"), dict):
+        view.tables.append(typed_table("inter_rater", [data["inter_rater"]]))
+    for name in ("rater_pairs", "judge_vs_humans", "judge_human_correlation", "em_vs_judge", "em_judge_correlation"):
+        if is_records(data.get(name)):
+            view.tables.append(typed_table(name, data[name]))
+    humans = [r for r in data.get("judge_vs_humans") or [] if isinstance(r, dict) and r.get("scope") == "model"]
+    view.summary = humans or [r for r in data.get("em_vs_judge") or [] if isinstance(r, dict)]
+    view.notes = [n for n in (settings_note(data),) if n] + per_problem_notes(data, path)
+    view.notes += [f"warning: {w}" for w in data.get("warnings") or [] if isinstance(w, str)]
+    return view
+
+
+def per_problem_notes(data: dict, path: str) -> list[str]:
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return [f"{len(data[name])} per-problem rows ({name}) are in {stem}_{name}.csv beside {os.path.basename(path)}"
+            for name in PER_PROBLEM if is_records(data.get(name))]
+
+
+def flatten(value, prefix: str = "") -> dict:
+    """Nested dicts as ``a.b`` keys; lists as their length (or their items when short scalars)."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            out.update(flatten(v, f"{prefix}{k}."))
+        return out
+    if isinstance(value, list):
+        scalars = all(not isinstance(v, (dict, list)) for v in value)
+        text = ", ".join(os.path.basename(str(v)) for v in value) if scalars and len(value) <= 6 else f"{len(value)} items"
+        return {prefix[:-1]: text}
+    return {prefix[:-1]: value}
+
+
+def generic_view(data, path: str, relative: str) -> AnalysisView:
+    """A JSON of another layout: its lists of records as tables, the rest as one key/value table."""
+    view = AnalysisView(section_of(relative), relative, path)
     if is_records(data):
-        return [records_table(data, section, relative, path)]
+        data = {"rows": data}
     if not isinstance(data, dict):
-        return [AnalysisTable(section, relative, path, text=json.dumps(data, indent=2)[:20_000])]
-    settings = {k: v for k, v in data.items() if not is_records(v)}
-    found = [records_table(v, section, f"{relative}: {k}", path) for k, v in data.items() if is_records(v)]
-    if not found:
-        return [AnalysisTable(section, relative, path, ["key", "value"], [[k, _cell(v)] for k, v in data.items()],
-                              len(data))]
-    for table in found:
-        table.settings = settings
-    return found
+        data = {"value": data}
+    scalars = {k: v for k, v in data.items() if not is_records(v)}
+    if scalars:
+        view.tables.append(plain_table("values", [{"key": k, "value": v} for k, v in flatten(scalars).items()]))
+    for k, v in data.items():
+        if is_records(v):
+            view.tables.append(plain_table(k, [flatten(r) for r in v]))
+    return view
 
 
-def read_json(path: str, relative: str) -> list[AnalysisTable]:
+def plain_table(title: str, rows: list[dict]) -> TableView:
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    columns = tuple(Col(k, "auto", (k,)) for k in keys)
+    return TableView(title, columns, rows[:MAX_ROWS], len(rows))
+
+
+def read_json(path: str, relative: str) -> AnalysisView:
     try:
         with open(path, encoding="utf-8") as handle:
-            return json_tables(json.load(handle), path, relative)
+            data = json.load(handle)
     except (OSError, ValueError, UnicodeDecodeError) as exc:
-        return [AnalysisTable(section_of(relative), relative, path, text=f"unreadable: {type(exc).__name__}: {exc}")]
+        return AnalysisView(section_of(relative), relative, path, notes=[f"unreadable: {type(exc).__name__}: {exc}"])
+    if isinstance(data, dict) and data.get("analysis") in VARIANT_KINDS:
+        return variant_view(data, path, relative)
+    if isinstance(data, dict) and ("inter_rater" in data or "em_vs_judge" in data or "judge_vs_humans" in data):
+        return agreement_view(data, path, relative)
+    return generic_view(data, path, relative)
 
 
-def read_csv(path: str, relative: str) -> AnalysisTable:
+def read_csv(path: str, relative: str) -> AnalysisView:
+    view = AnalysisView(section_of(relative), relative, path)
     try:
         with open(path, newline="", encoding="utf-8") as handle:
-            return records_table(list(csv.DictReader(handle)), section_of(relative), relative, path)
+            view.tables.append(plain_table(relative, list(csv.DictReader(handle))))
     except (OSError, csv.Error, UnicodeDecodeError) as exc:
-        return AnalysisTable(section_of(relative), relative, path, text=f"unreadable: {type(exc).__name__}: {exc}")
+        view.notes.append(f"unreadable: {type(exc).__name__}: {exc}")
+    return view
 
 
 def covered_csvs(json_path: str) -> set[str]:
@@ -123,30 +264,31 @@ def _files(directory: str) -> list[str]:
     found = []
     for root, dirs, names in os.walk(directory):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        found.extend(os.path.join(root, n) for n in sorted(names))
+        found.extend(os.path.join(root, n) for n in sorted(names) if not n.startswith("."))
     return found
 
 
-def load_directory(directory: str) -> tuple[list[AnalysisTable], list[AnalysisImage]]:
+def load_directory(directory: str) -> list[AnalysisView]:
     paths = _files(directory)
     covered = set().union(*(covered_csvs(p) for p in paths if p.endswith(".json")))
-    tables, images = [], []
+    views = []
     for path in paths:
         relative = os.path.relpath(path, directory)
         if path.endswith(".json"):
-            tables.extend(read_json(path, relative))
+            views.append(read_json(path, relative))
         elif path.endswith(".csv") and path not in covered:
-            tables.append(read_csv(path, relative))
+            views.append(read_csv(path, relative))
         elif path.endswith(IMAGE_EXTS) and not (path.endswith(".svg") and os.path.exists(path[:-4] + ".png")):
-            images.append(AnalysisImage(section_of(relative), relative, path))
-    return tables, images
+            views.append(AnalysisView(section_of(relative), relative, path, image=path))
+    return views
 
 
-def load_analyses(directories) -> tuple[list[AnalysisTable], list[AnalysisImage]]:
-    """Tables and images of every analysis folder, folder by folder in path order."""
-    tables, images = [], []
+def load_analyses(directories, warnings: list | None = None) -> list[AnalysisView]:
+    """The views of every analysis folder, folder by folder in path order."""
+    views = []
     for directory in directories:
-        found_tables, found_images = load_directory(directory)
-        tables += found_tables
-        images += found_images
-    return tables, images
+        found = load_directory(directory)
+        if not found and warnings is not None:
+            warnings.append(f"{directory}: no analysis output (JSON, CSV, PNG or SVG) found")
+        views += found
+    return views

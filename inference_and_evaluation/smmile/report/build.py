@@ -1,8 +1,10 @@
-"""Gather everything the report shows from a results directory (no rendering, no plotting).
+"""Gather everything the report shows (no rendering, no plotting).
 
-Numbers come from ``smmile.scoring.stats`` (percentile bootstrap CIs, paired ICL − 0-shot
-comparisons with exact McNemar and Holm), the table layout from ``smmile.scoring.tables`` (the
-paper's rows, columns and display names), provenance from the run manifests.
+One ``ResultSet`` per results folder (SMMILE, SMMILE++, ...): estimates with intervals and the paired
+ICL − 0-shot comparisons (``smmile.scoring.stats``), stratification with an interval per stratum
+(stratify's ``_ci`` file, else ``stratify.stratum_intervals``), run provenance, the faithful
+variance_analysis table. Across folders: each model's change from the first folder, paired by base
+problem with a cluster bootstrap (``smmile.analysis.paired``). Analyses: ``smmile.report.analyses``.
 """
 
 from __future__ import annotations
@@ -10,15 +12,17 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 from dataclasses import dataclass, field
 
 from smmile.errors import UserError
 from smmile.report import analyses as analyses_mod
-from smmile.report import manifests
-from smmile.scoring import stats, tables
+from smmile.report import manifests, names
+from smmile.scoring import bootstrap, stats, stratify, tables
 
 STRAT_KINDS = ("em", "llm")
 VARIANCE_TABLE = "evaluation_results.txt"  # variance_analysis.py's default --output
+DEFAULT_LABELS = ("SMMILE", "SMMILE++")
 
 
 @dataclass
@@ -27,23 +31,43 @@ class Settings:
     seed: int = 0
     level: float = 0.95
     cluster: str = "auto"
-    alpha: float = 0.05
 
 
 @dataclass
-class ReportData:
+class ResultSet:
+    """The report's view of one results folder."""
+
+    label: str
+    slug: str  # file- and anchor-safe label ("smmile", "smmile-pp")
     results_dir: str
-    title: str
-    settings: Settings
+    records: list = field(default_factory=list)  # stats.Record
     estimates: list = field(default_factory=list)  # stats.estimates rows
     gains: list = field(default_factory=list)  # stats.comparisons rows, kind icl_vs_0shot
     runs: dict = field(default_factory=dict)  # CSV basename -> manifests.RunInfo
     stratification: dict = field(default_factory=dict)  # "em"/"llm" -> stratify JSON
-    strat_ci: dict = field(default_factory=dict)  # "em"/"llm" -> stratify _ci JSON
-    analysis_tables: list = field(default_factory=list)
-    analysis_images: list = field(default_factory=list)
+    strat_ci: dict = field(default_factory=dict)  # "em"/"llm" -> {key: {flag: {label: interval entry}}}
     variance_table: str | None = None  # variance_analysis's evaluation_results.txt, verbatim
+
+    @property
+    def permuted(self) -> bool:
+        return any(bootstrap.has_permutations(r.scores.index) for r in self.records)
+
+    def models(self) -> list[str]:
+        return model_order(self.estimates)
+
+
+@dataclass
+class ReportData:
+    title: str
+    settings: Settings
+    sets: list = field(default_factory=list)  # ResultSet
+    changes: list = field(default_factory=list)  # per-model change of a set from the first one
+    analysis_views: list = field(default_factory=list)  # analyses.AnalysisView
     warnings: list = field(default_factory=list)
+    explorer: dict | None = None  # explorer.build's payload, when --dataset is given
+
+    def models(self) -> list[str]:
+        return model_order([row for s in self.sets for row in s.estimates])
 
 
 def model_order(rows: list[dict], key: str = "model") -> list[str]:
@@ -89,50 +113,114 @@ def read_text(path: str) -> str | None:
         return None
 
 
+def strat_flags(strata: dict) -> list[str]:
+    """Flags in file order (keys ``<flag>_accuracy`` of the first model)."""
+    first = next(iter(strata.values()), {})
+    return [key[: -len("_accuracy")] for key in first if key.endswith("_accuracy")]
+
+
 def load_stratification(results_dir: str, warnings: list) -> tuple[dict, dict]:
-    """stratify's ``model_stratification_<kind>.json`` and its ``_ci`` companion, when present."""
+    """stratify's ``model_stratification_<kind>.json`` and an interval per stratum: its ``_ci``
+    companion when present (and complete), else computed from the plain file."""
     plain, with_ci = {}, {}
     for kind in STRAT_KINDS:
-        for target, suffix in ((plain, ""), (with_ci, "_ci")):
-            path = os.path.join(results_dir, f"model_stratification_{kind}{suffix}.json")
-            if os.path.exists(path):
-                data = _read_json(path, warnings)
-                if data:
-                    target[kind] = data
+        path = os.path.join(results_dir, f"model_stratification_{kind}.json")
+        data = _read_json(path, warnings) if os.path.exists(path) else None
+        if not data or not all(isinstance(v, dict) for v in data.values()):
+            continue
+        plain[kind] = data
+        ci_path = path[: -len(".json")] + "_ci.json"
+        ci = _read_json(ci_path, warnings) if os.path.exists(ci_path) else None
+        if not ci or set(ci) != set(data):
+            ci = {key: stratify.stratum_intervals(strata, strat_flags(data)) for key, strata in data.items()}
+        with_ci[kind] = ci
     return plain, with_ci
 
 
-def compute_stats(data: ReportData) -> None:
-    """Estimates and ICL gains (same seed for every cell, so independent of file order)."""
-    s = data.settings
-    records = stats.load_records(data.results_dir, data.warnings.append)
-    data.estimates = stats.estimates(records, s.n_boot, s.seed, s.cluster, s.level)
-    data.gains = stats.comparisons(records, "icl", s.n_boot, s.seed, s.cluster, s.level)
+def default_label(records: list, taken: set, results_dir: str) -> str:
+    permuted = any(bootstrap.has_permutations(r.scores.index) for r in records)
+    label = DEFAULT_LABELS[1] if permuted else DEFAULT_LABELS[0]
+    if label in taken:
+        label = os.path.basename(os.path.abspath(results_dir)) or label
+    while label in taken:
+        label += "'"
+    return label
 
 
-def gather(results_dir: str, analyses_dirs=(), settings: Settings | None = None, title: str | None = None) -> ReportData:
-    """Everything the report shows for ``results_dir`` (and the optional analysis output folders)."""
+def slug(label: str, index: int) -> str:
+    """A file- and anchor-safe name for a set label (``SMMILE++`` -> ``smmile-pp``)."""
+    text = re.sub(r"[^a-z0-9]+", "-", label.lower().replace("++", "-pp")).strip("-")
+    return text or f"set{index + 1}"
+
+
+def gather_set(label: str | None, results_dir: str, index: int, settings: Settings, warnings: list,
+               taken: set) -> ResultSet:
     if not os.path.isdir(results_dir):
         raise UserError(f"results directory {results_dir} not found")
+    warn = warnings.append
+    records = stats.load_records(results_dir, lambda message: warn(message.removeprefix("warning: ")))
+    label = label or default_label(records, taken, results_dir)
+    found = ResultSet(label, slug(label, index), os.path.abspath(results_dir), records)
+    s = settings
+    found.estimates = stats.estimates(records, s.n_boot, s.seed, s.cluster, s.level)
+    found.gains = stats.comparisons(records, "icl", s.n_boot, s.seed, s.cluster, s.level,
+                                    warn=lambda message: warn(message.removeprefix("warning: ")))
+    names.learn(r.result.identity for r in records if r.result is not None)
+    found.runs = {os.path.basename(p): manifests.run_info(p) for p in result_csvs(results_dir)}
+    found.stratification, found.strat_ci = load_stratification(results_dir, warnings)
+    found.variance_table = read_text(os.path.join(results_dir, VARIANCE_TABLE))
+    return found
+
+
+def set_changes(sets: list[ResultSet], settings: Settings) -> list[dict]:
+    """For every later set: each (model, metric, mode) it shares with the first set, the difference
+    later − first on the shared base problems (paired, cluster bootstrap by base problem)."""
+    from smmile.analysis.paired import compare
+
+    if len(sets) < 2:
+        return []
+    reference = {(r.model, r.metric, r.mode): r for r in sets[0].records}
+    rows = []
+    for other in sets[1:]:
+        for record in other.records:
+            ref = reference.get((record.model, record.metric, record.mode))
+            if ref is None:
+                continue
+            row, _ = compare(ref, record, True, settings.n_boot, settings.seed, settings.level)
+            rows.append({**row, "set": other.label, "reference_set": sets[0].label})
+    return rows
+
+
+def gather(specs: list[tuple[str | None, str]], analyses_dirs=(), settings: Settings | None = None,
+           title: str | None = None) -> ReportData:
+    """Everything the report shows for the result folders ``specs`` (``(label or None, path)``, the
+    first is the reference) and the analysis output folders."""
     for directory in analyses_dirs:
         if not os.path.isdir(directory):
             raise UserError(f"analyses directory {directory} not found")
-    data = ReportData(os.path.abspath(results_dir), title or f"SMMILE results: {os.path.basename(os.path.abspath(results_dir))}",
-                      settings or Settings())
-    compute_stats(data)
-    data.runs = {os.path.basename(p): manifests.run_info(p) for p in result_csvs(results_dir)}
-    data.stratification, data.strat_ci = load_stratification(results_dir, data.warnings)
-    data.analysis_tables, data.analysis_images = analyses_mod.load_analyses(list(analyses_dirs))
-    data.variance_table = read_text(os.path.join(results_dir, VARIANCE_TABLE))
-    if not data.estimates and not data.analysis_tables:
-        raise UserError(f"no scorable result files in {results_dir}")
+    settings = settings or Settings()
+    data = ReportData(title or "", settings)
+    for index, (label, path) in enumerate(specs):
+        found = gather_set(label, path, index, settings, data.warnings, {s.label for s in data.sets})
+        if found.label in {s.label for s in data.sets}:
+            raise UserError(f"two result folders are labelled {found.label!r}; write LABEL=PATH to tell them apart")
+        data.sets.append(found)
+    data.title = title or "Results: " + " vs ".join(
+        f"{s.label} ({os.path.basename(s.results_dir)})" for s in data.sets)
+    data.changes = set_changes(data.sets, settings)
+    data.analysis_views = analyses_mod.load_analyses(list(analyses_dirs), data.warnings)
+    if not any(s.estimates for s in data.sets) and not data.analysis_views:
+        raise UserError(f"no scorable result files in {', '.join(path for _, path in specs)}")
     return data
 
 
 def to_json(data: ReportData) -> dict:
     """The numbers of the page, machine-readable (``report_data.json``)."""
-    return {"results_dir": data.results_dir, "settings": data.settings.__dict__,
-            "estimates": data.estimates, "icl_gains": data.gains,
-            "runs": {name: {"manifest": info.manifest, "judge": info.judge,
-                            "status": manifests.summary(info)["status"]} for name, info in data.runs.items()},
-            "analyses": [t.path for t in data.analysis_tables], "warnings": data.warnings}
+    return {"settings": data.settings.__dict__,
+            "sets": [{"label": s.label, "results_dir": s.results_dir, "estimates": s.estimates,
+                      "icl_gains": s.gains,
+                      "runs": {name: {"manifest": info.manifest, "judge": info.judge,
+                                      "status": manifests.summary(info)["status"]} for name, info in s.runs.items()}}
+                     for s in data.sets],
+            "changes": data.changes,
+            "analyses": sorted({v.path for v in data.analysis_views}), "warnings": data.warnings}

@@ -9,7 +9,8 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from smmile.scoring.naming import judgements_path
+from smmile.scoring.judge import FAILED as FAILED_STATUS
+from smmile.scoring.naming import evaluationllm_json_path, judgements_path
 
 NO_MANIFEST = "no manifest (produced outside smmile)"
 JUDGE_FIELDS = ("backend", "model", "protocol")
@@ -53,8 +54,21 @@ def read_manifest(csv_path: str) -> tuple[dict | None, str | None]:
     return data, None
 
 
-def read_judge(csv_path: str) -> dict | None:
-    """Judge backend/model/protocol and reply counts from ``<stem>_judgements.jsonl`` (None if absent)."""
+def read_judge_record(csv_path: str) -> dict | None:
+    """The judge that wrote ``<stem>_evaluationllm.json`` (judge_cli's record beside it), or None."""
+    from smmile.scoring.judge_cli import record_path
+
+    try:
+        with open(record_path(csv_path), encoding="utf-8") as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("judge"), dict) else None
+
+
+def read_replies(csv_path: str) -> dict | None:
+    """Reply counts per status and the judge named in ``<stem>_judgements.jsonl`` (the last attempt's
+    raw replies, which may have failed), or None without that file."""
     path = judgements_path(csv_path)
     if not os.path.exists(path):
         return None
@@ -73,6 +87,42 @@ def read_judge(csv_path: str) -> dict | None:
     except (OSError, ValueError):
         return {"error": f"unreadable {os.path.basename(path)}"}
     return info
+
+
+def read_judge(csv_path: str) -> dict | None:
+    """Who produced the file's LLM-judge scores: ``{"record": judge record or None, "replies": counts of
+    the replies file or None, "scored": bool}``; None when there is no trace of a judge at all."""
+    record, replies = read_judge_record(csv_path), read_replies(csv_path)
+    scored = os.path.exists(evaluationllm_json_path(csv_path))
+    if record is None and replies is None and not scored:
+        return None
+    return {"record": record, "replies": replies, "scored": scored}
+
+
+def judge_text(judge: dict | None) -> str:
+    """One line for the runs table. The LLM numbers are credited only to the judge recorded as their
+    writer; a failed later attempt is reported as such, never as the source of the numbers."""
+    if not judge:
+        return ""
+    record, replies = judge.get("record"), judge.get("replies") or {}
+    failed = replies.get("status", {}).get(FAILED_STATUS, 0)
+    named = lambda j: f"{j.get('backend')}:{j.get('model')} ({j.get('protocol')})"  # noqa: E731
+    if "error" in replies:
+        parts = [replies["error"]]
+    elif record is not None:
+        counts = record.get("counts") or {}
+        parts = [f"scored by {named(record['judge'])}; {counts.get('rows', '?')} rows, "
+                 f"{counts.get('unparseable', 0)} unparseable"]
+    elif judge.get("scored") and replies and not failed:
+        parts = [f"scored by {named(replies)}; {replies['replies']} replies (from the replies file)"]
+    elif judge.get("scored"):
+        parts = ["scored by a judge that was not recorded (e.g. the published outputs)"]
+    else:
+        parts = ["no judge scores"]
+    if failed:
+        parts.append(f"the last attempt, by {named(replies)}, failed for {failed} of {replies['replies']} rows "
+                     "and was not used")
+    return "; ".join(parts)
 
 
 def run_info(csv_path: str) -> RunInfo:

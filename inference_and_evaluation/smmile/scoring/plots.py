@@ -1,30 +1,50 @@
-"""Figures for a results directory (the figure part of ``smmile report``), PNG + SVG.
+"""Paper-ready figures (PNG at 300 dpi + SVG), drawn from plain rows; and the ``smmile figures`` command.
 
-* ``accuracy_<metric>``: per model, 0-shot and ICL accuracy bars with 95% percentile CI error bars
-  (from ``smmile stats``; cluster bootstrap for SMMILE++).
-* ``icl_gain``: ICL − 0-shot per model and metric with the paired bootstrap CI; filled markers are
-  significant after Holm correction (exact McNemar, family = these comparisons).
-* ``stratification_<em|llm>_<flag>``: heatmap model × stratum label from
-  ``model_stratification_<em|llm>.json`` (as written by stratify).
+Four kinds, each a function of plain data returning a matplotlib figure:
+
+* ``bars``: accuracy per model, one bar per series present (0-shot, ICL), 95% CI error bars;
+* ``forest``: one difference per row with its interval, panels side by side (ICL gain, analyses);
+  filled markers are significant, open ones are not;
+* ``dumbbell``: two or more estimates per row joined by a line (datasets side by side, judge vs humans);
+* ``heatmap``: accuracy per model × stratum, one panel per mode; strata with too few problems greyed.
+
+Callers pass display names (never internal model keys). Every text is at least ``MIN_FONT`` pt at the
+figure's own size, which is the size the report shows it at; widths stay within ``MAX_WIDTH`` inches.
+Colours are the Okabe-Ito set and the cividis map (both readable in grayscale and by colour-blind
+readers), markers differ in shape too, and every marker has a legend entry. The same inputs give the
+same bytes: the SVG hash salt is fixed and no date is written. Text stays text in the SVG (editable).
 
 matplotlib is imported lazily (Agg backend) so the rest of the package works without it.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import math
 import os
-import sys
 
 import numpy as np
 
-from smmile.errors import MissingDependency, UserError
-from smmile.frontdoor import guarded
-from smmile.scoring import bootstrap, stats, tables
+from smmile.errors import MissingDependency
 
 FORMATS = ("png", "svg")
-MODE_COLOURS = {"0-shot": "#8da0cb", "ICL": "#fc8d62"}
+DPI = 300
+MIN_FONT = 9.0
+MAX_WIDTH = 12.0  # inches; the report page is 1200 px wide at 96 px per inch
+STYLE = {
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica", "Liberation Sans"],
+    "font.size": 10, "axes.titlesize": 10.5, "axes.labelsize": 10, "xtick.labelsize": 9.5,
+    "ytick.labelsize": 9.5, "legend.fontsize": 9.5, "figure.titlesize": 11.5,
+    "axes.spines.top": False, "axes.spines.right": False, "axes.titlelocation": "left",
+    "svg.fonttype": "none", "svg.hashsalt": "smmile", "savefig.dpi": DPI,
+}
+METADATA = {"svg": {"Date": None}, "png": {}}
+SERIES_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")  # Okabe-Ito
+SERIES_MARKERS = ("o", "s", "^", "D", "v", "P")
+MODE_COLOURS = {"0-shot": "#E69F00", "ICL": "#0072B2"}
+GREY = "#777777"
+SMALL_FACE = "#f0f0f0"
+HATCH = "#b0b0b0"
 
 
 def pyplot():
@@ -39,208 +59,216 @@ def pyplot():
 
 
 def save(fig, out: str, name: str, formats=FORMATS) -> list[str]:
-    """Write ``out/name.<fmt>`` for each format and close the figure."""
+    """Write ``out/name.<fmt>`` for each format (atomically, deterministic bytes) and close the figure."""
+    from smmile.fsguard import atomic_path
+
     os.makedirs(out, exist_ok=True)
     paths = []
     for fmt in formats:
         path = os.path.join(out, f"{name}.{fmt}")
-        fig.savefig(path, dpi=150, bbox_inches="tight")
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=fmt, dpi=DPI, metadata=METADATA[fmt])
+        fig.set_layout_engine("none")  # laid out once, by the first save; the other formats reuse it
         paths.append(path)
     pyplot().close(fig)
     return paths
 
 
-def _model_order(rows) -> list[str]:
-    models = {row["model"] for row in rows}
-    return tables.priority_rows(models) + tables.other_rows(models)
-
-
-# -- accuracy bars -------------------------------------------------------------------------------------
-def accuracy_figure(rows: list[dict], metric: str):
-    """Grouped bars (0-shot, ICL) per model with asymmetric CI error bars."""
+def draw(job: dict) -> list[str]:
+    """Draw and save one figure job ``{"kind", "spec", "out", "name", "formats"}`` (picklable: the
+    report draws jobs in worker processes); returns the written paths."""
     plt = pyplot()
-    rows = [r for r in rows if r["metric"] == metric]
-    models = _model_order(rows)
-    cells = {(r["model"], r["mode"]): r for r in rows}
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(models) + 2), 4.5))
-    x = np.arange(len(models))
-    for offset, mode in ((-0.2, "0-shot"), (0.2, "ICL")):
-        present = [(i, cells[(m, mode)]) for i, m in enumerate(models) if (m, mode) in cells]
-        if not present:
-            continue
-        xs = [x[i] + offset for i, _ in present]
-        acc = np.array([r["accuracy"] for _, r in present])
-        err = np.array([[r["accuracy"] - r["ci_low"] for _, r in present],
-                        [r["ci_high"] - r["accuracy"] for _, r in present]])
-        ax.bar(xs, acc, width=0.4, color=MODE_COLOURS[mode], label=mode)
-        ax.errorbar(xs, acc, yerr=np.nan_to_num(err), fmt="none", ecolor="#333333", elinewidth=0.8, capsize=2)
-    ax.set_xticks(x, [tables.latex_name(m) for m in models], rotation=45, ha="right", fontsize=8)
-    ax.set_ylabel(f"{metric} accuracy (%)")
-    ax.set_ylim(0, min(100, max([r["ci_high"] for r in rows if r["ci_high"] == r["ci_high"]] + [10]) * 1.1))
-    ax.set_title(f"{metric} accuracy, 0-shot vs ICL (95% bootstrap CI)")
-    ax.legend(frameon=False)
+    with plt.rc_context(STYLE):
+        fig = KINDS[job["kind"]](**job["spec"])
+        return save(fig, job["out"], job["name"], job.get("formats", FORMATS))
+
+
+def _width(needed: float, least: float = 6.0) -> float:
+    return float(min(MAX_WIDTH, max(least, needed)))
+
+
+def _legend_below(fig, handles, ncol: int | None = None) -> None:
+    if handles:
+        fig.legend(handles=handles, loc="outside lower center", ncol=ncol or min(len(handles), 4), frameon=False)
+
+
+
+# -- bars -------------------------------------------------------------------------------------------
+def bars_figure(rows: list[dict], series: list[str], title: str, ylabel: str, n_baselines: int = 0,
+                ci_label: str = "95% CI"):
+    """``rows``: ``[{"label", "values": {series: [estimate, low, high]}}]`` in display order; the first
+    ``n_baselines`` rows are set apart by a dotted line. One bar per series present in the rows."""
+    plt = pyplot()
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    present = [s for s in series if any(s in r["values"] for r in rows)]
+    width = 0.8 / max(1, len(present))
+    fig, ax = plt.subplots(figsize=(_width(1.8 + 0.55 * len(rows), 4.5), 4.8), layout="constrained")
+    x = np.arange(len(rows))
+    for k, name in enumerate(present):
+        offset = (k - (len(present) - 1) / 2) * width
+        have = [(i, r["values"][name]) for i, r in enumerate(rows) if name in r["values"]]
+        xs = np.array([x[i] + offset for i, _ in have])
+        est = np.array([v[0] for _, v in have], dtype=float)
+        err = np.array([[max(0.0, v[0] - v[1]) for _, v in have], [max(0.0, v[2] - v[0]) for _, v in have]])
+        ax.bar(xs, est, width=width * 0.95, color=MODE_COLOURS.get(name, SERIES_COLOURS[k % 6]), label=name)
+        ax.errorbar(xs, est, yerr=np.nan_to_num(err), fmt="none", ecolor="#222222", elinewidth=0.9, capsize=2.5)
+    if 0 < n_baselines < len(rows):
+        ax.axvline(n_baselines - 0.5, color=GREY, lw=0.8, ls=":")
+    ax.set_xticks(x, [r["label"] for r in rows], rotation=35, ha="right", rotation_mode="anchor")
+    ax.set_xlim(-0.6, len(rows) - 0.4)
+    highs = [v[2] for r in rows for v in r["values"].values() if v[2] == v[2]]
+    ax.set_ylim(0, min(100.0, max(highs + [10.0]) * 1.12))
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
-    fig.tight_layout()
+    handles = [Patch(color=MODE_COLOURS.get(s, SERIES_COLOURS[k % 6]), label=s) for k, s in enumerate(present)]
+    handles.append(Line2D([], [], color="#222222", marker="|", ms=10, lw=0.9, label=ci_label))
+    _legend_below(fig, handles)
     return fig
 
 
-# -- ICL gain -----------------------------------------------------------------------------------------
-def icl_gain_figure(comparisons: list[dict], alpha: float = 0.05):
-    """One panel per metric: ICL − 0-shot (pp) per model with paired CIs; filled = Holm-significant."""
+# -- forest -----------------------------------------------------------------------------------------
+def forest_figure(rows: list[dict], labels: list[str], panels: list[str], title: str, xlabel: str,
+                  series: list[str] = (), significance: str = "significant"):
+    """``rows``: ``[{"label", "panel", "series", "estimate", "low", "high", "significant"}]``; ``labels``
+    (top to bottom) and ``panels`` (left to right) fix the layout. Colour and marker shape tell the
+    series apart; filled = significant, open = not (``significance`` says what that means)."""
     plt = pyplot()
-    rows = [r for r in comparisons if r["kind"] == "icl_vs_0shot"]
-    metrics = [m for m in stats.METRICS if any(r["metric"] == m for r in rows)]
-    models = _model_order([{"model": r["model_a"]} for r in rows])
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics) + 1.5, 0.32 * len(models) + 1.6),
-                             sharey=True, squeeze=False)
-    y = {m: i for i, m in enumerate(models)}
-    for ax, metric in zip(axes[0], metrics):
-        for r in (r for r in rows if r["metric"] == metric):
-            significant = r["p_holm"] == r["p_holm"] and r["p_holm"] < alpha
-            colour = "#1b9e77" if r["difference"] >= 0 else "#d95f02"
-            ax.errorbar(r["difference"], y[r["model_a"]],
-                        xerr=[[max(0.0, r["difference"] - r["ci_low"])], [max(0.0, r["ci_high"] - r["difference"])]],
-                        fmt="o", color=colour, mfc=colour if significant else "white", capsize=2, ms=5)
-        ax.axvline(0, color="#555555", lw=0.8)
-        ax.set_title(metric)
-        ax.set_xlabel("ICL − 0-shot (pp)")
+    from matplotlib.lines import Line2D
+
+    series = list(series) or [None]
+    fig, axes = plt.subplots(1, len(panels), squeeze=False, sharey=True, layout="constrained",
+                             figsize=(_width(2.4 + 3.0 * len(panels)), 0.32 * len(labels) * len(series) ** 0.5 + 2.2))
+    y = {label: i for i, label in enumerate(labels)}
+    step = 0.6 / len(series)
+    for ax, panel in zip(axes[0], panels):
+        for r in (r for r in rows if r["panel"] == panel):
+            k = series.index(r.get("series")) if r.get("series") in series else 0
+            colour, marker = SERIES_COLOURS[k % 6], SERIES_MARKERS[k % 6]
+            yy = y[r["label"]] + (k - (len(series) - 1) / 2) * step
+            xerr = [[max(0.0, r["estimate"] - r["low"])], [max(0.0, r["high"] - r["estimate"])]]
+            if any(math.isnan(v) for v in (r["low"], r["high"])):
+                xerr = None
+            ax.errorbar(r["estimate"], yy, xerr=xerr, fmt=marker, color=colour, ms=6, capsize=2.5, lw=1.1,
+                        mfc=colour if r.get("significant") else "white", mew=1.3)
+        ax.axvline(0, color="#444444", lw=0.8)
+        ax.set_title(panel)
+        ax.set_xlabel(xlabel)
         ax.grid(axis="x", alpha=0.3)
-    axes[0][0].set_yticks(range(len(models)), [tables.latex_name(m) for m in models], fontsize=8)
-    axes[0][0].invert_yaxis()
-    fig.suptitle(f"ICL gain with paired 95% CI (filled: Holm-adjusted McNemar p < {alpha})", fontsize=10)
-    fig.tight_layout()
+    axes[0][0].set_yticks(range(len(labels)), labels)
+    axes[0][0].set_ylim(len(labels) - 0.5, -0.5)
+    fig.suptitle(title, x=0.0, ha="left")
+    handles = [Line2D([], [], color=SERIES_COLOURS[k % 6], marker=SERIES_MARKERS[k % 6], lw=1.1, label=s)
+               for k, s in enumerate(series) if s is not None and len(series) > 1]
+    handles += [Line2D([], [], color="#333333", marker="o", lw=1.1, label=f"filled: {significance}"),
+                Line2D([], [], color="#333333", marker="o", mfc="white", lw=1.1, label="open: not significant")]
+    _legend_below(fig, handles, ncol=min(len(handles), 3))
     return fig
 
 
-# -- stratification heatmaps --------------------------------------------------------------------------
-def load_stratification(path: str) -> dict:
-    """``{"<display>:<mode>": {"<flag>_accuracy": {label: mean}, "<flag>_total": ..., ...}}``."""
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)
-    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise UserError(f"{path}: not a stratification file (expected model keys → flag tables)")
-    return data
-
-
-def stratification_flags(data: dict) -> list[str]:
-    """Flags in file order (keys ``<flag>_accuracy`` of the first model)."""
-    first = next(iter(data.values()), {})
-    return [key[: -len("_accuracy")] for key in first if key.endswith("_accuracy")]
-
-
-def _model_key_order(keys) -> list[str]:
-    """0-shot keys sorted, then ICL keys sorted (stratify's console order)."""
-    keys = list(keys)
-    zero = sorted(k for k in keys if k.endswith(":0-shot"))
-    return zero + sorted(k for k in keys if k not in zero)
-
-
-def _sorted_labels(labels: list[str]) -> list[str]:
-    """Numeric labels (e.g. num_ICL "2", "10") in numeric order; others in first-appearance order."""
-    try:
-        return sorted(labels, key=float)
-    except (TypeError, ValueError):
-        return labels
-
-
-def stratification_figure(data: dict, flag: str, title: str):
-    """Heatmap of ``<flag>_accuracy``: rows = model:mode, columns = labels (first appearance), with
-    the accuracy written in each cell and the stratum sizes (of the first model) in the labels."""
+# -- dumbbell ---------------------------------------------------------------------------------------
+def dumbbell_figure(rows: list[dict], labels: list[str], panels: list[str], series: list[str], title: str,
+                    xlabel: str, interval: bool = True):
+    """``rows``: ``[{"label", "panel", "values": {series: [estimate, low, high]}}]``: per row, each
+    series' estimate (marker) with its interval, the estimates joined by a grey line."""
     plt = pyplot()
-    keys = [k for k in _model_key_order(data) if f"{flag}_accuracy" in data[k]]
-    labels: list[str] = []
-    for key in keys:
-        labels.extend(l for l in data[key][f"{flag}_accuracy"] if l not in labels)
-    labels = _sorted_labels(labels)
-    grid = np.full((len(keys), len(labels)), np.nan)
-    for i, key in enumerate(keys):
-        for j, label in enumerate(labels):
-            grid[i, j] = data[key][f"{flag}_accuracy"].get(label, np.nan)
-    totals = data[keys[-1]].get(f"{flag}_total", {}) if keys else {}
-    fig, ax = plt.subplots(figsize=(max(6.5, 0.75 * len(labels) + 4.0), 0.3 * len(keys) + 2.2))
-    image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", vmin=0, vmax=100, aspect="auto")
-    for i, j in zip(*np.nonzero(~np.isnan(grid))):
-        value = grid[i, j]
-        ax.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=6.5,
-                color="white" if value < 60 else "black")
-    n_zero = sum(k.endswith(":0-shot") for k in keys)
-    if 0 < n_zero < len(keys):
-        ax.axhline(n_zero - 0.5, color="white", lw=2)  # 0-shot block above, ICL block below
-    names = [f"{l} (n={totals[l]})" if l in totals else str(l) for l in labels]
-    ax.set_xticks(range(len(labels)), names, rotation=40, ha="right", fontsize=7.5)
-    ax.set_yticks(range(len(keys)), keys, fontsize=7)
-    ax.set_title(title, fontsize=10)
-    fig.colorbar(image, ax=ax, label="accuracy (%)", fraction=0.04, pad=0.02)
-    fig.tight_layout()
+    from matplotlib.lines import Line2D
+
+    fig, axes = plt.subplots(1, len(panels), squeeze=False, sharey=True, layout="constrained",
+                             figsize=(_width(2.4 + 3.0 * len(panels)), 0.36 * len(labels) + 2.2))
+    y = {label: i for i, label in enumerate(labels)}
+    step = 0.5 / max(1, len(series))
+    for ax, panel in zip(axes[0], panels):
+        for r in (r for r in rows if r["panel"] == panel):
+            est = [r["values"][s][0] for s in series if s in r["values"]]
+            if len(est) > 1:
+                ax.plot([min(est), max(est)], [y[r["label"]]] * 2, color="#bbbbbb", lw=3, zorder=1)
+            for k, s in enumerate(series):
+                if s not in r["values"]:
+                    continue
+                e, lo, hi = r["values"][s]
+                yy = y[r["label"]] + (k - (len(series) - 1) / 2) * step
+                ax.plot([lo, hi], [yy, yy], color=SERIES_COLOURS[k % 6], lw=1.1, zorder=2)
+                ax.plot([e], [yy], marker=SERIES_MARKERS[k % 6], color=SERIES_COLOURS[k % 6], ms=6.5, zorder=3)
+        ax.set_title(panel)
+        ax.set_xlabel(xlabel)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0][0].set_yticks(range(len(labels)), labels)
+    axes[0][0].set_ylim(len(labels) - 0.5, -0.5)
+    fig.suptitle(title, x=0.0, ha="left")
+    handles = [Line2D([], [], color=SERIES_COLOURS[k % 6], marker=SERIES_MARKERS[k % 6], lw=1.1,
+                      label=f"{s} (line: 95% CI)" if interval else s) for k, s in enumerate(series)]
+    handles.append(Line2D([], [], color="#bbbbbb", lw=3, label="difference"))
+    _legend_below(fig, handles)
     return fig
 
 
-def stratification_figures(results_dir: str, out: str, flags=None, formats=FORMATS) -> list[str]:
-    """All heatmaps for the ``model_stratification_<em|llm>.json`` files present."""
-    written = []
-    for kind in ("em", "llm"):
-        path = os.path.join(results_dir, f"model_stratification_{kind}.json")
-        if not os.path.exists(path):
-            continue
-        data = load_stratification(path)
-        for flag in stratification_flags(data):
-            if flags and flag not in flags and flag.removeprefix("flag_") not in flags:
-                continue
-            title = f"{kind.upper()} accuracy (%) by {flag.removeprefix('flag_')}"
-            written += save(stratification_figure(data, flag, title), out, f"stratification_{kind}_{flag}", formats)
-    return written
+# -- heatmap ----------------------------------------------------------------------------------------
+def heatmap_figure(panels: list[dict], rows: list[str], title: str, small_label: str):
+    """``panels``: ``[{"title", "columns": [column label], "values": [[value or None per column] per row],
+    "small": [[bool]]}]`` sharing ``rows`` (display names, top to bottom). Values 0-100 on cividis, written
+    in each cell; small cells are hatched light grey without a value (``small_label`` explains them in
+    the legend; the report lists their values with intervals)."""
+    plt = pyplot()
+    from matplotlib.patches import Patch
+
+    n_cols = [len(p["columns"]) for p in panels]
+    cell = max(0.36, min(0.55, (MAX_WIDTH - 3.2) / max(1, sum(n_cols))))
+    height = 0.3 * len(rows) + 2.6 + 0.06 * max(len(c) for p in panels for c in p["columns"])
+    fig, axes = plt.subplots(1, len(panels), squeeze=False, sharey=True, layout="constrained",
+                             figsize=(_width(2.8 + cell * sum(n_cols) + 0.4 * len(panels), 5.0), height),
+                             gridspec_kw={"width_ratios": [max(1, n) for n in n_cols]})
+    image = None
+    for ax, panel in zip(axes[0], panels):
+        image = _heatmap_panel(ax, panel, len(rows))
+    axes[0][0].set_yticks(range(len(rows)), rows)
+    bar = fig.colorbar(image, ax=list(axes[0]), label="accuracy (%)", fraction=0.05, pad=0.02, aspect=30)
+    bar.solids.set_rasterized(False)  # vector in the SVG too (no embedded bitmap) ...
+    bar.solids.set_edgecolor("face")  # ... without seams between its bands
+    fig.suptitle(title, x=0.0, ha="left")
+    _legend_below(fig, [Patch(facecolor=SMALL_FACE, edgecolor=HATCH, hatch="///", label=small_label)], 1)
+    return fig
 
 
-# -- command line ------------------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="smmile figures",
-                                     description="Accuracy bars with CIs, ICL-gain plot and stratification "
-                                                 "heatmaps for a results directory (PNG + SVG).")
-    parser.add_argument("results_dir", help="directory with result_*.csv (+ *_evaluationllm.json, model_stratification_*.json)")
-    parser.add_argument("--out", help="figure directory (default: figures/ beside results_dir, "
-                                      "i.e. the repository's figures/ for ../results)")
-    parser.add_argument("--n-boot", type=int, default=bootstrap.DEFAULT_N_BOOT, help="bootstrap resamples for the CIs")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    parser.add_argument("--cluster", choices=stats.CLUSTER_CHOICES, default="auto",
-                        help="auto: resample base problems when ids end in _perm_<k>")
-    parser.add_argument("--flags", nargs="*", help="stratification flags to plot (default: all)")
-    parser.add_argument("--formats", default="png,svg", help="comma-separated (default png,svg)")
-    return parser
+def _heatmap_panel(ax, panel: dict, n_rows: int):
+    from matplotlib.collections import PolyCollection
+
+    values = np.array([[np.nan if v is None else v for v in row] for row in panel["values"]], dtype=float)
+    values = values.reshape(n_rows, len(panel["columns"]))
+    small = np.array(panel["small"], dtype=bool).reshape(values.shape)
+    edges_x, edges_y = np.arange(values.shape[1] + 1) - 0.5, np.arange(n_rows + 1) - 0.5
+    mesh = ax.pcolormesh(edges_x, edges_y, np.ma.masked_where(np.isnan(values) | small, values),
+                         cmap="cividis", vmin=0, vmax=100)
+    if small.any():  # one hatched collection for every small cell (cheap to draw, readable in grayscale)
+        cells = [[(j - 0.5, i - 0.5), (j + 0.5, i - 0.5), (j + 0.5, i + 0.5), (j - 0.5, i + 0.5)]
+                 for i, j in zip(*np.nonzero(small))]
+        ax.add_collection(PolyCollection(cells, facecolor=SMALL_FACE, edgecolor=HATCH, hatch="///", linewidth=0))
+    for i, j in np.ndindex(values.shape):
+        value = values[i, j]
+        if math.isnan(value):
+            ax.text(j, i, "–", ha="center", va="center", fontsize=MIN_FONT, color=GREY)
+        elif not small[i, j]:
+            ax.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=MIN_FONT,
+                    color="white" if value < 55 else "black")
+    ax.set_xlim(-0.5, values.shape[1] - 0.5)
+    ax.set_ylim(n_rows - 0.5, -0.5)
+    ax.set_xticks(range(len(panel["columns"])), panel["columns"], rotation=40, ha="right", rotation_mode="anchor")
+    ax.tick_params(length=0)
+    for side in ("top", "right", "left", "bottom"):
+        ax.spines[side].set_visible(False)
+    ax.set_title(panel["title"])
+    return mesh
 
 
-def default_out(results_dir: str) -> str:
-    return os.path.join(os.path.dirname(os.path.abspath(results_dir)), "figures")
+KINDS = {"bars": bars_figure, "forest": forest_figure, "dumbbell": dumbbell_figure, "heatmap": heatmap_figure}
 
 
-def make_figures(args) -> list[str]:
-    if not os.path.isdir(args.results_dir):
-        raise UserError(f"results directory {args.results_dir} not found")
-    out, formats = args.out or default_out(args.results_dir), tuple(args.formats.split(","))
-    records = stats.load_records(args.results_dir)
-    written = []
-    if records:
-        rows = stats.estimates(records, args.n_boot, args.seed, args.cluster, bootstrap.DEFAULT_LEVEL)
-        for metric in stats.METRICS:
-            if any(r["metric"] == metric for r in rows):
-                written += save(accuracy_figure(rows, metric), out, f"accuracy_{metric.lower()}", formats)
-        gains = stats.comparisons(records, "icl", args.n_boot, args.seed, args.cluster, bootstrap.DEFAULT_LEVEL)
-        if gains:
-            written += save(icl_gain_figure(gains), out, "icl_gain", formats)
-    written += stratification_figures(args.results_dir, out, args.flags, formats)
-    return written
-
-
+# -- command line ----------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the figure part of ``smmile report``; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    return guarded(lambda: _report_figures(args))
+    """``smmile figures``: the report's figures without the page (see smmile.report.figures_cli)."""
+    from smmile.report.figures_cli import main as figures_main
 
-
-def _report_figures(args) -> int:
-    written = make_figures(args)
-    if not written:
-        print(f"warning: nothing to plot in {args.results_dir}", file=sys.stderr)
-        return 1
-    print(f"{len(written)} figure file(s) written to {os.path.dirname(written[0])}")
-    return 0
+    return figures_main(argv)

@@ -1,0 +1,93 @@
+"""What the report and the figures call things: models (display names, never internal keys), metrics,
+modes and problem flags.
+
+Models are keyed as in variance_analysis and ``smmile stats`` (``ModelIdentity.key``: ``qwen72B``,
+``text only``) and shown by ``ModelIdentity.display`` (``Qwen2.5-VL-72B``, ``Text only*``). The report
+``learn``s the identity of every result it reads (``stats.Record.result.identity``: from the run
+manifest, else the original's file-name rules), so models outside the paper keep the name their run
+recorded; a key never seen falls back to the paper's table, else to itself. stratify keys its files by
+``scoring_name`` (``llava_7B``, ``llama33textonly (baseline)``): ``key_for_scoring`` maps them back.
+"""
+
+from __future__ import annotations
+
+import re
+from html import escape
+
+from smmile.identity import BY_KEY, PAPER_MODELS, ModelIdentity
+from smmile.scoring import tables
+from smmile.scoring.metrics import get_metric
+
+MODES = ("0-shot", "ICL")
+METRICS = ("LLM", "EM", "MCQA")  # the tables' column order
+BASELINES = tables.PRIORITY_MODELS
+MARKER_NOTES = {
+    "*": "text-only baseline: Llama 3.3 70B answers from the questions (and, with ICL, the example "
+         "questions and answers) without seeing any image",
+    "**": "LLaVA-Med v1.5 (Mistral 7B), run with its own conversation template and image padding; "
+          "marked as in the paper's table",
+}
+FLAGS = {
+    "speciality": "speciality",
+    "flag_answer_format": "answer format",
+    "flag_image_type": "image type",
+    "flag_cognitive_process": "cognitive process",
+    "flag_rarity": "rarity",
+    "flag_difficulty_llms": "difficulty for LLMs",
+    "flag_num_ICL": "number of ICL examples",
+    "flag_first_ICL_match_problem": "first example has the query's answer",
+    "flag_last_ICL_match_problem": "last example has the query's answer",
+}
+_MARKER = re.compile(r"(\*+)$")
+_learned: dict[str, ModelIdentity] = {}
+
+
+def learn(identities) -> None:
+    """Remember the identities of the results read (key -> identity; the first one seen wins)."""
+    for identity in identities:
+        if identity is not None:
+            _learned.setdefault(identity.key, identity)
+
+
+def identity(key: str) -> ModelIdentity | None:
+    return _learned.get(key) or BY_KEY.get(key)
+
+
+def display(key: str) -> str:
+    """Plain display name of a row key: ``text only`` -> ``Text only*``, ``qwen72B`` -> ``Qwen2.5-VL-72B``."""
+    found = identity(key)
+    return found.display if found else str(key)
+
+
+def html(key: str) -> str:
+    """Display name for the page, escaped, a trailing marker (``*``, ``**``) as a superscript."""
+    name = display(key)
+    marker = _MARKER.search(name)
+    if not marker:
+        return escape(name)
+    return escape(name[: marker.start()]) + f"<sup>{escape(marker.group(1))}</sup>"
+
+
+def markers(keys) -> list[tuple[str, str]]:
+    """(marker, explanation) for every marker the display names of ``keys`` carry."""
+    found = {m.group(1) for m in (_MARKER.search(display(k)) for k in keys) if m}
+    return [(marker, MARKER_NOTES.get(marker, "")) for marker in sorted(found, key=len)]
+
+
+def key_for_scoring(name: str) -> str:
+    """The row key of a stratify / evaluate_EM model name (``llava_7B`` -> ``llava_7b``)."""
+    for known in list(_learned.values()) + list(PAPER_MODELS.values()):
+        if known.scoring_name == name:
+            return known.key
+    return name
+
+
+def flag(name: str) -> str:
+    return FLAGS.get(name, name.removeprefix("flag_").replace("_", " "))
+
+
+def metric(name: str) -> str:
+    try:
+        return get_metric(name).display
+    except ValueError:
+        return str(name)
