@@ -10,8 +10,11 @@ session (in the session's temporary folder) for every test module that needs the
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import shutil
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -120,3 +123,26 @@ def rendered_pt(svg: str, width_px: float) -> float:
     """The smallest text of the figure in pt when shown ``width_px`` CSS pixels wide (96 px = 72 pt)."""
     scale = width_px / (svg_width_pt(svg) * 96 / 72)
     return min(size for _, size in svg_texts(svg)) * scale
+
+
+# -- the system browser ---------------------------------------------------------------------------------
+CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+
+
+@contextlib.contextmanager
+def system_chromium():
+    """A headless Chromium from the system (Playwright's ``executable_path``; nothing is downloaded).
+    Skips the test, saying why, without Playwright or a chromium binary."""
+    import pytest
+
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install playwright)")
+    executable = next((p for p in CHROMIUM if os.path.exists(p)), None)
+    executable = executable or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not executable:
+        pytest.skip("no chromium binary (Debian package: chromium); the report was not rendered")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            yield browser
+        finally:
+            browser.close()

@@ -13,32 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from report_fixtures import demo_reports, rendered_pt
+from report_fixtures import demo_reports, rendered_pt, system_chromium
 from smmile.scoring import stats
 
-CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 WINDOW = {"width": 1280, "height": 1000}
 pytestmark = pytest.mark.slow
 
 
-def chromium() -> str:
-    for path in CHROMIUM:
-        if os.path.exists(path):
-            return path
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not found:
-        pytest.skip("no chromium binary (Debian package: chromium); the report was not rendered")
-    return found
-
-
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install playwright)")
-    executable = chromium()
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=executable, args=["--no-sandbox", "--disable-gpu"])
+    with system_chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +104,13 @@ def test_flag_filter_and_all_wrong(browser, reports, tmp_path, demo_dir):
                  and any(pid in r.scores.index for r in em)]
     assert shown_ids(page) == all_wrong[:20]
     shot(page, tmp_path, "5-all-models-wrong")
+    page.select_option('select[data-f="special"]', "disagree")
+    page.select_option('select[data-f="a"]', "majority")
+    page.select_option('select[data-f="b"]', "random")
+    scores = {r.model: r.scores for r in em if r.model in ("majority", "random")}
+    disagree = [pid for pid in problems if pid in scores["majority"].index and pid in scores["random"].index
+                and (scores["majority"][pid] >= 0.5) != (scores["random"][pid] >= 0.5)]
+    assert disagree and shown_ids(page) == disagree[:20]
     assert not errors
 
 
@@ -154,3 +146,13 @@ def test_figures_rendered_at_9pt_or_more_and_no_json(browser, reports, tmp_path)
     page.locator("#strat-smmile").scroll_into_view_if_needed()
     shot(page, tmp_path, "8-strata")
     assert not errors
+
+
+def test_skips_without_chromium(monkeypatch):
+    import report_fixtures
+
+    monkeypatch.setattr(report_fixtures, "CHROMIUM", ())
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(pytest.skip.Exception, match="no chromium binary"):
+        with system_chromium():
+            pass
