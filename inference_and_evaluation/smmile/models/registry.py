@@ -28,6 +28,7 @@ class Preset:
 
 
 PRESETS: dict[str, Preset] = {}
+MODEL_PREFIXES = ("hf:", "vllm:")  # `--model hf:<hub id or path>`: presets made on first use
 
 
 def register(*presets: Preset) -> None:
@@ -45,6 +46,8 @@ register(
 
 def get(name: str) -> Preset:
     _load_all()
+    if name not in PRESETS and name.startswith(MODEL_PREFIXES):
+        register(load_symbol("hf.generic:preset_for")(name))  # any checkpoint: `hf:<id>`, `vllm:<id>`
     if name not in PRESETS:
         raise UserError(f"unknown model preset {name!r}; known presets: {', '.join(sorted(PRESETS))}")
     return PRESETS[name]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import frontdoor as fd
+from ..errors import UserError
 from ..models import presets_api, registry
 from ..api_cli import add_api_flags, api_settings
 from ..models.hf.cli import LOCAL_BACKENDS, add_local_model_flags, local_model_settings
@@ -14,7 +15,10 @@ from .run import RunSpec, parse_shard, run
 def build_parser():
     p = fd.parser("Run a model preset on SMMILE / SMMILE++ / the demo data and write the original result CSV.",
                   epilog="Presets: " + ", ".join(registry.names()))
-    p.add_argument("--model", required=True, help="preset name (see the list below)")
+    p.add_argument("--model", required=True,
+                   help="preset name (see the list below), or hf:<hub id or local path> / vllm:<hub id or "
+                        "local path>: any vision-language checkpoint through its own chat template "
+                        "(transformers / vLLM; capabilities probed first, recorded in the manifest)")
     p.add_argument("--inference_mode", "--inference-mode", dest="inference_mode", choices=["0-shot", "ICL"], default="ICL",
                    help=fd.MODE_HELP)
     p.add_argument("--task_format", "--task-format", dest="task_format", choices=["open", "mcqa"], default="open",
@@ -66,6 +70,9 @@ def generation_settings(args) -> dict:
 def main(argv: list[str] | None = None) -> int:
     def go() -> int:
         args = build_parser().parse_args(argv)
+        if args.backend and args.model.startswith(registry.MODEL_PREFIXES):
+            raise UserError(f"--backend is not used with --model {args.model.split(':')[0]}:<id> "
+                            "(the prefix names the backend: hf: transformers, vllm: vLLM)")
         dataset, augmented, out = fd.dataset_and_output(args.dataset, args.output_dir)
         spec = RunSpec(model=args.model, mode=args.inference_mode, fmt=args.task_format, dataset=dataset,
                        revision=args.revision, augmented=augmented, output_dir=out, protocol=args.protocol,

@@ -1,0 +1,105 @@
+"""Any vision-language checkpoint with zero code: `--model hf:<hub id or local path>` / `--model vllm:<...>`.
+
+The conversation is the canonical one (`protocol.conversation`): the harness's generic system prompt (the one of
+the API chat scripts), each ICL example as a user turn (image, then question) and an assistant turn (its answer),
+the query last. Every role gets typed content parts (some templates render a plain-string content as nothing).
+MCQA uses Template A and extractor E2, exactly as models served behind an OpenAI-compatible API
+(`presets_api.served_model`); the answer is the decode of the new tokens. Decoding is greedy, at most 512 new tokens.
+Images are made RGB (transparent pixels composited on white) before the checkpoint's processor sees them.
+
+The checkpoint's chat template renders the messages; what it, its processor and its model accept is probed before
+the first problem (`probe.py`), and the backend adapts the layout where a documented fallback exists.
+
+Names: the file tag, the scoring key and the display/LaTeX names come from the model id
+(`smmile.identity.identity_for_model_id`); for a local folder, from the folder's name (`/ckpts/SmolVLM-256M/`
+-> `SmolVLM-256M`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from ...generation import GenerationSettings
+from ...identity import identity_for_model_id, model_token
+from ...protocol.conversation import MessageStyle, build_conversation, render_messages, user_images
+from ...protocol.items import Item
+from ...protocol.problem import Problem
+from ...protocol.templates import API_SYSTEM
+from ..api.chat_family import ApiChatFamily
+from ..base import Response
+from .families import HF_GENERATE_KEYS
+from .request import HFRequest
+
+PREFIXES = {"hf:": "hf.generic_backend:GenericHFBackend", "vllm:": "vllm_chat:VLLMChatBackend"}
+STYLE = MessageStyle(system=API_SYSTEM, system_as_parts=True, image_first=True, answer_as_parts=True)
+RENDER = "generic"  # HFRequest.render of this family: the backend applies the probed layout, then the template
+
+
+def rgb_on_white(_index: int, img):
+    """An RGB image: transparent pixels composited on white, other modes converted (some processors need RGB)."""
+    from PIL import Image
+
+    if "A" in img.getbands() or img.info.get("transparency") is not None:
+        rgba = img.convert("RGBA")
+        return Image.alpha_composite(Image.new("RGBA", rgba.size, (255, 255, 255, 255)), rgba).convert("RGB")
+    return img if img.mode == "RGB" else img.convert("RGB")
+
+
+def conversation(problem: Problem, mode: str, target: str) -> tuple[list[dict], list]:
+    """(chat messages with image placeholders, the images in prompt order) of the canonical conversation."""
+    turns = build_conversation(problem, mode, target)
+    return render_messages(turns, STYLE), user_images(turns)
+
+
+def probe_inputs(work) -> tuple[str, tuple[list[dict], list], tuple[list[dict], list]]:
+    """(problem id, ICL conversation, query-only conversation) of the run's problem with the most images, each as
+    (messages, prepared PIL images): what the capability probe renders."""
+    problem = max((item.problem for item, _ in work), key=lambda p: len(p.rows))
+    prep = work[0][1].prep or (lambda _i, img: img)
+    convs = [conversation(problem, mode, problem.query.question) for mode in ("ICL", "0-shot")]
+    icl, query = ((m, [prep(i, ref.load()) for i, ref in enumerate(refs)]) for m, refs in convs)
+    return problem.problem_id, icl, query
+
+
+class GenericFamily(ApiChatFamily):
+    """The served-model family's prompt, extraction and columns, as an HF/vLLM request."""
+
+    name = "generic-chat"
+    SETTINGS = ("protocol",)
+    GENERATION = GenerationSettings(max_new_tokens=512, do_sample=False)
+
+    def __init__(self, protocol: str = "paper", **_):
+        super().__init__(answer_role="assistant", protocol=protocol)
+
+    def request(self, item: Item) -> HFRequest:
+        messages, images = conversation(item.problem, item.mode, item.target)
+        sent = self.generation.sent()
+        return HFRequest(RENDER, images, messages=messages, prep=rgb_on_white,
+                         gen={k: sent[k] for k in HF_GENERATE_KEYS if k in sent})
+
+    def row(self, item: Item, response: Response) -> dict:
+        return super().row(item, replace(response, text=response.text.strip()))
+
+
+def model_label(model_id: str) -> str:
+    """What names a generic model: a local folder's name, else the hub id as given."""
+    path = Path(model_id).expanduser()
+    return path.resolve().name if path.is_dir() else model_id.strip()
+
+
+def preset_for(name: str):
+    """The preset of `hf:<id>` / `vllm:<id>` (registered by `registry.get` on first use)."""
+    from ..registry import Preset
+
+    prefix = next((p for p in PREFIXES if name.startswith(p)), None)
+    model_id = name[len(prefix):].strip() if prefix else ""
+    if not model_id:
+        from ...errors import UserError
+
+        raise UserError(f"--model {name!r}: expected hf:<hub id or local path> or vllm:<hub id or local path>")
+    label = model_label(model_id)
+    return Preset(name, model_token(label), "hf.generic:GenericFamily", PREFIXES[prefix], model_id,
+                  settings={"dtype": "auto", "device_map": "auto"}, identity=identity_for_model_id(label),
+                  notes="any checkpoint through its own chat template; served-model prompt (system prompt, "
+                        "Template A + E2), greedy, max 512 new tokens; layout from the capability probe")

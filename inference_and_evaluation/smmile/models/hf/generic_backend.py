@@ -1,0 +1,112 @@
+"""The transformers backend of `--model hf:<id>`: any checkpoint, its own chat template, a probed layout.
+
+Loading is the HF backend's (processor with the image-only fallback, dtype, device map, revision), with the model
+class from `AutoModelForImageTextToText`, else the class named in the config's `architectures`. The chat template
+is the processor's, else its tokenizer's. Before the first problem the capability probe (`probe.py`) runs on the
+run's problem with the most images; its result and the layout go into the manifest (`backend.capabilities`).
+Prompts get the tokenizer's BOS only when the rendered template does not start with it; images are nested per
+conversation; batches are left-padded (greedy batch N = batch 1).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ...errors import UserError
+from .backend import HFBackend, is_oom
+from .generic import probe_inputs
+from .probe import chat_template, image_limits, run_probe
+
+
+class GenericHFBackend(HFBackend):
+    name = "hf-generic"
+
+    def __init__(self, preset=None, spec=None, settings=None, generation=None):
+        super().__init__(preset, spec, settings, generation)
+        self.template: str | None = None
+        self.layout = None
+        self.info.update(chat_template=None, capabilities=None, image_limits=None)
+
+    # -- loading ----------------------------------------------------------------------------------------------------
+    def model_class(self, **hub):
+        """The chat template is checked here, before any weight is read; then the class that loads the weights."""
+        import transformers
+        from transformers import AutoConfig, AutoModelForImageTextToText
+
+        self.template, source = chat_template(self.processor)
+        if self.template is None:
+            raise UserError(f"{self.path} has no chat template (neither its processor nor its tokenizer has one); "
+                            f"--model hf:/vllm: runs chat checkpoints only")
+        self.info["chat_template"] = source
+        self.info["image_limits"] = image_limits(self.processor)
+        config = AutoConfig.from_pretrained(self.path, **hub)
+        if type(config) in AutoModelForImageTextToText._model_mapping:
+            return AutoModelForImageTextToText
+        for name in getattr(config, "architectures", None) or ():
+            if hasattr(transformers, name):
+                return getattr(transformers, name)
+        raise UserError(f"transformers {transformers.__version__} has no image-text-to-text class for "
+                        f"{self.path} (model type {config.model_type!r}, architectures {config.architectures})")
+
+    # -- probe, then generation -------------------------------------------------------------------------------------
+    def generate(self, work, on_done) -> None:
+        if not work:
+            return
+        self.load()
+        if self.layout is None:
+            self.prepare(work)
+        super().generate(work, on_done)
+
+    def prepare(self, work) -> None:
+        """Probe on the run's problem with the most images; ICL that needs several images per prompt and cannot
+        have them stops here with one line."""
+        mode = work[0][0].mode
+        problem_id, icl, query = probe_inputs(work)
+        probe = run_probe(self.render, self.score, problem_id, icl, query, is_oom)
+        self.info["capabilities"] = probe.as_dict(mode)
+        layout = probe.layout(mode)
+        if layout is None:
+            raise UserError(probe.refusal(self.preset.name if self.preset else str(self.path)))
+        self.layout = layout
+        self._check_context(icl if mode == "ICL" else query)
+
+    def _check_context(self, conv) -> None:
+        """Record the probe prompt's length; warn when it is longer than the model's context."""
+        tokens = int(self.inputs([self.layout.apply(conv[0])], [conv[1]])["input_ids"].shape[1])
+        config = getattr(self.model.config, "text_config", None) or self.model.config
+        context = getattr(config, "max_position_embeddings", None)
+        self.info["capabilities"].update(probe_prompt_tokens=tokens, context_length=context)
+        if context and tokens > context:
+            print(f"[smmile] warning: the probe problem's prompt is {tokens} tokens, longer than the model's "
+                  f"context ({context})", file=sys.stderr, flush=True)
+
+    def render(self, messages: list[dict]) -> str:
+        return self.processor.apply_chat_template(messages, chat_template=self.template, tokenize=False,
+                                                  add_generation_prompt=True)
+
+    def inputs(self, conversations: list[list[dict]], images: list[list]) -> dict:
+        """Processor inputs of a batch; the tokenizer adds BOS only where the template did not."""
+        texts = [self.render(m) for m in conversations]
+        tok = self.processor.tokenizer
+        tok.padding_side = "left"
+        kwargs = {"padding": True, "return_tensors": "pt"}
+        bos = getattr(tok, "bos_token", None)
+        if bos and all(t.startswith(bos) for t in texts):
+            kwargs["add_special_tokens"] = False
+        if any(images):
+            kwargs["images"] = images
+        return self.processor(text=texts, **kwargs)
+
+    def encode(self, reqs) -> dict:
+        return self._to_device(self.inputs([self.layout.apply(r.messages) for r in reqs],
+                                           [r.load_images() for r in reqs]))
+
+    def score(self, messages: list[dict], images: list):
+        """Next-token logits of one conversation (the probe's measure of whether an image reaches the model)."""
+        import torch
+
+        inputs = self._to_device(self.inputs([messages], [images]))
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, max_new_tokens=1, do_sample=False, output_logits=True,
+                                      return_dict_in_generate=True)
+        return out.logits[0][0].float().cpu()

@@ -1,0 +1,104 @@
+"""vLLM backend of `--model vllm:<id>`: any checkpoint through vLLM's chat API (`LLM.chat`), one call for the run.
+
+The conversations are the generic family's (`hf/generic.py`), in the layout chosen by the capability probe
+(`hf/probe.py`), rendered by vLLM with the same chat template the HF path uses (the processor's, else the
+tokenizer's); images go as PIL images (`image_pil` parts). Sampling equals the HF path's greedy decoding
+(`vllm_backend.sampling_settings`: temperature 0, the checkpoint's repetition penalty). `limit_mm_per_prompt`
+is the run's largest image count, so a 0-shot run starts vLLM for one image per prompt and its probe leaves the
+several-image checks unknown; an ICL run on a model that vLLM starts with one image only stops with one line.
+The probe's image checks compare the first token's top-20 log-probabilities with an image inverted.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..errors import UserError
+from .base import Response
+from .hf.generic import probe_inputs
+from .hf.probe import chat_template, first_line, image_limits, run_probe
+from .vllm_backend import VLLMBackend, read_generation_config, sampling_settings
+
+PROBE_LOGPROBS = 20
+
+
+def chat_messages(messages: list[dict], images: list) -> list[dict]:
+    """OpenAI-shaped messages for `LLM.chat`: each image placeholder becomes the next PIL image."""
+    it = iter(images)
+    return [{**m, "content": [{"type": "image_pil", "image_pil": next(it)} if p.get("type") == "image" else p
+                              for p in m["content"]]} for m in messages]
+
+
+class VLLMChatBackend(VLLMBackend):
+    name = "vllm-chat"
+
+    def generate(self, work: list[tuple[Any, Any]], on_done) -> None:
+        if not work:
+            return
+        vllm = self._vllm()
+        from .hf.processor import load_processor
+
+        processor = load_processor(self.path, min_pixels=self.generation.min_pixels,
+                                   max_pixels=self.generation.max_pixels)
+        template, source = chat_template(processor)
+        if template is None:
+            raise UserError(f"{self.path} has no chat template (neither its processor nor its tokenizer has one); "
+                            f"--model hf:/vllm: runs chat checkpoints only")
+        self.info.update(chat_template=source, image_limits=image_limits(processor))
+        n_images = max(len(req.images) for _, req in work)
+        engine = {**self.engine_kwargs(n_images), **self.image_backend_kwargs(processor)}
+        try:
+            self.llm = self.llm or self._engine(vllm, engine)
+        except UserError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - vLLM refuses the model or the image count: one line
+            hint = "; a model that takes one image per prompt runs with --inference_mode 0-shot" if n_images > 1 else ""
+            raise UserError(f"vLLM cannot start {self.path} for {n_images} image(s) per prompt: "
+                            f"{first_line(exc)}{hint}") from None
+        layout = self.prepare(work, processor, template, vllm, n_images)
+        params = sampling_settings(work[0][1].gen, read_generation_config(self.path))
+        if self.generation.seed is not None:
+            params["seed"] = self.generation.seed
+        if self.generation.stop:
+            params["stop"] = list(self.generation.stop)
+        conversations = [chat_messages(layout.apply(req.messages), req.load_images()) for _, req in work]
+        self.calls.append({"engine": {k: v for k, v in engine.items() if k != "model"}, "sampling": params,
+                           "prompts": len(conversations), "api": "LLM.chat"})
+        t0 = time.time()
+        try:
+            outputs = self.llm.chat(conversations, vllm.SamplingParams(**params), chat_template=template,
+                                    add_generation_prompt=True, use_tqdm=False)
+        except Exception as exc:  # noqa: BLE001 - every problem of the call failed
+            for item, req in work:
+                on_done(item, Response(error=req.errors["other"].format(e=exc)))
+            return
+        seconds = (time.time() - t0) / len(work)
+        for (item, _), out in zip(work, outputs):
+            gen = out.outputs[0]
+            on_done(item, Response(text=gen.text, seconds=seconds,
+                                   usage={"input_tokens": len(out.prompt_token_ids or []),
+                                          "output_tokens": len(gen.token_ids)}))
+
+    def prepare(self, work, processor, template: str, vllm, n_images: int):
+        """The capability probe on the run's problem with the most images; the layout, or one line for ICL."""
+        mode = work[0][0].mode
+        problem_id, icl, query = probe_inputs(work)
+
+        def render(messages):
+            return processor.apply_chat_template(messages, chat_template=template, tokenize=False,
+                                                 add_generation_prompt=True)
+
+        def score(messages, images):
+            params = vllm.SamplingParams(max_tokens=1, temperature=0.0, logprobs=PROBE_LOGPROBS)
+            out = self.llm.chat([chat_messages(messages, images)], params, chat_template=template,
+                                add_generation_prompt=True, use_tqdm=False)[0]
+            return {tok: lp.logprob for tok, lp in out.outputs[0].logprobs[0].items()}
+
+        skip = "" if n_images >= len(icl[1]) else f"not probed: vLLM runs with {n_images} image(s) per prompt"
+        probe = run_probe(render, score, problem_id, icl, query, skip_several=skip)
+        self.info["capabilities"] = probe.as_dict(mode)
+        layout = probe.layout(mode)
+        if layout is None:
+            raise UserError(probe.refusal(self.preset.name if self.preset else self.path))
+        return layout
