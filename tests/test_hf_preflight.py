@@ -109,3 +109,25 @@ def test_hub_id_without_the_hub_fails_in_seconds(offline, tmp_path, capsys, monk
     assert "llava-hf/llava-1.5-7b-hf" in line[0] and "--model-path" in line[0]
     assert ("offline mode (HF_HUB_OFFLINE) is on" if offline else "cannot reach 127.0.0.1:9") in line[0]
     assert time.time() - t0 < 30
+
+
+def test_unreachable_hub_uses_the_cache(tmp_path, capsys, monkeypatch):
+    """A preset's hub id that is in the cache runs with the hub unreachable: offline, no retries."""
+    import shutil
+
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setattr(hub, "unreachable", hub.unreachable.__wrapped__)
+    cache = tmp_path / "cache"
+    repo = cache / "models--llava-hf--llava-1.5-7b-hf"
+    shutil.copytree(tiny_models.cached("llava"), repo / "snapshots" / "0123abcd")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0123abcd")
+    args = ["--model_name", "llava_7b", "--inference_mode", "0-shot", "--dataset", str(tiny_models.demo_subset(4)),
+            "--output-dir", str(tmp_path / "out"), "--allow-cpu", "--hf_cache_dir", str(cache),
+            "--max-new-tokens", "2", "--dtype", "float32"]
+    t0 = time.time()
+    assert cli.llava_main(args) == 0, capsys.readouterr().err
+    assert "hub is unreachable (cannot reach 127.0.0.1:9" in capsys.readouterr().err
+    assert (tmp_path / "out" / "result_llava_7b_0-shot.csv").exists() and time.time() - t0 < 30
