@@ -19,6 +19,7 @@ from smmile.report import build, manifests, names
 from smmile.scoring import stats, tables
 
 LEVEL = 0.95
+pytestmark = pytest.mark.slow  # the session's demo reports take ~15 s to build
 
 
 class Page(HTMLParser):
@@ -370,3 +371,16 @@ def test_published_report(published, tmp_path):
     rendered = re.sub(r"<[^>]+>", "", sections.main_table(data.sets[0]))
     for key in ("qwen72B", "llava_7b", "text only", "llavamed"):
         assert BY_KEY[key].display.rstrip("*") in rendered and f">{key}<" not in sections.main_table(data.sets[0])
+
+
+def test_without_matplotlib_the_page_is_still_written(reports, tmp_path, monkeypatch, capsys):
+    from smmile.errors import MissingDependency
+    from smmile.scoring import plots
+
+    def missing():
+        raise MissingDependency("matplotlib", "plots", why="figures")
+
+    monkeypatch.setattr(plots, "pyplot", missing)
+    assert smmile(["report", str(reports["res"]), "--out", str(tmp_path / "o"), "--n-boot", "50"]) == 1
+    assert "figures left out" in capsys.readouterr().err
+    assert (tmp_path / "o" / "index.html").is_file() and not (tmp_path / "o" / "figures").exists()

@@ -16,12 +16,12 @@ import sys
 
 from smmile import fsguard
 from smmile.analysis.results import parse_spec
-from smmile.errors import UserError
+from smmile.errors import MissingDependency, UserError
 from smmile.frontdoor import HelpFormatter, guarded
 from smmile.report import (analysis_section, build, drawing, explorer, explorer_page, figures, html, sections,
                            side_by_side, strata)
 from smmile.report.stages import Stages
-from smmile.scoring import bootstrap, stats
+from smmile.scoring import bootstrap, plots, stats
 
 OWNER = "smmile report"
 PAGE_NAME = "index.html"
@@ -98,7 +98,8 @@ def dataset_for(rset, args) -> str | None:
 
 
 def load_datasets(sets, args, stage) -> list[list]:
-    from smmile.data.load import load_problems
+    """Each folder's problems (SMMILE++ folders get the SMMILE++ counterpart of a plain --dataset)."""
+    from smmile.data.load import load_problems, resolve
 
     found = []
     for rset in sets:
@@ -107,12 +108,13 @@ def load_datasets(sets, args, stage) -> list[list]:
             found.append([])
             continue
         try:
+            source = resolve(dataset, args.revision, augmented=rset.permuted)
             problems = load_problems(dataset, args.revision, augmented=rset.permuted)
         except UserError:
             raise
         except Exception as exc:  # hub/network/parquet problems: one line
             raise UserError(f"cannot load dataset {dataset}: {type(exc).__name__}: {exc}") from None
-        stage(f"dataset for {rset.label}: {dataset} ({len(problems)} problems)")
+        stage(f"dataset for {rset.label}: {source.kind} {source.ref} ({len(problems)} problems)")
         found.append(problems)
     return found
 
@@ -154,6 +156,17 @@ def _json_safe(value):
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
+def can_draw(warnings: list) -> bool:
+    """matplotlib imported once here (so the forked workers start with it); without it the page is
+    written without figures, with a warning."""
+    try:
+        plots.pyplot()
+    except MissingDependency as exc:
+        warnings.append(f"figures left out: {exc}")
+        return False
+    return True
+
+
 def check_outputs(args) -> tuple[str, str]:
     """The page and figure folders, checked before any work (nothing is created yet)."""
     out = os.path.abspath(args.out)
@@ -174,9 +187,10 @@ def write_report(args, stage) -> tuple[str, list]:
     fsguard.prepare_output_dir(out, OWNER, args.force)
     if args.figures:
         fsguard.prepare_output_dir(fig_dir, OWNER, args.force)
+    drawn = can_draw(data.warnings)
     with fsguard.OutputLock(out, f"the report in {out}"), drawing.Pool(max(1, args.jobs)) as pool:
         images = explorer.Images(datasets, pool) if datasets is not None else None
-        planned = figures.plan(data, fig_dir, formats)
+        planned = figures.plan(data, fig_dir, formats) if drawn else []
         stage(f"figures: {len(planned)} to draw ({len(planned) * len(formats)} files) on {max(1, args.jobs)} worker(s)")
         submitted = figures.submit(pool, planned)
         if images is not None:

@@ -12,7 +12,7 @@ from smmile.frontdoor import HelpFormatter, guarded
 from smmile.report import build, drawing, figures
 from smmile.report.cli import formats_from
 from smmile.report.stages import Stages
-from smmile.scoring import bootstrap, stats
+from smmile.scoring import bootstrap, plots, stats
 
 OWNER = "smmile figures"
 INTERRUPTED = "interrupted: figure files already written are complete; run the same command again for the rest"
@@ -66,6 +66,7 @@ def make_figures(args, stage) -> list[str]:
         return []
     fsguard.prepare_output_dir(out, OWNER, args.force)
     stage(f"figures: {len(planned)} to draw ({len(planned) * len(formats)} files) on {max(1, args.jobs)} worker(s)")
+    plots.pyplot()  # imported once here, so the forked workers start with it
     with drawing.Pool(max(1, args.jobs)) as pool:
         done = figures.collect(figures.submit(pool, planned))
     return [path for fig in done for path in fig.files.values()]

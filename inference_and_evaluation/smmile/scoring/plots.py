@@ -217,7 +217,8 @@ def heatmap_figure(panels: list[dict], rows: list[str], title: str, small_label:
 
     n_cols = [len(p["columns"]) for p in panels]
     cell = max(0.36, min(0.55, (MAX_WIDTH - 3.2) / max(1, sum(n_cols))))
-    height = 0.3 * len(rows) + 2.6 + 0.06 * max(len(c) for p in panels for c in p["columns"])
+    label = max(len(c) for p in panels for c in p["columns"])  # rotated column labels take ~0.05 in a character
+    height = max(1.5, 0.3 * len(rows)) + 1.4 + 0.05 * label
     fig, axes = plt.subplots(1, len(panels), squeeze=False, sharey=True, layout="constrained",
                              figsize=(_width(2.8 + cell * sum(n_cols) + 0.4 * len(panels), 5.0), height),
                              gridspec_kw={"width_ratios": [max(1, n) for n in n_cols]})
