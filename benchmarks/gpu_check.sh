@@ -7,8 +7,14 @@
 # (requirements-gpu.txt). Nothing is downloaded.
 #   bash benchmarks/gpu_check.sh [--archs qwen2_5_vl,llava] [--max-new-tokens 32] [--batch-size 8]
 #   bash benchmarks/gpu_check.sh --tiny     # the same pipeline on the tiny test checkpoints (CPU smoke)
+# Then benchmarks/gpu_check_anymodel.py: a SmolVLM-256M-class Idefics3 (random weights) through --model hf:<path>
+# and vllm:<path>; SMMILE_GENERIC_MODELS=ID,... (cached hub ids or folders) runs real checkpoints instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 python -c "import torch, sys; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), file=sys.stderr)"
-exec python benchmarks/gpu_check.py "$@"
+status=0
+python benchmarks/gpu_check.py "$@" || status=1
+# any checkpoint, no code: --model hf:<path> (batch 1, batched) and vllm:<path> (LLM.chat), probe recorded
+python benchmarks/gpu_check_anymodel.py "$@" || status=1
+exit $status
