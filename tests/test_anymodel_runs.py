@@ -134,8 +134,11 @@ def test_single_image_checkpoint_icl_stops_at_once_0shot_runs(tmp_path, capsys):
 ])
 def test_template_fallbacks(arch, layout, refused, tmp_path, capsys):
     assert smmile_run(f"hf:{tg.cached(arch)}", tmp_path, "ICL", "mcqa") == 0, capsys.readouterr().err
-    caps = manifest(tmp_path, f"result_{arch.replace('_', '-')}_ICL_mcqa")["backend"]["capabilities"]
+    stem = f"result_{arch.replace('_', '-')}_ICL_mcqa"
+    caps = manifest(tmp_path, stem)["backend"]["capabilities"]
     assert caps["layout"] == layout
+    journal = (tmp_path / ".smmile" / f"{stem}.journal.jsonl").read_text().splitlines()
+    assert [json.loads(line)["response"]["extra"]["layout"] for line in journal] == [layout] * 4
     assert caps["checks"][refused]["ok"] is False
     assert "TemplateError: " in caps["checks"][refused]["detail"]
 

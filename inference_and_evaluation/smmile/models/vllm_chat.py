@@ -12,6 +12,7 @@ The probe's image checks compare the first token's top-20 log-probabilities with
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from typing import Any
 
 from ..errors import UserError
@@ -76,7 +77,7 @@ class VLLMChatBackend(VLLMBackend):
         seconds = (time.time() - t0) / len(work)
         for (item, _), out in zip(work, outputs):
             gen = out.outputs[0]
-            on_done(item, Response(text=gen.text, seconds=seconds,
+            on_done(item, Response(text=gen.text, seconds=seconds, extra={"layout": asdict(layout)},
                                    usage={"input_tokens": len(out.prompt_token_ids or []),
                                           "output_tokens": len(gen.token_ids)}))
 

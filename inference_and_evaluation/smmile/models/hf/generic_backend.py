@@ -11,6 +11,7 @@ conversation; batches are left-padded (greedy batch N = batch 1).
 from __future__ import annotations
 
 import sys
+from dataclasses import asdict
 
 from ...errors import UserError
 from .backend import HFBackend, is_oom
@@ -100,6 +101,12 @@ class GenericHFBackend(HFBackend):
     def encode(self, reqs) -> dict:
         return self._to_device(self.inputs([self.layout.apply(r.messages) for r in reqs],
                                            [r.load_images() for r in reqs]))
+
+    def decode(self, inputs: dict, out, reqs) -> list:
+        responses = super().decode(inputs, out, reqs)
+        for response in responses:  # journaled with the answer: which layout produced it
+            response.extra["layout"] = asdict(self.layout)
+        return responses
 
     def score(self, messages: list[dict], images: list):
         """Next-token logits of one conversation (the probe's measure of whether an image reaches the model)."""
