@@ -94,6 +94,7 @@ class TableView:
     columns: tuple  # Col
     rows: list  # dicts
     n_rows: int = 0
+    note: str = ""  # what a left-out column held (the same in every row)
 
     @property
     def truncated(self) -> int:
@@ -149,9 +150,24 @@ def sets_note(data: dict) -> str:
     return "result sets: " + "; ".join(parts) if parts else ""
 
 
+def compact(columns: tuple, rows: list[dict]) -> tuple[tuple, str]:
+    """Leave out what every row repeats, so wide tables fit: the test's name when it is the same in
+    every row (said in the note), base problems when they equal n (no clustering)."""
+    keep, notes = [], []
+    for c in columns:
+        values = {str(pick(r, c.keys)) for r in rows}
+        if c.keys == ("p_method",) and len(values) == 1:
+            notes.append(f"test: {values.pop()}")
+        elif c.header == "base problems" and all(pick(r, c.keys) == pick(r, ("n_pairs", "n")) for r in rows):
+            continue
+        else:
+            keep.append(c)
+    return tuple(keep), "; ".join(notes)
+
+
 def typed_table(name: str, rows: list[dict], title: str | None = None) -> TableView:
-    columns = present_columns(LAYOUTS[name], rows)
-    return TableView(title or TITLES[name], columns, rows[:MAX_ROWS], len(rows))
+    columns, note = compact(present_columns(LAYOUTS[name], rows), rows)
+    return TableView(title or TITLES[name], columns, rows[:MAX_ROWS], len(rows), note)
 
 
 def variant_view(data: dict, path: str, relative: str) -> AnalysisView:

@@ -29,7 +29,8 @@ def view_html(view, figs, page_dir: str) -> str:
         parts.append(figure(view.title, {view.image.rsplit(".", 1)[1]: view.image}, page_dir))
     for t in view.tables:
         more = f" (first {len(t.rows)} of {t.n_rows} rows; all are in the file)" if t.truncated else ""
-        parts.append(f'<p class="meta"><b>{esc(t.title)}</b>{esc(more)}</p>' + typed_table(t.columns, t.rows))
+        note = f" — {t.note}" if t.note else ""
+        parts.append(f'<p class="meta"><b>{esc(t.title)}</b>{esc(more + note)}</p>' + typed_table(t.columns, t.rows))
     parts.append(markers_note(_models(view)))
     return "".join(parts)
 

@@ -171,9 +171,10 @@ def forest_figure(rows: list[dict], labels: list[str], panels: list[str], title:
 
 # -- dumbbell ---------------------------------------------------------------------------------------
 def dumbbell_figure(rows: list[dict], labels: list[str], panels: list[str], series: list[str], title: str,
-                    xlabel: str, interval: bool = True):
+                    xlabel: str, interval: bool = True, xlim: tuple | None = (0, 100)):
     """``rows``: ``[{"label", "panel", "values": {series: [estimate, low, high]}}]``: per row, each
-    series' estimate (marker) with its interval, the estimates joined by a grey line."""
+    series' estimate (marker) with its interval, the estimates joined by a grey line; ``xlim`` fixes
+    the axis (accuracies: 0-100, so that panels compare)."""
     plt = pyplot()
     from matplotlib.lines import Line2D
 
@@ -196,6 +197,8 @@ def dumbbell_figure(rows: list[dict], labels: list[str], panels: list[str], seri
         ax.set_title(panel)
         ax.set_xlabel(xlabel)
         ax.grid(axis="x", alpha=0.3)
+        if xlim:
+            ax.set_xlim(*xlim)
     axes[0][0].set_yticks(range(len(labels)), labels)
     axes[0][0].set_ylim(len(labels) - 0.5, -0.5)
     fig.suptitle(title, x=0.0, ha="left")
