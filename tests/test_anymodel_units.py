@@ -214,3 +214,29 @@ def test_image_limits_and_template_source():
                                                "processor.image_seq_len": 81}
     Processor.tokenizer = None
     assert probe.chat_template(Processor()) == (None, "none")
+
+
+def test_model_class_from_the_auto_mapping_else_the_config_architectures(tmp_path):
+    pytest.importorskip("transformers")
+    import transformers
+    from transformers import AutoModelForImageTextToText, Idefics3Config, LlamaConfig
+
+    from smmile.models.hf.generic_backend import model_class_for
+
+    Idefics3Config().save_pretrained(tmp_path / "vlm")
+    assert model_class_for(str(tmp_path / "vlm")) is AutoModelForImageTextToText
+    cfg = LlamaConfig(num_hidden_layers=1, hidden_size=8, intermediate_size=8, num_attention_heads=1)
+    cfg.architectures = ["LlamaForCausalLM"]
+    cfg.save_pretrained(tmp_path / "other")  # a model type the image-text-to-text mapping does not know
+    assert model_class_for(str(tmp_path / "other")) is transformers.LlamaForCausalLM
+    cfg.architectures = ["NotInTransformers"]
+    cfg.save_pretrained(tmp_path / "other")
+    with pytest.raises(UserError, match=r"has no image-text-to-text class for .*architectures \['NotInTransformers'\]"):
+        model_class_for(str(tmp_path / "other"))
+
+
+def test_a_query_image_that_does_not_reach_the_model_is_a_warning(capsys):
+    result = _run(_renderer(), lambda messages, images: np.zeros(2))
+    assert result.checks["one_image"] == Check(False, "image 1 of 1 does not reach the model")
+    result.warn()
+    assert capsys.readouterr().err.startswith("[smmile] warning: the query image does not reach the model")

@@ -102,4 +102,5 @@ class VLLMChatBackend(VLLMBackend):
         layout = probe.layout(mode)
         if layout is None:
             raise UserError(probe.refusal(self.preset.name if self.preset else self.path))
+        probe.warn()
         return layout

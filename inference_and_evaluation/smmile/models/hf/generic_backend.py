@@ -19,6 +19,21 @@ from .generic import probe_inputs
 from .probe import chat_template, image_limits, run_probe
 
 
+def model_class_for(path: str, **hub):
+    """`AutoModelForImageTextToText` when it knows the config's model type, else the config's `architectures` class."""
+    import transformers
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
+    config = AutoConfig.from_pretrained(path, **hub)
+    if type(config) in AutoModelForImageTextToText._model_mapping:
+        return AutoModelForImageTextToText
+    for name in getattr(config, "architectures", None) or ():
+        if hasattr(transformers, name):
+            return getattr(transformers, name)
+    raise UserError(f"transformers {transformers.__version__} has no image-text-to-text class for {path} "
+                    f"(model type {config.model_type!r}, architectures {config.architectures})")
+
+
 class GenericHFBackend(HFBackend):
     name = "hf-generic"
 
@@ -31,23 +46,13 @@ class GenericHFBackend(HFBackend):
     # -- loading ----------------------------------------------------------------------------------------------------
     def model_class(self, **hub):
         """The chat template is checked here, before any weight is read; then the class that loads the weights."""
-        import transformers
-        from transformers import AutoConfig, AutoModelForImageTextToText
-
         self.template, source = chat_template(self.processor)
         if self.template is None:
             raise UserError(f"{self.path} has no chat template (neither its processor nor its tokenizer has one); "
                             f"--model hf:/vllm: runs chat checkpoints only")
         self.info["chat_template"] = source
         self.info["image_limits"] = image_limits(self.processor)
-        config = AutoConfig.from_pretrained(self.path, **hub)
-        if type(config) in AutoModelForImageTextToText._model_mapping:
-            return AutoModelForImageTextToText
-        for name in getattr(config, "architectures", None) or ():
-            if hasattr(transformers, name):
-                return getattr(transformers, name)
-        raise UserError(f"transformers {transformers.__version__} has no image-text-to-text class for "
-                        f"{self.path} (model type {config.model_type!r}, architectures {config.architectures})")
+        return model_class_for(self.path, **hub)
 
     # -- probe, then generation -------------------------------------------------------------------------------------
     def generate(self, work, on_done) -> None:
@@ -68,6 +73,7 @@ class GenericHFBackend(HFBackend):
         layout = probe.layout(mode)
         if layout is None:
             raise UserError(probe.refusal(self.preset.name if self.preset else str(self.path)))
+        probe.warn()
         self.layout = layout
         self._check_context(icl if mode == "ICL" else query)
 

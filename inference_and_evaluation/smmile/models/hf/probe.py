@@ -18,6 +18,7 @@ Running out of memory while probing proves nothing: the check is recorded as unk
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -69,6 +70,12 @@ class Probe:
         why = self.checks["several_images_in_one_turn"].detail or self.checks["images_in_earlier_turns"].detail
         return (f"{model} takes one image per prompt ({why}); ICL needs up to {self.probe_images} images per "
                 f"prompt: run it with --inference_mode 0-shot")
+
+    def warn(self) -> None:
+        """One line on stderr when the query image does not reach the model: the run goes on, text only."""
+        if self.checks["one_image"].ok is False:
+            print(f"[smmile] warning: the query image does not reach the model ({self.checks['one_image'].detail}); "
+                  "its answers come from the text alone", file=sys.stderr, flush=True)
 
     def as_dict(self, mode: str) -> dict:
         layout = self.layout(mode)
