@@ -38,7 +38,7 @@ STYLE = {
     "axes.spines.top": False, "axes.spines.right": False, "axes.titlelocation": "left",
     "svg.fonttype": "none", "svg.hashsalt": "smmile", "savefig.dpi": DPI,
 }
-METADATA = {"svg": {"Date": None}, "png": {}}
+METADATA = {"svg": {"Date": None}}
 SERIES_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")  # Okabe-Ito
 SERIES_MARKERS = ("o", "s", "^", "D", "v", "P")
 MODE_COLOURS = {"0-shot": "#E69F00", "ICL": "#0072B2"}
@@ -67,11 +67,29 @@ def save(fig, out: str, name: str, formats=FORMATS) -> list[str]:
     for fmt in formats:
         path = os.path.join(out, f"{name}.{fmt}")
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=DPI, metadata=METADATA[fmt])
+            if fmt == "png":
+                write_png(fig, tmp)
+            else:
+                fig.savefig(tmp, format=fmt, dpi=DPI, metadata=METADATA[fmt])
         fig.set_layout_engine("none")  # laid out once, by the first save; the other formats reuse it
         paths.append(path)
     pyplot().close(fig)
     return paths
+
+
+def write_png(fig, path) -> None:
+    """The figure at DPI as an RGB PNG (the pixels ``savefig`` draws, without the all-opaque alpha
+    channel: a third faster to write and a smaller file)."""
+    from PIL import Image
+
+    dpi = fig.dpi
+    fig.set_dpi(DPI)
+    try:
+        fig.canvas.draw()
+        rgba = np.asarray(fig.canvas.buffer_rgba())
+    finally:
+        fig.set_dpi(dpi)
+    Image.fromarray(rgba).convert("RGB").save(path, format="PNG", dpi=(DPI, DPI), compress_level=3)
 
 
 def draw(job: dict) -> list[str]:
