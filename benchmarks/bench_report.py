@@ -7,15 +7,18 @@ PNG + SVG, one worker per core), each into a new temporary folder:
    first), without the problem explorer;
 2. the same with the explorer: ``--dataset`` is a stand-in built from the demo generator (111
    problems, the published problem ids, demo images and questions; the real dataset is on the hub);
+   2b. the same with every stand-in image enlarged to a 1024 px photo-like JPEG (``--image-size``), as
+   the real dataset's images are large: the thumbnails then cost what they would on SMMILE;
 3. a synthetic SMMILE++ folder: the demo generator's 111 problems permuted (``smmile.data.variants``)
    and cut to 1038 problems, with 32 result files (14 models × 2 modes open + MCQA, 2 baselines × open
-   + MCQA; judge JSONs for the open files), report with ``--dataset`` (explorer included).
+   + MCQA; judge JSONs for the open files), scored by evaluate_EM and stratified (EM and judge) first,
+   report with ``--dataset`` (explorer included).
 
 For each run: wall time, the stage lines of the command, the page size, the explorer's payload size,
 images and thumbnail bytes, and a check that every image is embedded once. The machine's load
 average is printed before and after (the numbers depend on it).
 
-Run:  python benchmarks/bench_report.py [--only 1,2,3] [--published DIR]
+Run:  python benchmarks/bench_report.py [--only 1,2,3] [--published DIR] [--image-size 1024]
 """
 
 from __future__ import annotations
@@ -52,12 +55,32 @@ def write_parquet(records: list[dict], out: Path) -> Path:
     return write_dataset(records, out, force=True)
 
 
-def standin_dataset(ids: list[str], out: Path) -> Path:
-    """Demo problems (questions, answers, images, flags) renamed to the published problem ids."""
+def enlarged(data: bytes, size: int) -> bytes:
+    """A demo image scaled to ``size`` px (longest side) as a JPEG, with noise so it compresses like a photo."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(data)).convert("RGB")
+    img = img.resize((size, round(size * img.height / img.width)))
+    noise = np.random.default_rng(len(data)).integers(0, 24, (img.height, img.width, 3), dtype=np.uint8)
+    img = Image.fromarray(np.asarray(img, dtype=np.uint8) // 2 + noise)
+    buffer = io.BytesIO()
+    img.save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def standin_dataset(ids: list[str], out: Path, image_size: int = 0) -> Path:
+    """Demo problems (questions, answers, images, flags) renamed to the published problem ids; with
+    ``image_size``, every image enlarged to a photo-like JPEG of that size (real SMMILE images are large)."""
     from smmile.data.demo import generate_records
 
     records = generate_records(seed=7, n_problems=len(ids))
     renamed = dict(zip(sorted(dict.fromkeys(r["problem_id"] for r in records)), sorted(ids)))
+    if image_size:
+        records = [{**r, "image": {"bytes": enlarged(r["image"]["bytes"], image_size), "path": r["image"]["path"]}}
+                   for r in records]
     return write_parquet([{**r, "problem_id": renamed[r["problem_id"]]} for r in records], out)
 
 
@@ -96,6 +119,20 @@ def plusplus_results(problems: list, out: Path) -> int:
     return len(plan)
 
 
+def score_and_stratify(results: Path, dataset: Path) -> None:
+    """evaluate_EM and stratify (EM and judge), as a user would before the report (not timed)."""
+    import contextlib
+    import io
+
+    from smmile.scoring.em_cli import main as evaluate_em
+    from smmile.scoring.stratify_cli import main as stratify
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        evaluate_em([str(results)])
+        for kind in ("em", "llm"):
+            stratify([str(results), "--eval_type", kind, "--dataset", str(dataset)])
+
+
 def run_report(args: list[str], env: dict) -> tuple[float, str]:
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "smmile.cli", "report", *args], cwd=FRONT, env=env,
@@ -132,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="1,2,3", help="which runs (1: published, 2: + explorer, 3: SMMILE++)")
     parser.add_argument("--published", default=str(PUBLISHED), help="the published SMMILE outputs")
+    parser.add_argument("--image-size", type=int, default=1024,
+                        help="also run 2 with every stand-in image enlarged to this many px (0: skip)")
     args = parser.parse_args(argv)
     runs = {int(x) for x in args.only.split(",")}
     env = {**os.environ, "PYTHONPATH": str(FRONT)}
@@ -152,10 +191,17 @@ def main(argv: list[str] | None = None) -> int:
                 elapsed, err = run_report([str(published), "--dataset", str(root / "standin"), "--out", str(root / "r2")], env)
                 report("2. published SMMILE outputs + explorer (demo-image stand-in dataset)", elapsed, err,
                        root / "r2" / "index.html")
+                if args.image_size:
+                    standin_dataset(ids, root / "standin-large", args.image_size)
+                    elapsed, err = run_report([str(published), "--dataset", str(root / "standin-large"),
+                                               "--out", str(root / "r2b")], env)
+                    report(f"2b. as 2, every image a {args.image_size} px photo-like JPEG", elapsed, err,
+                           root / "r2b" / "index.html")
         if 3 in runs:
             problems = plusplus_dataset(root / "pp-data")
             n_files = plusplus_results(problems, root / "pp-results")
-            print(f"\nSMMILE++ synthetic: {len(problems)} problems, {n_files} result files")
+            score_and_stratify(root / "pp-results", root / "pp-data")
+            print(f"\nSMMILE++ synthetic: {len(problems)} problems, {n_files} result files (scored and stratified)")
             elapsed, err = run_report([str(root / "pp-results"), "--dataset", str(root / "pp-data"),
                                        "--out", str(root / "r3")], env)
             report("3. synthetic SMMILE++ + explorer", elapsed, err, root / "r3" / "index.html")
