@@ -159,3 +159,19 @@ def test_published_figures(published, tmp_path):
     assert {"Qwen2.5-VL-72B", "LLaVA-v1.5-7B", "Text only*", "LLaVA-Med**"} <= words
     assert not words & {"qwen72B", "llava_7B", "llama33textonly (baseline)", "qwen72B:ICL", "llavamed_7B"}
     assert "EEG (n=1)" in words and "MRI (n=1)" in words
+
+
+def _luminance(hex_colour: str) -> float:
+    r, g, b = (int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def test_colours_read_in_grayscale():
+    """The heatmap scale (cividis) gets lighter monotonically; the two modes' bars differ in lightness,
+    and series differ by marker shape as well as colour (Okabe-Ito)."""
+    import matplotlib
+
+    scale = [_luminance(matplotlib.colors.to_hex(matplotlib.colormaps["cividis"](x / 20))) for x in range(21)]
+    assert all(b > a for a, b in zip(scale, scale[1:]))
+    assert abs(_luminance(plots.MODE_COLOURS["0-shot"]) - _luminance(plots.MODE_COLOURS["ICL"])) > 0.2
+    assert len(set(plots.SERIES_MARKERS)) == len(plots.SERIES_MARKERS) == len(set(plots.SERIES_COLOURS))
