@@ -22,6 +22,7 @@ import json
 import os
 
 from smmile.report import names
+from smmile.report.build import model_order
 from smmile.scoring import bootstrap, stratify
 from smmile.scoring.naming import judgements_path
 
@@ -226,6 +227,4 @@ def build(sets: list, datasets: list, images: Images) -> dict:
 
 def names_order(models: dict) -> list[str]:
     """Model keys in the paper's row order."""
-    from smmile.report.build import model_order
-
     return model_order([{"model": m} for m in models])

@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass, field
 
 from smmile.report import names
+from smmile.report.analyses import SECTIONS
+from smmile.report.build import model_order, strat_flags
 from smmile.scoring import plots, stratify
 
 FORMATS = plots.FORMATS
@@ -135,7 +137,7 @@ def strata_jobs(rset, prefix: str, out: str, formats) -> list[tuple[Figure, dict
     found = []
     unit = "base problems" if rset.permuted else "problems"
     for kind, strata in rset.stratification.items():
-        for flag in strata_flags_of(strata):
+        for flag in strat_flags(strata):
             models, panels = strata_panels(rset, kind, flag)
             if not panels:
                 continue
@@ -146,12 +148,6 @@ def strata_jobs(rset, prefix: str, out: str, formats) -> list[tuple[Figure, dict
             key = f"{prefix}stratification_{kind}_{flag}"
             found.append((Figure(key, ("strat", rset.slug, kind, flag), title), _job("heatmap", spec, out, key, formats)))
     return found
-
-
-def strata_flags_of(strata: dict) -> list[str]:
-    from smmile.report.build import strat_flags
-
-    return strat_flags(strata)
 
 
 # -- across folders and analyses ---------------------------------------------------------------------
@@ -194,8 +190,6 @@ def analysis_jobs(views, level: float, out: str, formats) -> list[tuple[Figure, 
 
 
 def _models_in(rows: list[dict]) -> list[str]:
-    from smmile.report.build import model_order
-
     return [names.display(m) for m in model_order([r for r in rows if r.get("model")])]
 
 
@@ -212,15 +206,9 @@ def forest_spec(view, level: float) -> dict | None:
                       "significant": bool(r.get("significant"))} for r in rows],
             "labels": _models_in(rows), "panels": list(dict.fromkeys(panel(r) for r in rows)),
             "series": pairs if len(pairs) > 1 else [], "xlabel": "difference (pp)",
-            "title": f"{dict(_sections()).get(view.section, view.section)}: difference (pp), paired "
+            "title": f"{dict(SECTIONS).get(view.section, view.section)}: difference (pp), paired "
                      f"{_pct_level(level)} CI" + (f", {pairs[0]}" if len(pairs) == 1 else ""),
             "significance": f"significant (Holm p < {1 - level:g} and CI excludes 0)"}
-
-
-def _sections():
-    from smmile.report.analyses import SECTIONS
-
-    return SECTIONS
 
 
 def agreement_spec(view) -> dict | None:

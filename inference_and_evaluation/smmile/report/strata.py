@@ -4,6 +4,7 @@ accuracy with its 95% interval and n (the numbers of the greyed cells included).
 from __future__ import annotations
 
 from smmile.report import figures, names
+from smmile.report.build import strat_flags
 from smmile.report.html import anchor, details, esc, figure, table
 from smmile.scoring import stratify
 
@@ -48,6 +49,6 @@ def strat_section(data, rset, figs, page_dir: str) -> str:
              f"problems, cluster bootstrap by base problem for SMMILE++); n = {unit} in the stratum.</p>"]
     for kind in rset.stratification:
         parts.append(f"<h3>{esc(names.metric(kind.upper()))}</h3>")
-        flags = figures.strata_flags_of(rset.stratification[kind])
+        flags = strat_flags(rset.stratification[kind])
         parts += [_flag_block(rset, kind, flag, figs, page_dir, i == 0) for i, flag in enumerate(flags)]
     return "".join(parts)
