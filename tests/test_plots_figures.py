@@ -175,3 +175,19 @@ def test_colours_read_in_grayscale():
     assert all(b > a for a, b in zip(scale, scale[1:]))
     assert abs(_luminance(plots.MODE_COLOURS["0-shot"]) - _luminance(plots.MODE_COLOURS["ICL"])) > 0.2
     assert len(set(plots.SERIES_MARKERS)) == len(plots.SERIES_MARKERS) == len(set(plots.SERIES_COLOURS))
+
+
+def test_default_folder_with_only_its_gitkeep(figures, tmp_path):
+    """`smmile figures ../results` writes into the repository's figures/, which holds only .gitkeep."""
+    import shutil
+
+    results, _ = figures
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / ".gitkeep").write_text("")
+    assert smmile(["figures", str(copy), "--n-boot", "50", "--formats", "svg", "--flags", "speciality"]) == 0
+    assert (tmp_path / "figures" / "accuracy_llm.svg").is_file() and (tmp_path / "figures" / ".gitkeep").exists()
+    (tmp_path / "figures2").mkdir()
+    (tmp_path / "figures2" / "draft.svg").write_text("mine")
+    assert smmile(["figures", str(copy), "--out", str(tmp_path / "figures2"), "--n-boot", "50"]) == 2

@@ -42,6 +42,11 @@ def default_out(results_dir: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(results_dir)), "figures")
 
 
+def only_placeholders(folder: str) -> bool:
+    """The repository's figures/ holds nothing but its ``.gitkeep``: the default folder counts as empty."""
+    return os.path.isdir(folder) and all(name.startswith(".") for name in os.listdir(folder))
+
+
 def wanted(planned, flags) -> list:
     if not flags:
         return planned
@@ -56,7 +61,8 @@ def make_figures(args, stage) -> list[str]:
     out = args.out or default_out(args.results_dir)
     if not os.path.isdir(args.results_dir):
         raise UserError(f"results directory {args.results_dir} not found")
-    fsguard.check_output_dir(out, OWNER, args.force)
+    force = args.force or (args.out is None and only_placeholders(out))
+    fsguard.check_output_dir(out, OWNER, force)
     stage(f"statistics for {args.results_dir} ({args.n_boot} resamples)")
     settings = build.Settings(args.n_boot, args.seed, args.level, args.cluster)
     data = build.ReportData("", settings)
@@ -64,7 +70,7 @@ def make_figures(args, stage) -> list[str]:
     planned = wanted(figures.plan(data, os.path.abspath(out), formats), args.flags)
     if not planned:
         return []
-    fsguard.prepare_output_dir(out, OWNER, args.force)
+    fsguard.prepare_output_dir(out, OWNER, force)
     stage(f"figures: {len(planned)} to draw ({len(planned) * len(formats)} files) on {max(1, args.jobs)} worker(s)")
     plots.pyplot()  # imported once here, so the forked workers start with it
     with drawing.Pool(max(1, args.jobs)) as pool:
