@@ -57,12 +57,13 @@ def small(tmp_path_factory, demo_dir):
     (res / "result_gpt-4o_ICL_open_judgements.jsonl").write_text("".join(json.dumps(r) + "\n" for r in replies))
     out = root / "out"
     assert smmile(["report", str(res), "--dataset", "demo", "--out", str(out), "--n-boot", "50",
-                   "--formats", "svg"]) == 0
+                   "--formats", "svg"]) == 1  # the extra problem is named in a warning
     return res, out, problems
 
 
 def test_every_problem_and_the_extra_one(small):
     _, out, problems = small
+    assert f"1 problem(s) of SMMILE are not in its dataset (first: {EXTRA})" in (out / "index.html").read_text()
     data = payload(out / "index.html")
     ids = [p["id"] for p in data["problems"]]
     assert ids == [p.problem_id for p in problems] + [EXTRA]

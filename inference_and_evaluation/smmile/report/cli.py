@@ -197,6 +197,7 @@ def write_report(args, stage) -> tuple[str, list]:
             stage("problem explorer: answers, scores and thumbnails")
             data.explorer = explorer.build(data.sets, datasets, images)
             stage(f"problem explorer: {len(data.explorer['problems'])} problems, {len(data.explorer['images'])} images")
+            data.warnings += explorer.unmatched(data.explorer)
         figs = figures.collect(submitted)
         stage("figures drawn; writing the page")
         page_path = os.path.join(out, PAGE_NAME)

@@ -228,3 +228,15 @@ def build(sets: list, datasets: list, images: Images) -> dict:
 def names_order(models: dict) -> list[str]:
     """Model keys in the paper's row order."""
     return model_order([{"model": m} for m in models])
+
+
+def unmatched(payload: dict) -> list[str]:
+    """A warning per results folder whose answers name problems its dataset does not have (a wrong
+    --dataset shows every problem twice: once with images, once with the answers)."""
+    warnings = []
+    for index, s in enumerate(payload["sets"]):
+        missing = [p["id"] for p in payload["problems"] if p["set"] == index and "q" not in p]
+        if missing:
+            warnings.append(f"{len(missing)} problem(s) of {s['label']} are not in its dataset (first: {missing[0]}); "
+                            "the explorer shows them without images or examples (wrong --dataset?)")
+    return warnings
