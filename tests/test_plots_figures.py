@@ -17,7 +17,7 @@ pytest.importorskip("matplotlib")
 from report_fixtures import svg_texts, svg_width_pt  # noqa: E402
 from smmile.cli import main as smmile  # noqa: E402
 from smmile.report.figures_cli import default_out  # noqa: E402
-from smmile.scoring import plots  # noqa: E402
+from smmile.scoring import plots, stratify  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -48,6 +48,9 @@ def stratification_file(path: Path):
             "speciality_correct": {"radiology": 23, "pathology": 2},
         }
     path.write_text(json.dumps(data))
+    flags = ["flag_num_ICL", "speciality"]
+    intervals = {key: stratify.stratum_intervals(strata, flags) for key, strata in data.items()}
+    path.with_name(path.stem + "_ci.json").write_text(json.dumps(intervals))
 
 
 @pytest.fixture(scope="module")
@@ -191,3 +194,15 @@ def test_default_folder_with_only_its_gitkeep(figures, tmp_path):
     (tmp_path / "figures2").mkdir()
     (tmp_path / "figures2" / "draft.svg").write_text("mine")
     assert smmile(["figures", str(copy), "--out", str(tmp_path / "figures2"), "--n-boot", "50"]) == 2
+
+
+def test_warnings_named_and_exit_1(figures, tmp_path, capsys):
+    """A SMMILE++ stratification without its _ci file is drawn, counted in rows, and said so."""
+    import shutil
+
+    results, _ = figures
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    (copy / "model_stratification_llm_ci.json").unlink()
+    assert smmile(["figures", str(copy), "--out", str(tmp_path / "o"), "--n-boot", "50", "--formats", "svg"]) == 1
+    assert "strata are counted in rows, not base problems" in capsys.readouterr().err

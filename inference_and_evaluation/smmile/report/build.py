@@ -119,9 +119,10 @@ def strat_flags(strata: dict) -> list[str]:
     return [key[: -len("_accuracy")] for key in first if key.endswith("_accuracy")]
 
 
-def load_stratification(results_dir: str, warnings: list) -> tuple[dict, dict]:
+def load_stratification(results_dir: str, warnings: list, permuted: bool = False) -> tuple[dict, dict]:
     """stratify's ``model_stratification_<kind>.json`` and an interval per stratum: its ``_ci``
-    companion when present (and complete), else computed from the plain file."""
+    companion when present (and complete), else computed from the plain file, which counts rows: for
+    SMMILE++ (``permuted``) that is said in a warning."""
     plain, with_ci = {}, {}
     for kind in STRAT_KINDS:
         path = os.path.join(results_dir, f"model_stratification_{kind}.json")
@@ -133,6 +134,9 @@ def load_stratification(results_dir: str, warnings: list) -> tuple[dict, dict]:
         ci = _read_json(ci_path, warnings) if os.path.exists(ci_path) else None
         if not ci or set(ci) != set(data):
             ci = {key: stratify.stratum_intervals(strata, strat_flags(data)) for key, strata in data.items()}
+            if permuted:
+                warnings.append(f"{path}: no matching {os.path.basename(ci_path)}; strata are counted in rows, not "
+                                "base problems (rerun stratify.py for base-problem counts and clustered intervals)")
         with_ci[kind] = ci
     return plain, with_ci
 
@@ -167,7 +171,7 @@ def gather_set(label: str | None, results_dir: str, index: int, settings: Settin
                                     warn=lambda message: warn(message.removeprefix("warning: ")))
     names.learn(r.result.identity for r in records if r.result is not None)
     found.runs = {os.path.basename(p): manifests.run_info(p) for p in result_csvs(results_dir)}
-    found.stratification, found.strat_ci = load_stratification(results_dir, warnings)
+    found.stratification, found.strat_ci = load_stratification(results_dir, warnings, found.permuted)
     found.variance_table = read_text(os.path.join(results_dir, VARIANCE_TABLE))
     return found
 

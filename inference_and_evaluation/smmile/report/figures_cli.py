@@ -54,7 +54,7 @@ def wanted(planned, flags) -> list:
     return [(fig, job) for fig, job in planned if fig.place[0] != "strat" or fig.place[3] in keep]
 
 
-def make_figures(args, stage) -> list[str]:
+def make_figures(args, stage, warnings: list) -> list[str]:
     if args.n_boot < 1 or not 0 < args.level < 1:
         raise UserError("--n-boot must be at least 1 and --level between 0 and 1")
     formats = formats_from(args.formats)
@@ -65,8 +65,8 @@ def make_figures(args, stage) -> list[str]:
     fsguard.check_output_dir(out, OWNER, force)
     stage(f"statistics for {args.results_dir} ({args.n_boot} resamples)")
     settings = build.Settings(args.n_boot, args.seed, args.level, args.cluster)
-    data = build.ReportData("", settings)
-    data.sets.append(build.gather_set(None, args.results_dir, 0, settings, data.warnings, set()))
+    data = build.ReportData("", settings, warnings=warnings)
+    data.sets.append(build.gather_set(None, args.results_dir, 0, settings, warnings, set()))
     planned = wanted(figures.plan(data, os.path.abspath(out), formats), args.flags)
     if not planned:
         return []
@@ -84,11 +84,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args) -> int:
+    """0 when every input was drawn, 1 when some were skipped (each named on stderr) or nothing was."""
     import sys
 
-    written = make_figures(args, Stages("smmile figures"))
+    warnings: list[str] = []
+    written = make_figures(args, Stages("smmile figures"), warnings)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if not written:
         print(f"warning: nothing to plot in {args.results_dir}", file=sys.stderr)
         return 1
     print(f"{len(written)} figure file(s) written to {os.path.dirname(written[0])}")
-    return 0
+    return 1 if warnings else 0
