@@ -144,6 +144,8 @@ def bars_figure(rows: list[dict], series: list[str], title: str, ylabel: str, n_
     ax.set_axisbelow(True)
     handles = [Patch(color=MODE_COLOURS.get(s, SERIES_COLOURS[k % 6]), label=s) for k, s in enumerate(present)]
     handles.append(Line2D([], [], color="#222222", marker="|", ms=10, lw=0.9, label=ci_label))
+    if 0 < n_baselines < len(rows):
+        handles.append(Line2D([], [], color=GREY, lw=0.8, ls=":", label="baselines | models"))
     _legend_below(fig, handles)
     return fig
 
@@ -251,7 +253,10 @@ def heatmap_figure(panels: list[dict], rows: list[str], title: str, small_label:
     bar.solids.set_rasterized(False)  # vector in the SVG too (no embedded bitmap) ...
     bar.solids.set_edgecolor("face")  # ... without seams between its bands
     fig.suptitle(title, x=0.0, ha="left")
-    _legend_below(fig, [Patch(facecolor=SMALL_FACE, edgecolor=HATCH, hatch="///", label=small_label)], 1)
+    handles = [Patch(facecolor=SMALL_FACE, edgecolor=HATCH, hatch="///", label=small_label)]
+    if any(v is None for p in panels for row in p["values"] for v in row):
+        handles.append(Patch(facecolor="white", edgecolor="#999999", label="–  no result"))
+    _legend_below(fig, handles, len(handles))
     return fig
 
 
