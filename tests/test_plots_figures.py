@@ -109,8 +109,10 @@ def test_small_strata_greyed_and_marked(figures):
 
 def test_titles_match_the_data(figures):
     _, out = figures
-    titles = [t for t, _ in svg_texts((out / "accuracy_mcqa.svg").read_text()) if t.startswith("MCQA")]
-    assert titles and "0-shot vs ICL" in titles[0] and "1038 rows" in titles[0] and "base problems" in titles[0]
+    texts = [t for t, _ in svg_texts((out / "accuracy_mcqa.svg").read_text())]
+    start = next(i for i, t in enumerate(texts) if t.startswith("MCQA"))
+    title = " ".join(texts[start:start + 3])  # a long title is wrapped over lines
+    assert "0-shot vs ICL" in title and "1038 rows" in title and "base problems" in title
 
 
 def test_same_inputs_same_bytes(figures, tmp_path):
@@ -206,3 +208,23 @@ def test_warnings_named_and_exit_1(figures, tmp_path, capsys):
     (copy / "model_stratification_llm_ci.json").unlink()
     assert smmile(["figures", str(copy), "--out", str(tmp_path / "o"), "--n-boot", "50", "--formats", "svg"]) == 1
     assert "strata are counted in rows, not base problems" in capsys.readouterr().err
+
+
+def test_no_text_runs_off_its_figure():
+    """A long title over one model (the demo report's case) wraps instead of being cut at the edge."""
+    title = "LLM-as-a-judge accuracy: 0-shot vs ICL (SMMILE; n = 24 problems, 95% percentile bootstrap)"
+    figures = [
+        plots.bars_figure([{"label": "toy", "values": {"0-shot": [33.3, 16.7, 54.2], "ICL": [50.0, 29.2, 70.8]}}],
+                          ["0-shot", "ICL"], title, "accuracy (%)"),
+        plots.heatmap_figure([{"title": "ICL", "columns": ["a (n=3)"], "values": [[50.0]], "small": [[False]]}],
+                             ["toy"], title + title, "fewer than 20 problems"),
+    ]
+    for fig in figures:
+        fig.canvas.draw()
+        box = fig.bbox
+        for text in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_window_extent")):
+            if not text.get_visible() or not text.get_text().strip():
+                continue
+            extent = text.get_window_extent()
+            assert extent.x0 >= box.x0 - 1 and extent.x1 <= box.x1 + 1, text.get_text()
+        plots.pyplot().close(fig)

@@ -105,6 +105,21 @@ def _width(needed: float, least: float = 6.0) -> float:
     return float(min(MAX_WIDTH, max(least, needed)))
 
 
+def wrapped(text: str, width_in: float, size_pt: float) -> str:
+    """``text`` broken into lines that fit ``width_in`` inches at ``size_pt`` (a character of DejaVu Sans
+    is at most ~0.6 em wide on average), so that no title runs off its figure."""
+    import re
+    import textwrap
+
+    text = re.sub(r"(\S) = (\S)", "\\1\u00a0=\u00a0\\2", text)  # never break "n = 24" apart
+    return "\n".join(textwrap.wrap(text, max(12, int(width_in * 72 / (size_pt * 0.6))))) or text
+
+
+def _suptitle(fig, title: str) -> None:
+    size = STYLE["figure.titlesize"]
+    fig.suptitle(wrapped(title, fig.get_figwidth() - 0.1, size), x=0.01, ha="left")
+
+
 def _legend_below(fig, handles, ncol: int | None = None) -> None:
     if handles:
         fig.legend(handles=handles, loc="outside lower center", ncol=ncol or min(len(handles), 4), frameon=False)
@@ -139,7 +154,7 @@ def bars_figure(rows: list[dict], series: list[str], title: str, ylabel: str, n_
     highs = [v[2] for r in rows for v in r["values"].values() if v[2] == v[2]]
     ax.set_ylim(0, min(100.0, max(highs + [10.0]) * 1.12))
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set_title(wrapped(title, fig.get_figwidth() - 0.9, STYLE["axes.titlesize"]))
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     handles = [Patch(color=MODE_COLOURS.get(s, SERIES_COLOURS[k % 6]), label=s) for k, s in enumerate(present)]
@@ -180,7 +195,7 @@ def forest_figure(rows: list[dict], labels: list[str], panels: list[str], title:
         ax.grid(axis="x", alpha=0.3)
     axes[0][0].set_yticks(range(len(labels)), labels)
     axes[0][0].set_ylim(len(labels) - 0.5, -0.5)
-    fig.suptitle(title, x=0.0, ha="left")
+    _suptitle(fig, title)
     handles = [Line2D([], [], color=SERIES_COLOURS[k % 6], marker=SERIES_MARKERS[k % 6], lw=1.1, label=s)
                for k, s in enumerate(series) if s is not None and len(series) > 1]
     handles += [Line2D([], [], color="#333333", marker="o", lw=1.1, label=f"filled: {significance}"),
@@ -221,7 +236,7 @@ def dumbbell_figure(rows: list[dict], labels: list[str], panels: list[str], seri
             ax.set_xlim(*xlim)
     axes[0][0].set_yticks(range(len(labels)), labels)
     axes[0][0].set_ylim(len(labels) - 0.5, -0.5)
-    fig.suptitle(title, x=0.0, ha="left")
+    _suptitle(fig, title)
     handles = [Line2D([], [], color=SERIES_COLOURS[k % 6], marker=SERIES_MARKERS[k % 6], lw=1.1,
                       label=f"{s} (line: 95% CI)" if interval else s) for k, s in enumerate(series)]
     handles.append(Line2D([], [], color="#bbbbbb", lw=3, label="difference"))
@@ -252,7 +267,7 @@ def heatmap_figure(panels: list[dict], rows: list[str], title: str, small_label:
     bar = fig.colorbar(image, ax=list(axes[0]), label="accuracy (%)", fraction=0.05, pad=0.02, aspect=30)
     bar.solids.set_rasterized(False)  # vector in the SVG too (no embedded bitmap) ...
     bar.solids.set_edgecolor("face")  # ... without seams between its bands
-    fig.suptitle(title, x=0.0, ha="left")
+    _suptitle(fig, title)
     handles = [Patch(facecolor=SMALL_FACE, edgecolor=HATCH, hatch="///", label=small_label)]
     if any(v is None for p in panels for row in p["values"] for v in row):
         handles.append(Patch(facecolor="white", edgecolor="#999999", label="–  no result"))
