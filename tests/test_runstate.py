@@ -178,7 +178,7 @@ RACE = textwrap.dedent('''
     from smmile.models import registry
     from smmile.models.base import Backend, Response
     from smmile.runner.run import RunSpec, run
-    from smmile.frontdoor import guarded
+    from smmile.cli.common import guarded
 
     class Slow(Backend):
         name = "slow"
@@ -237,7 +237,7 @@ def test_smmile_run_generation_flags_reach_the_manifest(tmp_path):
 
 
 def test_help_shows_a_default_of_zero():
-    from smmile import frontdoor as fd
+    from smmile.cli import common as fd
 
     p = fd.parser("x")
     p.add_argument("--n", type=int, default=0, help="how many")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from smmile import cli
-from smmile import frontdoor as fd
+from smmile.cli import common as fd
 
 REPO = Path(__file__).resolve().parents[1]
 FRONT = REPO / "inference_and_evaluation"

@@ -1,4 +1,4 @@
-"""frontdoor.guarded: one line and the right exit status for user mistakes, Ctrl-C and unwritable paths."""
+"""cli.common.guarded: one line and the right exit status for user mistakes, Ctrl-C and unwritable paths."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import errno
 
 import pytest
 
-from smmile import frontdoor as fd
+from smmile.cli import common as fd
 from smmile.errors import UserError
 
 
@@ -55,7 +55,7 @@ def test_a_real_sigint_gives_the_message_exit_130_and_no_traceback():
     import sys
     from pathlib import Path
 
-    code = ("import sys, time\nfrom smmile import frontdoor as fd\n"
+    code = ("import sys, time\nfrom smmile.cli import common as fd\n"
             "def main():\n    print('ready', flush=True)\n    time.sleep(60)\n"
             "sys.exit(fd.guarded(main, interrupted='interrupted: nothing to keep'))\n")
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "inference_and_evaluation"))

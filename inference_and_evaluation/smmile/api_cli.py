@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from . import frontdoor as fd
+from .cli import common as fd
 from .runner.run import RunSpec, parse_shard, run
 
 API_FLAGS = ("concurrency", "max_retries", "timeout", "max_cost", "price", "base_url", "api_model",

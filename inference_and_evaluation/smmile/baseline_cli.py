@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import frontdoor as fd
+from .cli import common as fd
 from .runner.run import RunSpec, parse_shard, run
 
 

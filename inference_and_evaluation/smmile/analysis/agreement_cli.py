@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import frontdoor as fd
+from ..cli import common as fd
 from .. import fsguard
 from ..errors import UserError
 from ..scoring.exact_match import ResultFileError

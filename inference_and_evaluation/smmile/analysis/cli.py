@@ -11,7 +11,7 @@ import sys
 
 import pandas as pd
 
-from .. import frontdoor as fd
+from ..cli import common as fd
 from .. import fsguard
 from ..errors import UserError
 from ..scoring.bootstrap import DEFAULT_LEVEL, DEFAULT_N_BOOT

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import frontdoor as fd
+from ..cli import common as fd
 
 DEMO_OWNER = "smmile data demo"
 FORCE_HELP = ("write into a non-empty folder smmile did not make (files of the same names are replaced, nothing "

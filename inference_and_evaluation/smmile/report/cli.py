@@ -17,7 +17,7 @@ import sys
 from smmile import fsguard
 from smmile.analysis.results import parse_spec
 from smmile.errors import MissingDependency, UserError
-from smmile.frontdoor import HelpFormatter, guarded
+from smmile.cli.common import HelpFormatter, guarded
 from smmile.report import (analysis_section, build, drawing, explorer, explorer_page, figures, html, sections,
                            side_by_side, strata)
 from smmile.report.stages import Stages

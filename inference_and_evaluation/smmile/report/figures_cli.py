@@ -8,7 +8,7 @@ import os
 
 from smmile import fsguard
 from smmile.errors import UserError
-from smmile.frontdoor import HelpFormatter, guarded
+from smmile.cli.common import HelpFormatter, guarded
 from smmile.report import build, drawing, figures
 from smmile.report.cli import formats_from
 from smmile.report.stages import Stages

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import frontdoor as fd
+from ..cli import common as fd
 from ..errors import UserError
 from ..models import presets_api, registry
 from ..api_cli import add_api_flags, api_settings

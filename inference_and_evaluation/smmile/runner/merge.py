@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from .. import frontdoor as fd
+from ..cli import common as fd
 from ..errors import UserError
 from .outputs import write_csv, write_json
 

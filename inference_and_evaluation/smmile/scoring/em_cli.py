@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from smmile.frontdoor import guarded
+from smmile.cli.common import guarded
 from smmile.fsguard import check_writable_dir
 from smmile.scoring import comparison
 from smmile.scoring.discovery import ResultFile, result_for_path

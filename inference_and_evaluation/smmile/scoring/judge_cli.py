@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from smmile import frontdoor as fd
+from smmile.cli import common as fd
 from smmile.errors import UserError
 from smmile.scoring import comparison
 from smmile.scoring.discovery import ResultFile

@@ -28,7 +28,7 @@ import pandas as pd
 
 from smmile import fsguard
 from smmile.errors import UserError
-from smmile.frontdoor import guarded
+from smmile.cli.common import guarded
 from smmile.scoring import bootstrap, discovery, integrity, metrics, tables
 from smmile.scoring.discovery import ResultFile
 from smmile.scoring.exact_match import ResultFileError

@@ -15,7 +15,7 @@ import json
 import os
 
 from smmile.errors import UserError
-from smmile.frontdoor import guarded
+from smmile.cli.common import guarded
 from smmile.fsguard import check_writable_dir
 from smmile.scoring.discovery import ResultFile
 from smmile.scoring.exact_match import ResultFileError, json_text

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smmile.errors import UserError
-from smmile.frontdoor import guarded
+from smmile.cli.common import guarded
 from smmile.fsguard import check_writable_file
 from smmile.scoring import bootstrap, tables
 from smmile.scoring.discovery import ResultFile, find_results, result_for_path

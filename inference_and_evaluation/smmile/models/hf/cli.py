@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from ... import frontdoor as fd
+from ...cli import common as fd
 from ...protocol.items import Rngs
 from ...runner.run import RunSpec, parse_shard, run
 from . import preflight

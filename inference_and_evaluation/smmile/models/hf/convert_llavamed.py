@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ... import frontdoor as fd
+from ...cli import common as fd
 from ...errors import UserError
 
 MM_KEYS = ("mm_", "image_aspect_ratio", "tune_mm", "freeze_mm", "unfreeze_mm", "use_mm_proj", "image_grid",

@@ -1,4 +1,6 @@
-"""Shared plumbing of the front-door scripts: the flags smmile adds, and error handling."""
+"""What every command line shares: the parser class (both flag spellings) and help formatter, the flags smmile
+adds to the front doors, and `guarded` (user mistakes, Ctrl-C and unwritable paths as one line and an exit
+status)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .errors import UserError
+from ..errors import UserError
 
 MODE_HELP = "0-shot: the query alone; ICL: the solved examples first, then the query"
 FORMAT_HELP = "open: free-text answer; mcqa: options from the problem's answers, a letter is extracted"

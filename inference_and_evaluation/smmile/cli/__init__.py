@@ -1,11 +1,12 @@
-"""The `smmile` command: one subcommand per job, each implemented in its own module."""
+"""The `smmile` command: one subcommand per job. Every command line of the project (these subcommands and the
+front-door scripts) is parsed in this package, one module per command; the library takes typed arguments."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 
-from . import frontdoor as fd
+from . import common as fd
 
 # subcommand -> (module, one-line description); modules are imported only when their command runs
 COMMANDS = {
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         print(usage())
         return 0 if argv else 2
     if argv[0] in ("-V", "--version"):
-        from . import __version__
+        from .. import __version__
 
         print(f"smmile {__version__}")
         return 0
@@ -53,7 +54,3 @@ def main(argv: list[str] | None = None) -> int:
         return fd.guarded(lambda: int(importlib.import_module(COMMANDS[name][0]).main(rest) or 0))
     finally:
         sys.argv = saved
-
-
-if __name__ == "__main__":
-    sys.exit(main())
