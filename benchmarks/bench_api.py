@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "inference_and_evaluation")]
 
 from api_server import ForkedFakeApi as FakeApi, permanent_failure, transient_failures  # noqa: E402
-from smmile import api_cli  # noqa: E402
+from smmile.cli import api_models  # noqa: E402
 from smmile.data.demo import generate_records  # noqa: E402
 from smmile.data.parquet import write_dataset  # noqa: E402
 
@@ -41,7 +41,7 @@ def gpt4o(api: FakeApi, data: Path, out: Path, *extra: str) -> tuple[int, float,
     console = io.StringIO()
     t0 = time.perf_counter()
     with contextlib.redirect_stdout(console), contextlib.redirect_stderr(console):
-        rc = api_cli.openai_main(["--model", "gpt-4o", "--dataset", str(data), "--output-dir", str(out), *extra])
+        rc = api_models.openai_main(["--model", "gpt-4o", "--dataset", str(data), "--output-dir", str(out), *extra])
     return rc, time.perf_counter() - t0, console.getvalue()
 
 

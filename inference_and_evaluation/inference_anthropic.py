@@ -2,7 +2,7 @@
 
 import sys
 
-from smmile.api_cli import anthropic_main
+from smmile.cli.api_models import anthropic_main
 
 if __name__ == "__main__":
     sys.exit(anthropic_main())

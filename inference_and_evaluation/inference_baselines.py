@@ -2,7 +2,7 @@
 
 import sys
 
-from smmile.baseline_cli import main
+from smmile.cli.baselines import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -2,7 +2,7 @@
 
 import sys
 
-from smmile.models.hf.cli import llama32v_main
+from smmile.cli.local_models import llama32v_main
 
 if __name__ == "__main__":
     sys.exit(llama32v_main())

@@ -2,7 +2,7 @@
 
 import sys
 
-from smmile.api_cli import textonly_main
+from smmile.cli.api_models import textonly_main
 
 if __name__ == "__main__":
     sys.exit(textonly_main())

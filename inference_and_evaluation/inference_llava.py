@@ -2,7 +2,7 @@
 
 import sys
 
-from smmile.models.hf.cli import llava_main
+from smmile.cli.local_models import llava_main
 
 if __name__ == "__main__":
     sys.exit(llava_main())

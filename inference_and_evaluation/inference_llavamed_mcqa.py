@@ -2,7 +2,7 @@
 
 import sys
 
-from smmile.models.hf.cli import llavamed_mcqa_main
+from smmile.cli.local_models import llavamed_mcqa_main
 
 if __name__ == "__main__":
     sys.exit(llavamed_mcqa_main())

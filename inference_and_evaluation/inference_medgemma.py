@@ -2,7 +2,7 @@
 
 import sys
 
-from smmile.models.hf.cli import medgemma_main
+from smmile.cli.local_models import medgemma_main
 
 if __name__ == "__main__":
     sys.exit(medgemma_main())

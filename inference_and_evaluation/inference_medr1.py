@@ -2,7 +2,7 @@
 
 import sys
 
-from smmile.models.hf.cli import medr1_main
+from smmile.cli.local_models import medr1_main
 
 if __name__ == "__main__":
     sys.exit(medr1_main())

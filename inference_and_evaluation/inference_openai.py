@@ -2,7 +2,7 @@
 
 import sys
 
-from smmile.api_cli import openai_main
+from smmile.cli.api_models import openai_main
 
 if __name__ == "__main__":
     sys.exit(openai_main())

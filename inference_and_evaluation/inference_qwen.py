@@ -2,7 +2,7 @@
 
 import sys
 
-from smmile.models.hf.cli import qwen_main
+from smmile.cli.local_models import qwen_main
 
 if __name__ == "__main__":
     sys.exit(qwen_main())

@@ -20,7 +20,7 @@ from xml.etree import ElementTree
 
 import pandas as pd
 
-from smmile.baseline_cli import main as baselines
+from smmile.cli.baselines import main as baselines
 from smmile.cli import main as smmile
 from smmile.scoring.em_cli import main as evaluate_em
 from smmile.scoring.stratify_cli import main as stratify

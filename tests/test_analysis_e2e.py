@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from smmile.baseline_cli import main as baselines
+from smmile.cli.baselines import main as baselines
 from smmile.cli import main as smmile
 from smmile.data.variants import KINDS, MANIFEST
 

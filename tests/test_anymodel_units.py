@@ -49,7 +49,7 @@ def test_prefix_without_a_model_is_a_user_error(name):
 
 
 def test_backend_flag_with_a_prefix_is_one_line(capsys):
-    from smmile.runner import cli
+    from smmile.cli import run as cli
 
     assert cli.main(["--model", "hf:org/model", "--backend", "vllm", "--dataset", "demo"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

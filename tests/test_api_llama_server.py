@@ -60,7 +60,7 @@ def gemma_server(tmp_path_factory):
 
 
 def _run(server, out, preset, fmt, shard):
-    from smmile.runner.cli import main
+    from smmile.cli.run import main
 
     return main(["--backend", "openai-compatible", "--base-url", server, "--model", preset, "--api-model",
                  "gemma-3-270m", "--dataset", "demo", "--output-dir", str(out), "--inference_mode", "0-shot",

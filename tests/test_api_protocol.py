@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from api_server import Action, FakeApi
-from smmile import api_cli
+from smmile.cli import api_models
 from smmile.data.load import load_problems
 from smmile.protocol import templates as T
 
@@ -52,7 +52,7 @@ def by_query(requests, problems, text_of):
 def test_gpt4o_azure_paper_protocol(keys, tmp_path, problems):
     with FakeApi() as api:
         keys.setenv("AZURE_OPENAI_ENDPOINT", api.url)
-        assert api_cli.openai_main(["--model", "gpt-4o", "--dataset", "demo", "--output-dir", str(tmp_path)]) == 0
+        assert api_models.openai_main(["--model", "gpt-4o", "--dataset", "demo", "--output-dir", str(tmp_path)]) == 0
         reqs = api.requests("azure")
     assert len(reqs) == len(problems)
     for r in reqs:
@@ -86,7 +86,7 @@ def test_gpt4o_azure_paper_protocol(keys, tmp_path, problems):
 def test_gpt4o_corrected_sends_assistant_turns(keys, tmp_path):
     with FakeApi() as api:
         keys.setenv("AZURE_OPENAI_ENDPOINT", api.url)
-        api_cli.openai_main(["--model", "gpt-4o", "--dataset", "demo", "--output-dir", str(tmp_path),
+        api_models.openai_main(["--model", "gpt-4o", "--dataset", "demo", "--output-dir", str(tmp_path),
                              "--protocol", "corrected"])
         roles = {m["role"] for r in api.requests() for m in r["body"]["messages"][1:]}
     assert roles == {"user", "assistant"}
@@ -96,7 +96,7 @@ def test_plain_openai_when_only_openai_key(keys, tmp_path):
     keys.delenv("AZURE_OPENAI_API_KEY")
     keys.setenv("OPENAI_API_KEY", SENTINEL)
     with FakeApi() as api:
-        rc = api_cli.openai_main(["--model", "gpt-4o", "--dataset", "demo", "--output-dir", str(tmp_path),
+        rc = api_models.openai_main(["--model", "gpt-4o", "--dataset", "demo", "--output-dir", str(tmp_path),
                                   "--inference_mode", "0-shot", "--base-url", api.url + "/v1"])
         reqs = api.requests()
     assert rc == 0 and {r["protocol"] for r in reqs} == {"openai"}
@@ -106,7 +106,7 @@ def test_plain_openai_when_only_openai_key(keys, tmp_path):
 
 def test_claude_messages(keys, tmp_path, problems):
     with FakeApi() as api:
-        rc = api_cli.anthropic_main(["--dataset", "demo", "--output-dir", str(tmp_path), "--base-url", api.url])
+        rc = api_models.anthropic_main(["--dataset", "demo", "--output-dir", str(tmp_path), "--base-url", api.url])
         reqs = api.requests("anthropic")
     assert rc == 0 and len(reqs) == len(problems)
     for r in reqs:
@@ -130,7 +130,7 @@ def test_api_mcqa_rows_use_e2_and_literal_extraction_failed(keys, tmp_path):
     replies = iter(["<answer>B</answer>", "I cannot tell from this.", "???"] * 100)
     with FakeApi(reply=lambda rec: next(replies)) as api:
         keys.setenv("AZURE_OPENAI_ENDPOINT", api.url)
-        api_cli.openai_main(["--model", "gpt-4o", "--dataset", "demo", "--output-dir", str(tmp_path),
+        api_models.openai_main(["--model", "gpt-4o", "--dataset", "demo", "--output-dir", str(tmp_path),
                              "--task_format", "mcqa", "--concurrency", "1"])
         prompts = [r["body"]["messages"][-1]["content"][0]["text"] for r in api.requests()]
     assert all("Please select the best answer from the following options:" in p for p in prompts)
@@ -147,7 +147,7 @@ def test_api_mcqa_rows_use_e2_and_literal_extraction_failed(keys, tmp_path):
 def test_error_rows_are_never_answers(keys, tmp_path):
     with FakeApi(script=lambda rec: Action("status", 400, message="content filter")) as api:
         keys.setenv("AZURE_OPENAI_ENDPOINT", api.url)
-        rc = api_cli.openai_main(["--model", "gpt-4o", "--dataset", "demo", "--output-dir", str(tmp_path),
+        rc = api_models.openai_main(["--model", "gpt-4o", "--dataset", "demo", "--output-dir", str(tmp_path),
                                   "--task_format", "mcqa", "--max-retries", "0"])
         n = len(api.requests())
     assert rc == 1 and n == 24  # a 400 is not retried
@@ -159,7 +159,7 @@ def test_error_rows_are_never_answers(keys, tmp_path):
 
 def test_textonly_open_script_prompts(keys, tmp_path, problems):
     with FakeApi(reply=lambda rec: "Black.") as api:
-        rc = api_cli.textonly_main(["--dataset", "demo", "--output-dir", str(tmp_path), "--base-url", api.url])
+        rc = api_models.textonly_main(["--dataset", "demo", "--output-dir", str(tmp_path), "--base-url", api.url])
         bodies = [r["body"] for r in api.requests("ollama")]
     assert rc == 0
     assert (tmp_path / "result_llama33textonly_ICL.csv").exists()  # no _open suffix (spec §3.9)
@@ -180,7 +180,7 @@ def test_textonly_mcqa_followup_turn(keys, tmp_path, problems):
         return "<answer>A</answer>" if len(rec["body"]["messages"]) == 3 else "1 2 3"  # no letter in turn 1
 
     with FakeApi(reply=reply) as api:
-        rc = api_cli.textonly_mcqa_main(["--dataset", "demo", "--output-dir", str(tmp_path), "--base-url", api.url])
+        rc = api_models.textonly_mcqa_main(["--dataset", "demo", "--output-dir", str(tmp_path), "--base-url", api.url])
         reqs = api.requests("ollama")
     assert rc == 0
     followups = [r["body"]["messages"] for r in reqs if len(r["body"]["messages"]) == 3]
@@ -200,7 +200,7 @@ def test_textonly_mcqa_followup_turn(keys, tmp_path, problems):
 
 
 def test_served_model_through_smmile_run(keys, tmp_path):
-    from smmile.runner.cli import main
+    from smmile.cli.run import main
 
     with FakeApi() as api:
         rc = main(["--backend", "openai-compatible", "--base-url", api.url + "/v1", "--model", "acme/vlm:7b",
@@ -214,7 +214,7 @@ def test_served_model_through_smmile_run(keys, tmp_path):
 
 
 def test_textonly_preset_through_openai_compatible(keys, tmp_path):
-    from smmile.runner.cli import main
+    from smmile.cli.run import main
 
     with FakeApi(reply=lambda rec: "White.") as api:
         rc = main(["--backend", "openai-compatible", "--base-url", api.url + "/v1", "--model", "llama33textonly",

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from api_server import Action, FakeApi, body_key, permanent_failure, transient_failures
-from smmile import api_cli
+from smmile.cli import api_models
 
 pytestmark = pytest.mark.server
 SENTINEL = "sk-SENTINEL-5b1e0d44-never-written"
@@ -27,7 +27,7 @@ def env(monkeypatch):
 
 
 def claude(api, out, *extra) -> int:
-    return api_cli.anthropic_main(["--dataset", "demo", "--output-dir", str(out), "--base-url", api.url,
+    return api_models.anthropic_main(["--dataset", "demo", "--output-dir", str(out), "--base-url", api.url,
                                    "--inference_mode", "0-shot", *extra])
 
 
@@ -170,7 +170,7 @@ def test_secrets_never_written(env, tmp_path, capsys):
     with FakeApi(script=echo_key) as api:
         env.setenv("AZURE_OPENAI_ENDPOINT", api.url)
         claude(api, tmp_path, "--task_format", "mcqa")
-        api_cli.openai_main(["--model", "gpt-4o", "--dataset", "demo", "--output-dir", str(tmp_path),
+        api_models.openai_main(["--model", "gpt-4o", "--dataset", "demo", "--output-dir", str(tmp_path),
                              "--inference_mode", "0-shot"])
         assert any(SENTINEL in json.dumps(r["headers"]) for r in api.requests())  # it was used...
     captured = capsys.readouterr()
@@ -196,7 +196,7 @@ def test_missing_key_and_missing_sdk_are_one_line_errors(env, tmp_path, capsys, 
 
 
 def test_base_url_with_credentials_is_refused(env, tmp_path, capsys):
-    from smmile.runner.cli import main
+    from smmile.cli.run import main
 
     rc = main(["--backend", "openai-compatible", "--base-url", "http://user:pw@127.0.0.1:9/v1", "--model", "m",
                "--dataset", "demo", "--output-dir", str(tmp_path)])
@@ -209,7 +209,7 @@ def test_unreachable_server_stops_early_and_resumes(env, tmp_path, capsys):
     with socket.socket() as s:  # a port with nobody listening
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}"
-    rc = api_cli.anthropic_main(["--dataset", "demo", "--output-dir", str(tmp_path), "--base-url", dead,
+    rc = api_models.anthropic_main(["--dataset", "demo", "--output-dir", str(tmp_path), "--base-url", dead,
                                  "--inference_mode", "0-shot", "--max-retries", "0", "--concurrency", "2",
                                  "--max-consecutive-failures", "3"])
     err = capsys.readouterr().err

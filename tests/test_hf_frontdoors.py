@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("transformers")
 
 import tiny_models  # noqa: E402
-from smmile.models.hf import cli  # noqa: E402
+from smmile.cli import local_models as cli  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -138,7 +138,7 @@ def test_help_of_every_front_door(capsys):
 
 
 def test_smmile_run_with_local_flags(tmp_path):
-    from smmile.runner.cli import main as run_main
+    from smmile.cli.run import main as run_main
 
     args = ["--model", "llava_7b", "--script", "mcqa", "--task_format", "mcqa", "--batch-size", "2",
             "--model-path", str(model_path("llava")), "--dataset", str(tiny_models.demo_subset(4)),

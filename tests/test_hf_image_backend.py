@@ -13,7 +13,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 pytest.importorskip("transformers")
 
 import tiny_models  # noqa: E402
-from smmile.models.hf import cli  # noqa: E402
+from smmile.cli import local_models as cli  # noqa: E402
 from smmile.runner.run import RunSpec, Runner  # noqa: E402
 from test_hf_frontdoors import flags, model_path  # noqa: E402
 from test_hf_vllm import FakeVLLM  # noqa: E402

@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 
 import tiny_models  # noqa: E402
 from smmile import hub  # noqa: E402
-from smmile.models.hf import cli  # noqa: E402
+from smmile.cli import local_models as cli  # noqa: E402
 from test_hf_frontdoors import flags  # noqa: E402
 
 CUDA_DOORS = {"inference_qwen.py": (cli.qwen_main, ["--models", "3B"], "qwen2_5_vl"),

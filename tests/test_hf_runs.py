@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from smmile.models.hf import cli  # noqa: E402
+from smmile.cli import local_models as cli  # noqa: E402
 from smmile.models.hf.backend import HFBackend  # noqa: E402
 from test_hf_frontdoors import flags, read_csv  # noqa: E402
 

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("transformers")
 
 import tiny_models  # noqa: E402
-from smmile.models.hf import cli  # noqa: E402
+from smmile.cli import local_models as cli  # noqa: E402
 from smmile.models.vllm_backend import sampling_settings  # noqa: E402
 from test_hf_frontdoors import flags, read_csv  # noqa: E402
 

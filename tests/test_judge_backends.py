@@ -165,7 +165,7 @@ def test_unreachable_judge_names_the_endpoint_and_the_error(env, tmp_path, capsy
 
 
 def test_a_served_model_is_judged_and_shards_are_not(env, tmp_path, capsys):
-    from smmile.runner.cli import main as run
+    from smmile.cli.run import main as run
 
     out = tmp_path / "results"
     with FakeApi(reply=lambda rec: "a reply") as api:

@@ -225,7 +225,7 @@ def test_output_folder_checked_before_the_backend_is_built(tmp_path, monkeypatch
 
 
 def test_smmile_run_generation_flags_reach_the_manifest(tmp_path):
-    from smmile.runner import cli
+    from smmile.cli import run as cli
 
     code = cli.main(["--model", "majority", "--dataset", "demo", "--output-dir", str(tmp_path), "--temperature",
                      "0.3", "--seed", "7", "--stop", "###", "--stop", "END", "--do-sample", "false"])

@@ -10,7 +10,7 @@ from . import common as fd
 
 # subcommand -> (module, one-line description); modules are imported only when their command runs
 COMMANDS = {
-    "run": ("smmile.runner.cli", "run a model preset on a dataset (writes the original result CSV)"),
+    "run": ("smmile.cli.run", "run a model preset on a dataset (writes the original result CSV)"),
     "merge": ("smmile.runner.merge", "join the shard CSVs of one run, refusing incomplete or overlapping sets"),
     "data": ("smmile.data.cli", "generate the demo dataset and dataset variants"),
     "convert": ("smmile.models.hf.convert_llavamed", "convert checkpoints (LLaVA-Med original -> transformers Llava)"),

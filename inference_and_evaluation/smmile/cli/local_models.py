@@ -6,10 +6,11 @@ import argparse
 import os
 from pathlib import Path
 
-from ...cli import common as fd
-from ...protocol.items import Rngs
-from ...runner.run import RunSpec, parse_shard, run
-from . import preflight
+from ..models.hf import preflight
+from ..models.presets_hf import HF
+from ..protocol.items import Rngs
+from ..runner.run import RunSpec, parse_shard, run
+from . import common as fd
 
 VLLM = "vllm_backend:VLLMBackend"
 MODES = ["0-shot", "ICL"]
@@ -188,7 +189,7 @@ def _llava_go(a, *, script: str, model: str, mcqa_script: bool, summary_display:
     fmt = a.task_format if mcqa_script else "open"
     dataset = a.dataset
     if getattr(a, "noisy", None):  # run on the noise variant; results go to <output-dir>_<variant>
-        from ...data.variants import noisy_dataset, noisy_output_dir
+        from ..data.variants import noisy_dataset, noisy_output_dir
 
         augmented = dataset == "augmented"
         dataset = noisy_dataset(None if augmented else dataset, a.noisy, augmented=augmented, revision=a.revision)
@@ -241,7 +242,7 @@ def llavamed_mcqa_main(argv: list[str] | None = None) -> int:
 
 
 # -- `smmile run` additions ------------------------------------------------------------------------------------------
-LOCAL_BACKENDS = {"hf": "hf.backend:HFBackend", "vllm": VLLM}
+LOCAL_BACKENDS = {"hf": HF, "vllm": VLLM}
 
 
 def add_local_model_flags(p: argparse.ArgumentParser) -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..cli import common as fd
 from ..errors import UserError
 from ..models import presets_api, registry
-from ..api_cli import add_api_flags, api_settings
-from ..models.hf.cli import LOCAL_BACKENDS, add_local_model_flags, local_model_settings
-from .run import RunSpec, parse_shard, run
+from ..runner.run import RunSpec, parse_shard, run
+from . import common as fd
+from .api_models import add_api_flags, api_settings
+from .local_models import LOCAL_BACKENDS, add_local_model_flags, local_model_settings
 
 
 def build_parser():

@@ -6,8 +6,8 @@ import argparse
 import os
 from pathlib import Path
 
-from .cli import common as fd
-from .runner.run import RunSpec, parse_shard, run
+from ..runner.run import RunSpec, parse_shard, run
+from . import common as fd
 
 API_FLAGS = ("concurrency", "max_retries", "timeout", "max_cost", "price", "base_url", "api_model",
              "max_image_side", "max_tokens", "max_consecutive_failures")
@@ -95,7 +95,7 @@ def openai_main(argv: list[str] | None = None) -> int:
         provider = a.provider
         if provider == "auto":
             provider = "openai" if not os.environ.get("AZURE_OPENAI_API_KEY") and os.environ.get("OPENAI_API_KEY") else "azure"
-        from .models.presets_api import BACKENDS
+        from ..models.presets_api import BACKENDS
 
         return BACKENDS[provider]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .cli import common as fd
-from .runner.run import RunSpec, parse_shard, run
+from ..runner.run import RunSpec, parse_shard, run
+from . import common as fd
 
 
 def main(argv: list[str] | None = None) -> int:
