@@ -101,7 +101,7 @@ def test_sub_command_sees_its_own_argv_and_argv_is_restored(monkeypatch):
         seen["argv"] = list(sys.argv)
         return 0
 
-    import smmile.runner.merge as merge
+    import smmile.cli.merge as merge
 
     monkeypatch.setattr(merge, "main", fake_main)
     before = list(sys.argv)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from smmile.data import cli, parquet
+from smmile.cli import data as cli
+from smmile.data import parquet
 from smmile.data.load import load_problems
 from smmile.errors import UserError
 

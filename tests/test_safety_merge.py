@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from smmile.cli import merge as merge_cli
 from smmile.runner import merge
 
 STEM = "result_qwen7B_ICL_open"
@@ -56,7 +57,7 @@ def test_shards_of_one_run_merge_in_problem_order(tmp_path):
 ])
 def test_shards_with_different_settings_are_refused(tmp_path, capsys, change, field):
     shards = _shards(tmp_path, change)
-    assert merge.main([str(p) for p in shards]) == 2
+    assert merge_cli.main([str(p) for p in shards]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "shards were run with different settings" in err and field in err
     assert not (tmp_path / f"{STEM}.csv").exists()
@@ -64,10 +65,10 @@ def test_shards_with_different_settings_are_refused(tmp_path, capsys, change, fi
 
 def test_out_that_is_a_folder_or_unwritable_is_one_line(tmp_path, capsys, monkeypatch):
     shards = [str(p) for p in _shards(tmp_path / "s")]
-    assert merge.main(shards + ["--out", str(tmp_path)]) == 2
+    assert merge_cli.main(shards + ["--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"error: merged CSV {tmp_path} is a folder, not a file\n"
     (tmp_path / "file").write_text("keep")
-    assert merge.main(shards + ["--out", str(tmp_path / "file" / "merged.csv")]) == 2
+    assert merge_cli.main(shards + ["--out", str(tmp_path / "file" / "merged.csv")]) == 2
     assert "is a file" in capsys.readouterr().err and (tmp_path / "file").read_text() == "keep"
     from smmile import fsguard
 
@@ -75,7 +76,7 @@ def test_out_that_is_a_folder_or_unwritable_is_one_line(tmp_path, capsys, monkey
         raise OSError(30, "Read-only file system")
 
     monkeypatch.setattr(fsguard.tempfile, "TemporaryFile", read_only)
-    assert merge.main(shards + ["--out", str(tmp_path / "m.csv")]) == 2
+    assert merge_cli.main(shards + ["--out", str(tmp_path / "m.csv")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Read-only file system" in err and "Traceback" not in err
 
@@ -83,10 +84,10 @@ def test_out_that_is_a_folder_or_unwritable_is_one_line(tmp_path, capsys, monkey
 def test_an_unsharded_runs_csv_is_not_replaced_without_force(tmp_path, capsys):
     shards = [str(p) for p in _shards(tmp_path)]
     (tmp_path / f"{STEM}.csv").write_text("the full run\n")
-    assert merge.main(shards) == 2
+    assert merge_cli.main(shards) == 2
     assert "not written by `smmile merge`" in capsys.readouterr().err
     assert (tmp_path / f"{STEM}.csv").read_text() == "the full run\n"
-    assert merge.main(shards + ["--force"]) == 0
+    assert merge_cli.main(shards + ["--force"]) == 0
 
 
 def test_custom_out_gets_its_own_manifest_name(tmp_path):
@@ -96,8 +97,8 @@ def test_custom_out_gets_its_own_manifest_name(tmp_path):
 
 def test_missing_shard_or_broken_manifest_is_one_line(tmp_path, capsys):
     shards = _shards(tmp_path)
-    assert merge.main([str(shards[0]), str(tmp_path / f"{STEM}.shard-2-of-2x.csv")]) == 2
+    assert merge_cli.main([str(shards[0]), str(tmp_path / f"{STEM}.shard-2-of-2x.csv")]) == 2
     shards[1].with_name(f"{STEM}.shard-2-of-2.manifest.json").write_text("{not json")
-    assert merge.main([str(p) for p in shards]) == 2
+    assert merge_cli.main([str(p) for p in shards]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2 and "not the manifest of a shard run" in err[1]

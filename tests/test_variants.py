@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from smmile.data import variants
-from smmile.data.cli import main as data_main
+from smmile.cli.data import main as data_main
 from smmile.data.demo import write_demo
 from smmile.data.load import load_for_run, load_problems
 from smmile.errors import UserError

@@ -11,9 +11,9 @@ from . import common as fd
 # subcommand -> (module, one-line description); modules are imported only when their command runs
 COMMANDS = {
     "run": ("smmile.cli.run", "run a model preset on a dataset (writes the original result CSV)"),
-    "merge": ("smmile.runner.merge", "join the shard CSVs of one run, refusing incomplete or overlapping sets"),
-    "data": ("smmile.data.cli", "generate the demo dataset and dataset variants"),
-    "convert": ("smmile.models.hf.convert_llavamed", "convert checkpoints (LLaVA-Med original -> transformers Llava)"),
+    "merge": ("smmile.cli.merge", "join the shard CSVs of one run, refusing incomplete or overlapping sets"),
+    "data": ("smmile.cli.data", "generate the demo dataset and dataset variants"),
+    "convert": ("smmile.cli.convert", "convert checkpoints (LLaVA-Med original -> transformers Llava)"),
     "em": ("smmile.scoring.em_cli", "exact-match scoring of open-format results (evaluate_EM.py)"),
     "judge": ("smmile.scoring.judge_cli", "LLM-as-a-judge scoring (evaluate_LLMJudge.py)"),
     "stratify": ("smmile.scoring.stratify_cli", "accuracy by problem flag (stratify.py)"),

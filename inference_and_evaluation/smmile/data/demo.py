@@ -18,6 +18,7 @@ from pathlib import Path
 from .schema import FLAG_VOCABULARY, SPECIALITIES
 
 DEMO_VERSION = 2
+DEMO_OWNER = "smmile data demo"  # the output-folder marker of `make_demo`
 COLOURS = {"Red.": (200, 30, 30), "Black.": (15, 15, 15), "White.": (245, 245, 245), "Purple.": (120, 40, 150),
            "Yellow.": (230, 210, 40), "Blue.": (40, 70, 200)}
 SHAPES = ["Circle", "Square", "Triangle"]
@@ -137,6 +138,19 @@ def write_demo(out: Path, seed: int = 42) -> dict[str, Path]:
     plus_path = write_dataset(problems_to_records(plus), Path(out) / "plusplus",
                               extra_files={"smmile_demo.json": json.dumps({**info, "variant": "permute"}, indent=2)})
     return {"smmile": base, "plusplus": plus_path}
+
+
+def make_demo(out: str | os.PathLike, seed: int = 42, force: bool = False) -> dict[str, Path]:
+    """`smmile data demo`: `write_demo` into a folder that is new, empty, an earlier demo's (marked
+    `DEMO_OWNER`), or any allowed folder with `force`; checked whole before anything is written."""
+    from .. import fsguard
+    from .parquet import check_dataset_dir
+
+    root = fsguard.check_output_dir(out, DEMO_OWNER, force)
+    for name in ("smmile", "plusplus"):
+        check_dataset_dir(root / name)
+    fsguard.prepare_output_dir(root, DEMO_OWNER, force)
+    return write_demo(root, seed=seed)
 
 
 def demo_root() -> Path:

@@ -257,6 +257,14 @@ def write_variant(dataset: str | None, kind: str, out: str | os.PathLike, seed: 
     return _write(problems, columns, source, kind, seed, Path(out), force)
 
 
+def variant_summary(out: Path, seed: int) -> str:
+    """One line on the variant written to `out`: its kind, seed and counts."""
+    manifest = json.loads((Path(out) / MANIFEST).read_text())
+    counts = manifest["counts"]
+    return (f"{manifest['kind']} (seed {seed}): {counts['problems']} problems, {counts['rows']} rows "
+            f"from {counts['source_problems']} source problems -> {out}")
+
+
 def variant_cache_root() -> Path:
     default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "smmile" / "variants"
     return Path(os.environ.get("SMMILE_VARIANT_DIR", default))

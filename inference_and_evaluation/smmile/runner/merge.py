@@ -1,4 +1,4 @@
-"""`smmile merge`: join the shard CSVs of one run into the file an unsharded run writes."""
+"""Join the shard CSVs of one run into the file an unsharded run writes (the work of `smmile merge`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import json
 import re
 from pathlib import Path
 
-from ..cli import common as fd
 from ..errors import UserError
 from .outputs import write_csv, write_json
 
@@ -115,18 +114,3 @@ def _check_out(out: Path, force: bool) -> None:
     if out.exists() and not force and "merged_from" not in mf.read(out.with_name(f"{out.stem}.manifest.json")):
         raise UserError(f"{out} exists and was not written by `smmile merge` (an unsharded run's result?); "
                         "choose another --out or pass --force to replace it")
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = fd.parser("Join shard results (from `--shard i/N` runs) into one result CSV in problem order.")
-    p.add_argument("shards", nargs="+", type=Path, help="the shard CSVs: <name>.shard-<i>-of-<N>.csv")
-    p.add_argument("--out", type=Path, default=None, help="merged CSV (default: <name>.csv beside the shards); "
-                   "its manifest is <out name>.manifest.json beside it")
-    p.add_argument("--force", action="store_true", help="replace an existing --out that no merge wrote")
-
-    def go() -> int:
-        args = p.parse_args(argv)
-        print(f"merged into {merge(args.shards, args.out, args.force)}")
-        return 0
-
-    return fd.guarded(go, interrupted="interrupted: nothing was merged (the merged CSV is written whole or not at all)")

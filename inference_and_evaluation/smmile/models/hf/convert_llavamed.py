@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ...cli import common as fd
 from ...errors import UserError
 
 MM_KEYS = ("mm_", "image_aspect_ratio", "tune_mm", "freeze_mm", "unfreeze_mm", "use_mm_proj", "image_grid",
@@ -76,6 +75,9 @@ def load_tower(cfg: dict, override: str | None):
 
 
 def build(src: Path, dst: Path, vision_tower: str | None = None) -> Path:
+    """Convert the checkpoint folder `src` into `dst`; `vision_tower` overrides the config's mm_vision_tower."""
+    if not (src / "config.json").is_file():
+        raise UserError(f"{src}: not a checkpoint folder (no config.json)")
     import torch
     from transformers import AutoTokenizer, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
 
@@ -117,29 +119,3 @@ def build(src: Path, dst: Path, vision_tower: str | None = None) -> Path:
             "image_aspect_ratio": cfg.get("image_aspect_ratio", "pad"), "conversation_template": "mistral_instruct"}
     (dst / "smmile_llavamed.json").write_text(json.dumps(info, indent=2))
     return dst
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = fd.parser("Convert checkpoints to the format smmile loads.")
-    sub = p.add_subparsers(dest="what", required=True)
-    lm = sub.add_parser("llava-med", formatter_class=fd.HelpFormatter,
-                        help="LLaVA-Med v1.5 (original LLaVA layout) -> transformers Llava folder")
-    lm.add_argument("src", help="folder of the original checkpoint (config.json, weights, tokenizer)")
-    lm.add_argument("dst", help="output folder (pass it to inference_llavamed*.py --model-path)")
-    lm.add_argument("--vision-tower", default=None, help="CLIP vision tower folder or hub id "
-                    "(default: the source config's mm_vision_tower)")
-
-    def go() -> int:
-        a = p.parse_args(argv)
-        src = Path(a.src)
-        if not (src / "config.json").is_file():
-            raise UserError(f"{src}: not a checkpoint folder (no config.json)")
-        out = build(src, Path(a.dst), a.vision_tower)
-        print(f"Converted {src} -> {out}")
-        return 0
-
-    return fd.guarded(go)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..cli import common as fd
+from . import common as fd
 
-DEMO_OWNER = "smmile data demo"
 FORCE_HELP = ("write into a non-empty folder smmile did not make (files of the same names are replaced, nothing "
               "else is touched); never allowed for '.', '..', '/', the home folder or one holding the project")
 INTERRUPTED = "interrupted: each dataset folder is written whole or not at all; rerun the same command"
@@ -27,7 +26,7 @@ def build_parser():
 
 
 def _add_variant_parser(sub) -> None:
-    from .variants import KINDS, NOISY_FLAGS
+    from ..data.variants import KINDS, NOISY_FLAGS
 
     v = sub.add_parser("variant", formatter_class=fd.HelpFormatter,
                        help="write a seeded variant of a dataset (permute, noise, order) as a local dataset",
@@ -45,29 +44,18 @@ def _add_variant_parser(sub) -> None:
 
 
 def _variant(args) -> int:
-    import json
-
-    from .variants import MANIFEST, write_variant
+    from ..data.variants import variant_summary, write_variant
 
     out = write_variant(args.dataset, args.kind, Path(args.out), seed=args.seed, revision=args.revision,
                         augmented=args.augmented, force=args.force)
-    manifest = json.loads((out / MANIFEST).read_text())
-    counts = manifest["counts"]
-    print(f"{manifest['kind']} (seed {args.seed}): {counts['problems']} problems, {counts['rows']} rows "
-          f"from {counts['source_problems']} source problems -> {out}")
+    print(variant_summary(out, args.seed))
     return 0
 
 
 def _demo(args) -> int:
-    from .. import fsguard
-    from .demo import write_demo
-    from .parquet import check_dataset_dir
+    from ..data.demo import make_demo
 
-    out = fsguard.check_output_dir(args.out, DEMO_OWNER, args.force)
-    for name in ("smmile", "plusplus"):
-        check_dataset_dir(out / name)
-    fsguard.prepare_output_dir(out, DEMO_OWNER, args.force)
-    for name, path in write_demo(out, seed=args.seed).items():
+    for name, path in make_demo(args.out, seed=args.seed, force=args.force).items():
         print(f"{name}: {path}")
     return 0
 
