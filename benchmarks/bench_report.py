@@ -124,8 +124,8 @@ def score_and_stratify(results: Path, dataset: Path) -> None:
     import contextlib
     import io
 
-    from smmile.scoring.em_cli import main as evaluate_em
-    from smmile.scoring.stratify_cli import main as stratify
+    from smmile.cli.em import main as evaluate_em
+    from smmile.cli.stratify import main as stratify
 
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         evaluate_em([str(results)])

@@ -1,11 +1,12 @@
-"""Exact-match evaluation of open-format SMMILE results (front door; logic in smmile.scoring.em_cli).
+"""Exact-match evaluation of open-format SMMILE results (front door; flags in smmile.cli.em, work in
+smmile.scoring.em_run).
 
 Usage: python evaluate_EM.py [results_dir] [--model TOKEN] [--inference-mode {0-shot,ICL}] [--strict-match]
 """
 
 import sys
 
-from smmile.scoring.em_cli import main
+from smmile.cli.em import main
 
 if __name__ == "__main__":
     sys.exit(main())

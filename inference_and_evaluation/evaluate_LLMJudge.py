@@ -1,4 +1,5 @@
-"""LLM-as-a-judge evaluation of open-format SMMILE results (front door; logic in smmile.scoring.judge_cli).
+"""LLM-as-a-judge evaluation of open-format SMMILE results (front door; flags in smmile.cli.judge,
+work in smmile.scoring.judge_run).
 
 Usage: python evaluate_LLMJudge.py [results_dir] [--model TOKEN] [--inference-mode {0-shot,ICL}]
        [--visualize-only] [--judge-backend {ollama,openai,openai-compatible,azure}] [--judge-base-url URL]
@@ -7,7 +8,7 @@ Usage: python evaluate_LLMJudge.py [results_dir] [--model TOKEN] [--inference-mo
 
 import sys
 
-from smmile.scoring.judge_cli import main
+from smmile.cli.judge import main
 
 if __name__ == "__main__":
     sys.exit(main())

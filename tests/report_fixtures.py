@@ -22,8 +22,8 @@ import pandas as pd
 
 from smmile.cli.baselines import main as baselines
 from smmile.cli import main as smmile
-from smmile.scoring.em_cli import main as evaluate_em
-from smmile.scoring.stratify_cli import main as stratify
+from smmile.cli.em import main as evaluate_em
+from smmile.cli.stratify import main as stratify
 
 RUNS = [("random", "open"), ("random", "mcqa"), ("majority", "open"), ("majority", "mcqa")]
 N_BOOT = "300"

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from smmile.scoring import em_cli, naming, stratify_cli, variance
+from smmile.cli import em as em_cli
+from smmile.cli import stratify as stratify_cli
+from smmile.scoring import naming, variance
 from smmile.scoring.discovery import find_results
 
 OPEN_HEADER = "problem_id,final_question,true_answer,generated_answer,full_response\n"

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from api_server import Action, FakeApi, body_key
-from smmile.scoring import judge_backends, judge_cli
+from smmile.cli import judge as judge_cli
+from smmile.scoring import judge_backends
 from smmile.scoring.judge import JudgeSettings
 
 pytestmark = pytest.mark.server

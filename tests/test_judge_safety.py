@@ -13,7 +13,7 @@ import pytest
 
 from api_server import FakeApi
 from smmile.fsguard import OutputLock
-from smmile.scoring import judge_cli
+from smmile.cli import judge as judge_cli
 
 FRONT_DOORS = Path(__file__).resolve().parents[1] / "inference_and_evaluation"
 OPEN_HEADER = "problem_id,final_question,true_answer,generated_answer,full_response\n"

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from smmile.models.base import Response
-from smmile.scoring import judge, judge_backends, judge_cli
+from smmile.cli import judge as judge_cli
+from smmile.scoring import judge, judge_backends
 from smmile.scoring.judge_cache import JudgeStore, fetch
 
 OPEN_HEADER = "problem_id,final_question,true_answer,generated_answer,full_response\n"

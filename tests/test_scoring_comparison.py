@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from smmile.scoring import comparison, em_cli
+from smmile.cli import em as em_cli
+from smmile.scoring import comparison, em_run
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT.parent / "shared" / "published" / "smmile"
@@ -87,7 +88,7 @@ def test_model_comparison_txt_reproduced_byte_for_byte(tmp_path):
         names = [f.name for f in files if f"_{mode}" in f.name]
         flags = [n.endswith("_open.csv") for n in names]
         assert flags == sorted(flags)
-    results = em_cli.score_files(files)
+    results = em_run.score_files(files)
     assert len(results) == 34
     assert comparison.format_comparison_file(results) == published
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from smmile.scoring import em_cli, stratify_cli, variance
+from smmile.cli import em as em_cli
+from smmile.cli import stratify as stratify_cli
+from smmile.scoring import stratify_run, variance
 
 HEADER = "problem_id,final_question,true_answer,generated_answer,full_response\n"
 IDS = [f"p{i:02d}" for i in range(12)]
@@ -136,7 +138,7 @@ def test_output_places_are_checked_before_any_work(tmp_path, capsys, monkeypatch
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(fsguard.tempfile, "TemporaryFile", refuse)
-    monkeypatch.setattr(stratify_cli, "load_dataset_problems", lambda args: pytest.fail("dataset loaded first"))
+    monkeypatch.setattr(stratify_run, "load_dataset_problems", lambda *a: pytest.fail("dataset loaded first"))
     write(tmp_path / "result_qwen7B_ICL_open_evaluation.json", json.dumps({"problem_accuracies": {}}))
     assert stratify_cli.main([str(tmp_path), "--eval_type", "em", "--dataset", "demo"]) == 2
     assert em_cli.main([str(tmp_path)]) == 2

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from smmile.scoring import stratify, stratify_cli
+from smmile.cli import stratify as stratify_cli
+from smmile.scoring import stratify
 
 PUBLISHED = Path(__file__).resolve().parents[1].parent / "shared" / "published" / "smmile"
 

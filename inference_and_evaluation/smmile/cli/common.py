@@ -66,6 +66,28 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0 (retries)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, not {value}")
+    return value
+
+
+def parsed_main(parser: argparse.ArgumentParser, argv: list[str] | None,
+                body: Callable[[argparse.Namespace], int]) -> int:
+    """``body(parser.parse_args(argv))``, with argparse's own exit (``--help``: 0, a bad command line: 2)
+    returned as the status instead of raised (the scoring commands' ``main`` always returns one)."""
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return body(args)
+
+
 def add_dataset_flag(p: argparse.ArgumentParser, flag: str = "--dataset") -> None:
     p.add_argument(flag, default=None, metavar="augmented|demo|ID|PATH",
                    help="'augmented' for SMMILE++ (as the original), 'demo' / 'demo-plusplus' for the generated demo "

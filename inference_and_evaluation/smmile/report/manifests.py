@@ -55,8 +55,8 @@ def read_manifest(csv_path: str) -> tuple[dict | None, str | None]:
 
 
 def read_judge_record(csv_path: str) -> dict | None:
-    """The judge that wrote ``<stem>_evaluationllm.json`` (judge_cli's record beside it), or None."""
-    from smmile.scoring.judge_cli import record_path
+    """The judge that wrote ``<stem>_evaluationllm.json`` (judge_run's record beside it), or None."""
+    from smmile.scoring.judge_run import record_path
 
     try:
         with open(record_path(csv_path), encoding="utf-8") as handle:

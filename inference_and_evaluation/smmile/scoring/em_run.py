@@ -1,4 +1,4 @@
-"""``evaluate_EM.py`` / ``smmile em``: exact-match scoring of every open-format result CSV (spec §4).
+"""The work of ``evaluate_EM.py`` / ``smmile em``: exact-match scoring of every open-format result CSV (spec §4).
 
 Files are found by ``scoring.discovery`` (the original's glob patterns; identity from the run manifest,
 else the file name). Per file: ``<stem>_evaluation.json`` and a console report; with more than one
@@ -10,31 +10,16 @@ is kept with a warning (``runs.replace_output``); the exit status is then 1.
 
 from __future__ import annotations
 
-import argparse
 import json
+import os
 
-from smmile.cli.common import guarded
 from smmile.fsguard import check_writable_dir
 from smmile.scoring import comparison
 from smmile.scoring.discovery import ResultFile, result_for_path
 from smmile.scoring.exact_match import ResultFileError, calculate_exact_match, json_text
 from smmile.scoring.integrity import problem_count, read_whole, screen
 from smmile.scoring.naming import em_patterns, evaluation_json_path
-from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, replace_output, run_main
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description="Exact-match evaluation of SMMILE open-format results")
-    parser.add_argument("results_dir", nargs="?", default="../results",
-                        help="directory with result_*.csv files (default: ../results)")
-    parser.add_argument("--model", default=None,
-                        help="file-name model token, e.g. qwen72B, llava_7b; the comparison then goes to "
-                             "model_comparison_model-<model>.txt (the full model_comparison.txt is kept)")
-    parser.add_argument("--inference-mode", "--inference_mode", dest="inference_mode", default=None,
-                        help="0-shot or ICL; the comparison then goes to model_comparison[_model-<model>]_mode-<mode>.txt")
-    parser.add_argument("--strict-match", "--strict_match", dest="strict_match", action="store_true",
-                        help="raw string equality instead of normalised (flexible) matching")
-    return parser
+from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, replace_output
 
 
 def _problem_ids(text: str) -> set:
@@ -88,26 +73,23 @@ def score_files(files, strict: bool = False, outcome: Outcome | None = None) -> 
     return results
 
 
-def _run(args) -> int:
-    check_results_dir(args.results_dir)
-    found = find_result_files(args.results_dir, em_patterns(args.model, args.inference_mode),
-                              args.model, args.inference_mode)
+def run_em(results_dir: str | os.PathLike, *, model: str | None = None, mode: str | None = None,
+           strict: bool = False) -> int:
+    """Score the results in ``results_dir`` (only ``model`` / ``mode`` when given; ``strict``: raw string
+    equality); 0 when all were scored, 1 when none was found or some were skipped or kept."""
+    check_results_dir(results_dir)
+    found = find_result_files(results_dir, em_patterns(model, mode), model, mode)
     if not found:
         return 1
-    for folder in sorted({str(args.results_dir)} | {str(r.path.parent) for r in found}):
+    for folder in sorted({str(results_dir)} | {str(r.path.parent) for r in found}):
         check_writable_dir(folder, "results folder")
     outcome = Outcome()
-    results = score_files(found, args.strict_match, outcome)
-    kept = comparison.report_comparison(results, args.results_dir,
-                                        comparison.comparison_filename("model_comparison", args.model,
-                                                                       args.inference_mode))
+    results = score_files(found, strict, outcome)
+    kept = comparison.report_comparison(results, results_dir,
+                                        comparison.comparison_filename("model_comparison", model, mode))
     if kept:
         outcome.warn(kept, printed=True)
     if outcome.summary():
         print(outcome.summary())
     return outcome.exit_code
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point (``smmile em``); returns the exit status."""
-    return guarded(lambda: run_main(_run, argv, build_parser()))

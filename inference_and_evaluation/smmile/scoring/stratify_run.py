@@ -1,4 +1,4 @@
-"""``stratify.py`` / ``smmile stratify``: accuracy per problem flag (spec §6).
+"""The work of ``stratify.py`` / ``smmile stratify``: accuracy per problem flag (spec §6).
 
 Reads ``*_evaluation.json`` (``--eval_type em``) or ``*_evaluationllm.json`` (``llm``), found and
 identified by ``scoring.discovery`` (the result's run manifest, else the file name), the dataset's
@@ -10,45 +10,28 @@ dataset is reported and left out (exit 1); an existing output holding a model th
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 
 from smmile.errors import UserError
-from smmile.cli.common import guarded
 from smmile.fsguard import check_writable_dir
 from smmile.scoring.discovery import ResultFile
 from smmile.scoring.exact_match import ResultFileError, json_text
 from smmile.scoring.integrity import screen
 from smmile.scoring.naming import stratify_patterns
-from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, replace_output, run_main
+from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, replace_output
 from smmile.scoring.stratify import (StratifyError, format_flag_table, stratify_accuracies, stratum_intervals,
                                      valid_flags)
 
 EXTENSIONS = {"em": "evaluation", "llm": "evaluationllm"}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description="Stratified accuracy of SMMILE results by problem flags")
-    p.add_argument("results_dir", nargs="?", default="../results", help="directory with the *_evaluation(llm).json files")
-    p.add_argument("--eval_type", "--eval-type", dest="eval_type", choices=sorted(EXTENSIONS), required=True,
-                   help="em: *_evaluation.json, llm: *_evaluationllm.json")
-    p.add_argument("--model", default=None, help="file-name model token, e.g. qwen72B")
-    p.add_argument("--inference-mode", "--inference_mode", dest="inference_mode", default=None, help="0-shot or ICL")
-    p.add_argument("--dataset_id", "--dataset-id", dest="dataset_id", default=None,
-                   help="hub id (original flag; default smmile/SMMILE, dated ids accepted)")
-    p.add_argument("--dataset", default=None, help="hub id, local parquet folder, or 'demo' (overrides --dataset_id)")
-    p.add_argument("--revision", default=None, help="hub revision (commit/tag) of the dataset")
-    return p
-
-
-def load_dataset_problems(args) -> dict:
+def load_dataset_problems(dataset: str | None, revision: str | None) -> dict:
     """``problem_id -> Problem`` for all problems (no image filtering)."""
     from smmile.data.load import load_problems
 
-    dataset = args.dataset or args.dataset_id
     try:
-        problems = load_problems(dataset, args.revision)
+        problems = load_problems(dataset, revision)
     except UserError:
         raise
     except Exception as exc:  # hub/network/parquet problems → one line
@@ -100,15 +83,18 @@ def write_outputs(results: dict, flags, base: str, outcome: Outcome) -> None:
     print(f"Stratification results saved to: {base}.json (intervals: {base}_ci.json)")
 
 
-def _run(args) -> int:
-    check_results_dir(args.results_dir)
-    ext = EXTENSIONS[args.eval_type]
-    found = find_result_files(args.results_dir, stratify_patterns(ext, args.model, args.inference_mode),
-                              args.model, args.inference_mode)
+def run_stratify(results_dir: str | os.PathLike, eval_type: str, *, model: str | None = None,
+                 mode: str | None = None, dataset: str | None = None, revision: str | None = None) -> int:
+    """Stratify the ``eval_type`` (``em``/``llm``) evaluations in ``results_dir`` (only ``model`` / ``mode``
+    when given) by the flags of ``dataset`` at ``revision`` (default smmile/SMMILE); 0 when every file was
+    stratified, 1 when none was found or some were left out or kept."""
+    check_results_dir(results_dir)
+    ext = EXTENSIONS[eval_type]
+    found = find_result_files(results_dir, stratify_patterns(ext, model, mode), model, mode)
     if not found:
         return 1
-    check_writable_dir(args.results_dir, "results folder")
-    problems_by_id = load_dataset_problems(args)
+    check_writable_dir(results_dir, "results folder")
+    problems_by_id = load_dataset_problems(dataset, revision)
     flags = valid_flags(list(problems_by_id.values()))
     outcome = Outcome()
     results = stratify_results(found, problems_by_id, flags, outcome)
@@ -116,13 +102,9 @@ def _run(args) -> int:
         if results:
             print(format_flag_table(flag, results))
     if results:  # never replace an existing file with an empty one
-        write_outputs(results, flags, os.path.join(os.fspath(args.results_dir),
-                                                   f"model_stratification_{args.eval_type}"), outcome)
+        write_outputs(results, flags, os.path.join(os.fspath(results_dir), f"model_stratification_{eval_type}"),
+                      outcome)
     if outcome.summary():
         print(outcome.summary())
     return outcome.exit_code
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point (``smmile stratify``); returns the exit status."""
-    return guarded(lambda: run_main(_run, argv, build_parser()))

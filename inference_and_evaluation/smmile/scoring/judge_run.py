@@ -1,4 +1,4 @@
-"""``evaluate_LLMJudge.py`` / ``smmile judge``: LLM-as-a-judge scoring (spec §5).
+"""The work of ``evaluate_LLMJudge.py`` / ``smmile judge``: LLM-as-a-judge scoring (spec §5).
 
 Faithful default: ollama, model ``llama3.3``, the verbatim prompt, strict ``1``/``0`` parsing,
 ``<stem>_evaluationllm.json`` and ``model_comparison_llm.txt``. The requests go through the inference
@@ -10,88 +10,23 @@ without ``--overwrite``).
 
 from __future__ import annotations
 
-import argparse
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from smmile.cli import common as fd
 from smmile.errors import UserError
 from smmile.scoring import comparison
 from smmile.scoring.discovery import ResultFile
 from smmile.scoring.exact_match import exclude_problems
 from smmile.scoring.integrity import problem_count, read_whole, screen
-from smmile.scoring.judge import (DEFAULT_JUDGE_MODEL, FAILED, UNPARSEABLE, JudgeSettings, PlannedFrame,
-                                  judge_identity, judge_stats, judgements, plan_frame)
+from smmile.scoring.judge import (FAILED, UNPARSEABLE, JudgeSettings, PlannedFrame, judge_identity, judge_stats,
+                                  judgements, plan_frame)
 from smmile.scoring.naming import evaluationllm_json_path, judge_patterns, judgements_path, question_column
-from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, run_main
+from smmile.scoring.runs import Outcome, check_results_dir, find_result_files
 
 TITLE, LABEL = "LLM AS A JUDGE", "LLM as a Judge"
-INTERRUPTED = ("interrupted: replies received so far are kept in the results folder's .smmile/judge_cache.jsonl and "
-               "no file was left half-written; rerun the same command to continue")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = fd.parser("LLM-as-a-judge evaluation of SMMILE open-format results (spec §5): one request per row to a judge "
-                  "model, reply exactly 1 (correct) or 0; writes <stem>_evaluationllm.json and model_comparison_llm.txt")
-    p.add_argument("results_dir", nargs="?", default="../results", help="directory with result_*.csv files")
-    p.add_argument("--model", default=None, help="file-name model token, e.g. qwen72B")
-    p.add_argument("--inference-mode", dest="inference_mode", default=None, help="0-shot or ICL: only files of this mode")
-    p.add_argument("--visualize-only", dest="visualize_only", action="store_true",
-                   help="no judging: report the existing *_evaluationllm.json files")
-    g = p.add_argument_group("judge (smmile additions)")
-    g.add_argument("--judge-backend", choices=("ollama", "openai", "openai-compatible", "azure"), default="ollama",
-                   help="ollama (the original); openai (OpenAI's endpoint, OPENAI_API_KEY); openai-compatible (any "
-                        "server at --judge-base-url: vLLM, llama.cpp, ollama /v1; key OPENAI_COMPATIBLE_API_KEY, "
-                        "optional); azure (AZURE_OPENAI_API_KEY, AZURE_OPENAI_ENDPOINT; --judge-model = deployment). "
-                        "openai with a --judge-base-url that is not api.openai.com is treated as openai-compatible")
-    g.add_argument("--judge-base-url", default=None,
-                   help="server URL (ollama: default $OLLAMA_HOST or http://127.0.0.1:11434; openai-compatible: "
-                        "e.g. http://127.0.0.1:8000/v1)")
-    g.add_argument("--judge-model", default=DEFAULT_JUDGE_MODEL, help="judge model name on that server")
-    g.add_argument("--protocol", choices=("paper", "corrected"), default="paper",
-                   help="paper: no sampling options sent, the server's own (as published); corrected: temperature 0 "
-                        "and --judge-seed")
-    g.add_argument("--judge-seed", type=int, default=0, help="seed sent under --protocol corrected (default: 0)")
-    g.add_argument("--judge-max-tokens", type=_positive, default=None, help="cap on reply tokens (unset: the server decides)")
-    g.add_argument("--judge-concurrency", type=_positive, default=4, help="judge requests in flight at once")
-    g.add_argument("--judge-retries", type=_non_negative, default=3,
-                   help="retries per request on 429/5xx/timeouts/connection errors (exponential backoff with jitter, "
-                        "Retry-After honoured)")
-    g.add_argument("--judge-timeout", type=float, default=120.0, help="seconds per request")
-    g.add_argument("--judge-max-consecutive-failures", type=_positive, default=8, metavar="N",
-                   help="stop sending after N requests in a row failed even after all retries (judge unreachable)")
-    g.add_argument("--no-cache", dest="no_cache", action="store_true",
-                   help="do not read or write <results_dir>/.smmile/judge_cache.jsonl (every row is sent)")
-    g.add_argument("--overwrite", action="store_true",
-                   help="replace *_evaluationllm.json files written by another judge (or by an unrecorded one, such "
-                        "as the published outputs), or holding problems the result file no longer has")
-    return p
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be >= 0")
-    return value
-
-
-def settings_from_args(args) -> JudgeSettings:
-    from smmile.scoring.judge_backends import resolve_settings
-
-    return resolve_settings(JudgeSettings(
-        backend=args.judge_backend, model=args.judge_model, base_url=args.judge_base_url, protocol=args.protocol,
-        seed=args.judge_seed, max_tokens=args.judge_max_tokens, concurrency=args.judge_concurrency,
-        retries=args.judge_retries, timeout=args.judge_timeout,
-        max_consecutive_failures=args.judge_max_consecutive_failures))
 
 
 @dataclass
@@ -233,22 +168,23 @@ def _print_report(stats, judged, sent: int) -> None:
           f"unparseable replies: {unparseable} (counted as incorrect)")
 
 
-def judge_files(found: list[ResultFile], args, outcome: Outcome) -> dict:
+def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, outcome: Outcome, *,
+                cache: bool = True, overwrite: bool = False) -> dict:
     """Plan every file, refuse to replace another judge's results, send each distinct request once."""
     from smmile.fsguard import OutputLock, check_writable_dir
-    from smmile.scoring.judge_backends import build_backend, judge_request
+    from smmile.scoring.judge_backends import build_backend, judge_request, resolve_settings
     from smmile.scoring.judge_cache import JudgeStore, fetch
 
-    settings = settings_from_args(args)
+    settings = resolve_settings(settings)
     backend = build_backend(settings)  # a missing SDK or key: one line, exit 2, before any work
     identity = judge_identity(settings, backend.endpoint())
-    for folder in sorted({str(args.results_dir)} | {str(r.path.parent) for r in found}):
+    for folder in sorted({str(results_dir)} | {str(r.path.parent) for r in found}):
         check_writable_dir(folder, "results folder")
-    with OutputLock(args.results_dir, f"LLM-judge scoring in {args.results_dir}"):
-        jobs = check_existing(plan_files(found, settings, outcome), identity, args.overwrite, outcome)
+    with OutputLock(results_dir, f"LLM-judge scoring in {results_dir}"):
+        jobs = check_existing(plan_files(found, settings, outcome), identity, overwrite, outcome)
         requests = {key: judge_request(prompt, settings)
                     for job in jobs for key, prompt in zip(job.planned.keys, job.planned.prompts)}
-        store = None if args.no_cache else JudgeStore.for_results_dir(args.results_dir)
+        store = JudgeStore.for_results_dir(results_dir) if cache else None
         fetched, _ = fetch(requests, settings, backend, store)
         results, seen = {}, set()
         for job in jobs:
@@ -279,30 +215,31 @@ def visualize_file(result: ResultFile, outcome: Outcome) -> dict | None:
     return stats
 
 
-def _run(args) -> int:
-    check_results_dir(args.results_dir)
-    found = find_result_files(args.results_dir, judge_patterns(args.model, args.inference_mode),
-                              args.model, args.inference_mode)
+def run_judge(results_dir: str | os.PathLike, settings: JudgeSettings, *, model: str | None = None,
+              mode: str | None = None, visualize_only: bool = False, cache: bool = True,
+              overwrite: bool = False) -> int:
+    """Judge the results in ``results_dir`` (only ``model`` / ``mode`` when given) with the judge
+    ``settings`` (resolved here: backend, URL, key); ``visualize_only``: report the existing judge results;
+    ``cache``: read and write the folder's judge cache; ``overwrite``: replace another judge's results.
+    0 when every file was judged, 1 when none was found or some were skipped or kept."""
+    check_results_dir(results_dir)
+    found = find_result_files(results_dir, judge_patterns(model, mode), model, mode)
     if not found:
         return 1
     outcome = Outcome()
-    if args.visualize_only:
+    if visualize_only:
         results = {}
         for result in found:
             stats = visualize_file(result, outcome)
             if stats is not None:
                 results[f"{stats['model']}:{stats['inference_mode']}"] = stats
     else:
-        results = judge_files(found, args, outcome)
-    kept = comparison.report_comparison(results, args.results_dir, comparison.comparison_filename(
-        "model_comparison_llm", args.model, args.inference_mode), LABEL)
+        results = judge_files(found, results_dir, settings, outcome, cache=cache, overwrite=overwrite)
+    kept = comparison.report_comparison(results, results_dir, comparison.comparison_filename(
+        "model_comparison_llm", model, mode), LABEL)
     if kept:
         outcome.warn(kept)
     if outcome.summary():
         print(outcome.summary())
     return outcome.exit_code
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point (``smmile judge``); returns the exit status."""
-    return fd.guarded(lambda: run_main(_run, argv, build_parser()), interrupted=INTERRUPTED)

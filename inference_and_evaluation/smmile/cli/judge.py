@@ -1,0 +1,65 @@
+"""``evaluate_LLMJudge.py`` / ``smmile judge``: LLM-as-a-judge scoring (the work is ``smmile.scoring.judge_run``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..scoring.judge import DEFAULT_JUDGE_MODEL, JudgeSettings
+from ..scoring.judge_run import run_judge
+from . import common as fd
+
+INTERRUPTED = ("interrupted: replies received so far are kept in the results folder's .smmile/judge_cache.jsonl and "
+               "no file was left half-written; rerun the same command to continue")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = fd.parser("LLM-as-a-judge evaluation of SMMILE open-format results (spec §5): one request per row to a judge "
+                  "model, reply exactly 1 (correct) or 0; writes <stem>_evaluationllm.json and model_comparison_llm.txt")
+    p.add_argument("results_dir", nargs="?", default="../results", help="directory with result_*.csv files")
+    p.add_argument("--model", default=None, help="file-name model token, e.g. qwen72B")
+    p.add_argument("--inference-mode", dest="inference_mode", default=None, help="0-shot or ICL: only files of this mode")
+    p.add_argument("--visualize-only", dest="visualize_only", action="store_true",
+                   help="no judging: report the existing *_evaluationllm.json files")
+    g = p.add_argument_group("judge (smmile additions)")
+    g.add_argument("--judge-backend", choices=("ollama", "openai", "openai-compatible", "azure"), default="ollama",
+                   help="ollama (the original); openai (OpenAI's endpoint, OPENAI_API_KEY); openai-compatible (any "
+                        "server at --judge-base-url: vLLM, llama.cpp, ollama /v1; key OPENAI_COMPATIBLE_API_KEY, "
+                        "optional); azure (AZURE_OPENAI_API_KEY, AZURE_OPENAI_ENDPOINT; --judge-model = deployment). "
+                        "openai with a --judge-base-url that is not api.openai.com is treated as openai-compatible")
+    g.add_argument("--judge-base-url", default=None,
+                   help="server URL (ollama: default $OLLAMA_HOST or http://127.0.0.1:11434; openai-compatible: "
+                        "e.g. http://127.0.0.1:8000/v1)")
+    g.add_argument("--judge-model", default=DEFAULT_JUDGE_MODEL, help="judge model name on that server")
+    g.add_argument("--protocol", choices=("paper", "corrected"), default="paper",
+                   help="paper: no sampling options sent, the server's own (as published); corrected: temperature 0 "
+                        "and --judge-seed")
+    g.add_argument("--judge-seed", type=int, default=0, help="seed sent under --protocol corrected (default: 0)")
+    g.add_argument("--judge-max-tokens", type=fd.positive_int, default=None, help="cap on reply tokens (unset: the server decides)")
+    g.add_argument("--judge-concurrency", type=fd.positive_int, default=4, help="judge requests in flight at once")
+    g.add_argument("--judge-retries", type=fd.non_negative_int, default=3,
+                   help="retries per request on 429/5xx/timeouts/connection errors (exponential backoff with jitter, "
+                        "Retry-After honoured)")
+    g.add_argument("--judge-timeout", type=float, default=120.0, help="seconds per request")
+    g.add_argument("--judge-max-consecutive-failures", type=fd.positive_int, default=8, metavar="N",
+                   help="stop sending after N requests in a row failed even after all retries (judge unreachable)")
+    g.add_argument("--no-cache", dest="no_cache", action="store_true",
+                   help="do not read or write <results_dir>/.smmile/judge_cache.jsonl (every row is sent)")
+    g.add_argument("--overwrite", action="store_true",
+                   help="replace *_evaluationllm.json files written by another judge (or by an unrecorded one, such "
+                        "as the published outputs), or holding problems the result file no longer has")
+    return p
+
+
+def settings_from(args: argparse.Namespace) -> JudgeSettings:
+    return JudgeSettings(
+        backend=args.judge_backend, model=args.judge_model, base_url=args.judge_base_url, protocol=args.protocol,
+        seed=args.judge_seed, max_tokens=args.judge_max_tokens, concurrency=args.judge_concurrency,
+        retries=args.judge_retries, timeout=args.judge_timeout,
+        max_consecutive_failures=args.judge_max_consecutive_failures)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point (``smmile judge``); returns the exit status."""
+    return fd.guarded(lambda: fd.parsed_main(build_parser(), argv, lambda a: run_judge(
+        a.results_dir, settings_from(a), model=a.model, mode=a.inference_mode, visualize_only=a.visualize_only,
+        cache=not a.no_cache, overwrite=a.overwrite)), interrupted=INTERRUPTED)
