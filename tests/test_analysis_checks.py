@@ -121,7 +121,7 @@ def test_output_folder_is_checked_before_loading(tmp_path, capsys, monkeypatch):
 def test_a_second_run_into_the_same_folder_is_refused(tmp_path, capsys):
     from smmile import fsguard
     from smmile.analysis.agreement_cli import main as agreement_main
-    from smmile.scoring.stats import main as stats_main
+    from smmile.cli.stats import main as stats_main
 
     write_open(tmp_path / "o", "qwen7B", "ICL", IDS, TRUTH, [1] * 10, [1] * 10)
     write_open(tmp_path / "v", "qwen7B", "ICL", IDS, TRUTH, [0] * 10, [0] * 10)

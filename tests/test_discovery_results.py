@@ -8,7 +8,8 @@ import pytest
 
 from smmile.cli import em as em_cli
 from smmile.cli import stratify as stratify_cli
-from smmile.scoring import naming, variance
+from smmile.cli import variance as variance_cli
+from smmile.scoring import naming
 from smmile.scoring.discovery import find_results
 
 OPEN_HEADER = "problem_id,final_question,true_answer,generated_answer,full_response\n"
@@ -130,7 +131,7 @@ def test_a_model_outside_the_paper_is_scored_by_every_command(tmp_path, demo_ids
                  preset="my-model", tag="my-model", model_id="my-model")  # today's manifest: no identity
     assert em_cli.main([str(tmp_path)]) == 0
     assert stratify_cli.main([str(tmp_path), "--eval_type", "em", "--dataset", "demo"]) == 0
-    assert variance.main([str(tmp_path), "--generate_table"]) == 0
+    assert variance_cli.main([str(tmp_path), "--generate_table"]) == 0
     out = capsys.readouterr().out
     assert "Skipping" not in out
     assert "EXACT MATCH EVALUATION RESULTS FOR my-model (ICL)" in out
@@ -152,7 +153,7 @@ def test_a_merged_folder_with_its_shards_uses_only_the_merged_file(tmp_path, cap
         shard = open_csv(tmp_path / f"result_random_ICL.shard-{i}-of-3.csv", IDS[i - 1::3], [True] * 4)
         manifest(shard, "ICL", "open", shard={"index": i, "count": 3}, preset="random", tag="random")
     open_csv(tmp_path / "result_qwen7B_ICL_open.csv", IDS, [True] * 12)
-    assert variance.main([str(tmp_path), "--mean_only", "--sorted"]) == 0
+    assert variance_cli.main([str(tmp_path), "--mean_only", "--sorted"]) == 0
     assert em_cli.main([str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "shard" not in out
@@ -166,7 +167,7 @@ def test_two_files_for_one_result_are_named_by_every_command(tmp_path, capsys):
     open_csv(tmp_path / "result_llava_7b_ICL_open.csv", IDS, [False] * 12)
     open_csv(tmp_path / "result_qwen7B_ICL_open.csv", IDS, [True] * 12)
     assert em_cli.main([str(tmp_path)]) == 0
-    assert variance.main([str(tmp_path), "--mean_only"]) == 0
+    assert variance_cli.main([str(tmp_path), "--mean_only"]) == 0
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert len(err) == 2
     assert all("result_llava_7b_ICL.csv" in line and "result_llava_7b_ICL_open.csv" in line for line in err)

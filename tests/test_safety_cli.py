@@ -107,3 +107,12 @@ def test_sub_command_sees_its_own_argv_and_argv_is_restored(monkeypatch):
     before = list(sys.argv)
     assert cli.main(["merge", "a.csv"]) == 0
     assert seen["argv"] == ["smmile merge", "a.csv"] and sys.argv == before
+
+
+def test_help_wraps_a_long_description_and_keeps_one_with_its_own_line_breaks(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    long = " ".join(["word"] * 40)
+    text = fd.parser(long, epilog="first line\n  second line").format_help()
+    assert max(len(line) for line in text.splitlines()) <= 60
+    assert " ".join(text.split()).count(long) == 1
+    assert "first line\n  second line" in text

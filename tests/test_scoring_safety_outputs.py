@@ -9,7 +9,8 @@ import pytest
 
 from smmile.cli import em as em_cli
 from smmile.cli import stratify as stratify_cli
-from smmile.scoring import stratify_run, variance
+from smmile.cli import variance as variance_cli
+from smmile.scoring import stratify_run
 
 HEADER = "problem_id,final_question,true_answer,generated_answer,full_response\n"
 IDS = [f"p{i:02d}" for i in range(12)]
@@ -82,7 +83,7 @@ def test_csvs_that_are_not_whole_are_named_and_not_scored(tmp_path, capsys):
     for name in BROKEN:
         assert sum(name in line for line in err) == 1, name
         assert not (tmp_path / name.replace(".csv", "_evaluation.json")).exists()
-    assert variance.main([str(tmp_path), "--mean_only"]) == 1
+    assert variance_cli.main([str(tmp_path), "--mean_only"]) == 1
     err = capsys.readouterr().err
     table = {line.split(" & ")[0]: line for line in (tmp_path / "evaluation_results.txt").read_text().split("\n")}
     for name in BROKEN:
@@ -112,23 +113,23 @@ def test_stratify_keeps_the_full_file_when_one_json_cannot_be_read(tmp_path, cap
 def test_variance_keeps_tables_that_have_more_cells(tmp_path, capsys):
     folder(tmp_path)
     argv = [str(tmp_path), "--generate_table"]
-    assert variance.main(argv) == 0
+    assert variance_cli.main(argv) == 0
     kept = {p: (tmp_path / p).read_bytes() for p in ("evaluation_results.txt", "latex_table.tex")}
     write(tmp_path / "result_llava_7b_ICL.csv", HEADER)
     capsys.readouterr()
-    assert variance.main(argv) == 1
+    assert variance_cli.main(argv) == 1
     err = capsys.readouterr().err
     assert "evaluation_results.txt kept" in err and "latex_table.tex kept" in err
     assert {p: (tmp_path / p).read_bytes() for p in kept} == kept
     write(tmp_path / "result_llava_7b_ICL.csv", HEADER + rows([True] * 12))  # as many cells: replaced
-    assert variance.main(argv) == 0
+    assert variance_cli.main(argv) == 0
     assert (tmp_path / "evaluation_results.txt").read_bytes() != kept["evaluation_results.txt"]
 
 
 def test_output_places_are_checked_before_any_work(tmp_path, capsys, monkeypatch):
     folder(tmp_path)
     write(tmp_path / "blocker", "a file, not a folder")
-    assert variance.main([str(tmp_path), "--output", str(tmp_path / "blocker" / "table.txt")]) == 2
+    assert variance_cli.main([str(tmp_path), "--output", str(tmp_path / "blocker" / "table.txt")]) == 2
     captured = capsys.readouterr()
     assert "Processing" not in captured.out and "blocker" in captured.err
     # an unwritable results folder (simulated: permissions do not bind root)

@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "inference_and_evaluation"))
 
-from smmile.scoring import stats  # noqa: E402
+from smmile.cli import stats as stats_cli  # noqa: E402
 
 PUBLISHED = ROOT.parent / "shared" / "published" / "smmile"
 
@@ -33,7 +33,7 @@ def synthetic(tmp_path_factory):
 
 def run(tmp_path, directory, *extra):
     out = tmp_path / "out"
-    rc = stats.main([str(directory), "--out", str(out), "--n-boot", "2000", *extra])
+    rc = stats_cli.main([str(directory), "--out", str(out), "--n-boot", "2000", *extra])
     est = pd.read_csv(out / "stats_estimates.csv")
     comp_path = out / "stats_comparisons.csv"
     comp = pd.read_csv(comp_path) if comp_path.exists() else None
@@ -110,14 +110,14 @@ def test_pairing_is_an_inner_join_on_problem_id(tmp_path):
 
 
 def test_bad_inputs(tmp_path, capsys):
-    assert stats.main([str(tmp_path / "missing")]) == 2
+    assert stats_cli.main([str(tmp_path / "missing")]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert stats.main([str(empty)]) == 2
+    assert stats_cli.main([str(empty)]) == 2
     (empty / "result_x_ICL_mcqa.csv").write_text("problem_id,selected\na,B\n")
     _write_mcqa(empty / "result_y_ICL_mcqa.csv", ["a", "b"], [True, False])
-    assert stats.main([str(empty), "--out", str(tmp_path / "o"), "--n-boot", "100"]) == 1
+    assert stats_cli.main([str(empty), "--out", str(tmp_path / "o"), "--n-boot", "100"]) == 1
     assert "is_correct" in capsys.readouterr().err
 
 

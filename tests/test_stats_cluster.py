@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from smmile.cli import stats as stats_cli
 from smmile.scoring import bootstrap as bs
-from smmile.scoring import stats
 from stats_fixtures import CLUSTER_SIZES, base_of, build_plusplus, correlated, plusplus_ids
 
 Z95 = 1.959963984540054
@@ -90,7 +90,7 @@ def plusplus(tmp_path_factory):
     root = tmp_path_factory.mktemp("pp") / "results"
     truth = build_plusplus(root)
     out = root.parent / "stats"
-    assert stats.main([str(root), "--out", str(out), "--compare", "all", "--n-boot", "2000"]) == 0
+    assert stats_cli.main([str(root), "--out", str(out), "--compare", "all", "--n-boot", "2000"]) == 0
     return truth, pd.read_csv(out / "stats_estimates.csv"), pd.read_csv(out / "stats_comparisons.csv")
 
 
@@ -128,7 +128,7 @@ def test_plusplus_comparisons_are_cluster_aware_and_never_significant_with_zero_
 
 def test_default_family_is_icl_vs_0shot(tmp_path):
     build_plusplus(tmp_path / "r")
-    assert stats.main([str(tmp_path / "r"), "--out", str(tmp_path / "o"), "--n-boot", "200"]) == 0
+    assert stats_cli.main([str(tmp_path / "r"), "--out", str(tmp_path / "o"), "--n-boot", "200"]) == 0
     comp = pd.read_csv(tmp_path / "o" / "stats_comparisons.csv")
     assert set(comp.kind) == {"icl_vs_0shot"}
 
@@ -138,7 +138,7 @@ def published_stats(tmp_path_factory):
     if not PUBLISHED.is_dir():
         pytest.skip("published SMMILE outputs not available")
     out = tmp_path_factory.mktemp("pub") / "stats"
-    assert stats.main([str(PUBLISHED), "--out", str(out), "--n-boot", "2000"]) == 0
+    assert stats_cli.main([str(PUBLISHED), "--out", str(out), "--n-boot", "2000"]) == 0
     return PUBLISHED, pd.read_csv(out / "stats_estimates.csv"), pd.read_csv(out / "stats_comparisons.csv")
 
 

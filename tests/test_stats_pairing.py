@@ -9,6 +9,7 @@ import os
 import pandas as pd
 import pytest
 
+from smmile.cli import stats as stats_cli
 from smmile.scoring import stats
 from stats_fixtures import write_mcqa, write_open
 
@@ -17,7 +18,7 @@ TRUTH = ["Yes", "No"] * 4
 
 
 def _run(root, out, *extra):
-    return stats.main([str(root), "--out", str(out), "--n-boot", "200", *extra])
+    return stats_cli.main([str(root), "--out", str(out), "--n-boot", "200", *extra])
 
 
 def test_pairs_fewer_than_either_side_warn_and_are_counted(tmp_path, capsys):
@@ -97,7 +98,7 @@ def test_own_output_folder_is_reused_and_read_only_results_refused(tmp_path, cap
     try:
         if os.access(tmp_path / "r", os.W_OK):
             pytest.skip("running as a user who can write anywhere")
-        assert stats.main([str(tmp_path / "r"), "--n-boot", "50"]) == 2
+        assert stats_cli.main([str(tmp_path / "r"), "--n-boot", "50"]) == 2
         assert "cannot write" in capsys.readouterr().err
     finally:
         os.chmod(tmp_path / "r", 0o755)

@@ -9,6 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "inference_and_evaluation"))
 
+from smmile.cli import variance as variance_cli  # noqa: E402
 from smmile.scoring import variance  # noqa: E402
 
 PUBLISHED = Path(__file__).resolve().parents[1].parent / "shared" / "published" / "smmile"
@@ -56,8 +57,8 @@ def parse_table(text: str) -> dict:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("variance")
-    mean_rc = variance.main([str(PUBLISHED), "--mean_only", "--output", str(out / "mean.txt")])
-    boot_rc = variance.main([str(PUBLISHED), "--generate_table", "--output", str(out / "boot.txt"),
+    mean_rc = variance_cli.main([str(PUBLISHED), "--mean_only", "--output", str(out / "mean.txt")])
+    boot_rc = variance_cli.main([str(PUBLISHED), "--generate_table", "--output", str(out / "boot.txt"),
                              "--latex_output", str(out / "latex.tex")])
     return {"mean_rc": mean_rc, "boot_rc": boot_rc, "mean": (out / "mean.txt").read_text(encoding="utf-8"),
             "boot": (out / "boot.txt").read_text(encoding="utf-8"),

@@ -11,6 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "inference_and_evaluation"))
 
+from smmile.cli import variance as variance_cli  # noqa: E402
 from smmile.scoring import discovery, variance  # noqa: E402
 
 N_ROWS = 1038
@@ -52,7 +53,7 @@ def test_generated_directory_shape(synthetic):
 def test_mean_only_matches_known_accuracies(synthetic, tmp_path):
     root, expected = synthetic
     out = tmp_path / "mean.txt"
-    assert variance.main([str(root), "--mean_only", "--output", str(out)]) == 0
+    assert variance_cli.main([str(root), "--mean_only", "--output", str(out)]) == 0
     table = parse_table(out.read_text(encoding="utf-8"))
     for (model, metric, mode), (correct, n) in expected.items():
         assert table[model][(metric, mode)] == (round(100 * correct / n, 2),)
@@ -61,7 +62,7 @@ def test_mean_only_matches_known_accuracies(synthetic, tmp_path):
 def test_bootstrap_close_to_binomial(synthetic, tmp_path):
     root, expected = synthetic
     out = tmp_path / "boot.txt"
-    assert variance.main([str(root), "--sorted", "--output", str(out), "--generate_table",
+    assert variance_cli.main([str(root), "--sorted", "--output", str(out), "--generate_table",
                           "--latex_output", str(tmp_path / "t.tex")]) == 0
     table = parse_table(out.read_text(encoding="utf-8"))
     for (model, metric, mode), (correct, n) in expected.items():
@@ -90,7 +91,7 @@ def test_sorted_flag_is_order_independent(synthetic, tmp_path, monkeypatch):
         monkeypatch.setattr(discovery.glob, "glob", lambda pattern, order=order: order(
             str(p) for p in Path(pattern).parent.glob("*.csv")))
         out = tmp_path / "sorted.txt"
-        assert variance.main([str(root), "--sorted", "--output", str(out)]) == 0
+        assert variance_cli.main([str(root), "--sorted", "--output", str(out)]) == 0
         outputs.append(out.read_text(encoding="utf-8"))
     assert outputs[0] == outputs[1]
 
@@ -105,7 +106,7 @@ def test_bad_inputs(tmp_path, capsys, synthetic):
     (work / "result_qwen7B_ICL_open.csv").write_text("problem_id,generated_answer\na,B\n")
     (work / "result_qwen3B_ICL_mcqa.csv").write_text("")
     capsys.readouterr()
-    assert variance.main([str(work)]) == 1
+    assert variance_cli.main([str(work)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert any("is_correct" in line for line in err) and any("true_answer" in line for line in err)
     assert any("result_qwen3B_ICL_mcqa.csv" in line for line in err)
@@ -118,15 +119,15 @@ def test_bad_inputs(tmp_path, capsys, synthetic):
 
 
 def test_missing_directory_and_empty_directory(tmp_path, capsys):
-    assert variance.main([str(tmp_path / "nope")]) == 2
+    assert variance_cli.main([str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not found" in err[0]
-    assert variance.main([str(tmp_path)]) == 1
+    assert variance_cli.main([str(tmp_path)]) == 1
 
 
 def test_help_documents_additions(capsys):
     with pytest.raises(SystemExit):
-        variance.main(["--help"])
+        variance_cli.main(["--help"])
     text = capsys.readouterr().out
     for flag in ("--output", "--mean_only", "--generate_table", "--latex_output", "--sorted", "--ci"):
         assert flag in text
@@ -136,9 +137,9 @@ def test_ci_flag_writes_estimates_and_reruns_cleanly(synthetic, tmp_path, capsys
     root, expected = synthetic
     work = tmp_path / "ci"
     shutil.copytree(root, work)
-    assert variance.main([str(work), "--sorted", "--ci"]) == 0
+    assert variance_cli.main([str(work), "--sorted", "--ci"]) == 0
     assert (work / "stats_estimates.csv").exists() and (work / "stats_estimates.json").exists()
     assert "95% CI" in capsys.readouterr().out
     first = (work / "evaluation_results.txt").read_text(encoding="utf-8")
-    assert variance.main([str(work), "--sorted"]) == 0  # our stats_*.csv are not taken for results
+    assert variance_cli.main([str(work), "--sorted"]) == 0  # our stats_*.csv are not taken for results
     assert (work / "evaluation_results.txt").read_text(encoding="utf-8") == first

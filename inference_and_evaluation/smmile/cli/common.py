@@ -19,8 +19,14 @@ PROTOCOL_HELP = ("paper (default): reproduce the original scripts, quirks includ
                  "documented fix at once (see docs/deviations.md)")
 
 
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Shows a flag's default unless its help already states one or there is none to show (None, off)."""
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows a flag's default unless its help already states one or there is none to show (None, off).
+    A description or epilog is wrapped to the terminal unless it has line breaks of its own."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
@@ -51,8 +57,9 @@ class ArgumentParser(argparse.ArgumentParser):
         return arg
 
 
-def parser(description: str, epilog: str = "") -> ArgumentParser:
-    return ArgumentParser(description=description, epilog=epilog, formatter_class=HelpFormatter)
+def parser(description: str, epilog: str = "", prog: str | None = None) -> ArgumentParser:
+    """The parser every command uses (`prog`: the program name when it is not `sys.argv[0]`'s)."""
+    return ArgumentParser(prog=prog, description=description, epilog=epilog, formatter_class=HelpFormatter)
 
 
 def positive_int(text: str) -> int:

@@ -1,5 +1,4 @@
-"""Shared command-line plumbing of the scoring front doors (evaluate_EM, evaluate_LLMJudge, stratify,
-variance_analysis).
+"""What the scoring runs share (evaluate_EM, evaluate_LLMJudge, stratify, variance_analysis).
 
 * ``check_results_dir`` — the results directory must exist and be readable (exit 2 otherwise).
 * ``find_result_files`` — ``discovery.find_results`` with the original's current-directory fallback and
@@ -114,15 +113,3 @@ class Outcome:
             return None
         return f"{len(self.failed)} file(s) skipped or output(s) kept because of errors (see above)."
 
-
-def run_main(body, argv, parser) -> int:
-    """Parse ``argv`` and call ``body(args)``; map argparse errors and ``UserError`` to exit 2."""
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse: --help (0) or a bad command line (2)
-        return int(exc.code or 0)
-    try:
-        return body(args)
-    except UserError as exc:
-        error(str(exc))
-        return exc.exit_code

@@ -1,4 +1,4 @@
-"""``smmile stats``: point estimates with percentile CIs and paired comparisons for a results directory.
+"""The work of ``smmile stats``: point estimates with percentile CIs and paired comparisons for a results directory.
 
 Per (model, metric, mode) — metric LLM (judge), EM (flexible exact match) or MCQA — the accuracy,
 ``n_rows`` and ``n_problems`` and a seeded percentile bootstrap CI (cluster bootstrap by base
@@ -16,11 +16,10 @@ uses the same seed, so results do not depend on file order.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from itertools import combinations
 
 import numpy as np
@@ -28,7 +27,6 @@ import pandas as pd
 
 from smmile import fsguard
 from smmile.errors import UserError
-from smmile.cli.common import guarded
 from smmile.scoring import bootstrap, discovery, integrity, metrics, tables
 from smmile.scoring.discovery import ResultFile
 from smmile.scoring.exact_match import ResultFileError
@@ -302,83 +300,67 @@ def comparison_summary(rows: list[dict], level: float = bootstrap.DEFAULT_LEVEL)
     return "\n".join(lines)
 
 
-# -- command line ------------------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="smmile stats",
-        description="Accuracy with seeded percentile bootstrap CIs per model/metric/mode, and paired "
-                    "comparisons (bootstrap CI of the difference; exact McNemar for independent problems, "
-                    "cluster-adjusted McNemar (Durkalski 2003) for SMMILE++; Holm within each family).")
-    parser.add_argument("results_dir", help="directory with result_*.csv (+ *_evaluationllm.json)")
-    parser.add_argument("--out", help="output folder (default: results_dir, where only stats_* files are written)")
-    parser.add_argument("--force", action="store_true",
-                        help="write into a non-empty --out folder not made by smmile stats")
-    parser.add_argument("--n-boot", type=int, default=bootstrap.DEFAULT_N_BOOT, help="bootstrap resamples (default 10000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument("--level", type=float, default=bootstrap.DEFAULT_LEVEL,
-                        help="CI level; comparisons are significant at alpha = 1 - level (default 0.95)")
-    parser.add_argument("--cluster", choices=CLUSTER_CHOICES, default="auto",
-                        help="auto: resample base problems when ids end in _perm_<k> (SMMILE++); "
-                             "base: always by base problem; none: rows iid")
-    parser.add_argument("--compare", choices=COMPARE_CHOICES, default="icl",
-                        help="icl: ICL vs 0-shot per model (default; the family of the headline claims); "
-                             "models: model vs model per metric/mode; all: both (each its own Holm family); none")
-    parser.add_argument("--exclude-gold-mismatch", action="store_true",
-                        help="drop paired problems whose two files have different gold answers (true_answer)")
-    return parser
+# -- the command's run --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StatsSettings:
+    """How ``run_stats`` estimates and compares (recorded in its outputs, in this order)."""
+
+    n_boot: int = bootstrap.DEFAULT_N_BOOT
+    seed: int = 0
+    level: float = bootstrap.DEFAULT_LEVEL
+    cluster: str = "auto"
+    compare: str = "icl"
+    exclude_gold_mismatch: bool = False
 
 
-def _check(args) -> str:
-    """Validate the arguments and the output folder before any work; returns the output folder."""
-    if not os.path.isdir(args.results_dir):
-        raise UserError(f"results directory {args.results_dir} not found")
-    if args.n_boot < 1:
+def run_stats(results_dir: str, *, out: str | None = None, force: bool = False, **settings) -> int:
+    """Estimates (and comparisons, unless ``compare="none"``) for the results in ``results_dir``, written
+    to ``out`` (a folder this command owns, locked while writing; ``force``: any allowed folder) or, by
+    default, as ``stats_*`` files into ``results_dir``. ``settings``: the fields of ``StatsSettings``.
+    0 on success, 1 when some input was skipped (named on stderr)."""
+    s = StatsSettings(**settings)
+    folder = _check(results_dir, out, force, s)
+    if not out:
+        return _compute_into(results_dir, folder, s)
+    with fsguard.OutputLock(folder, f"the statistics folder {folder}"):
+        return _compute_into(results_dir, folder, s)
+
+
+def _check(results_dir: str, out: str | None, force: bool, s: StatsSettings) -> str:
+    """Validate the settings and the output folder before any work; returns the output folder."""
+    if not os.path.isdir(results_dir):
+        raise UserError(f"results directory {results_dir} not found")
+    if s.n_boot < 1:
         raise UserError("--n-boot must be at least 1")
-    if not 0 < args.level < 1:
+    if not 0 < s.level < 1:
         raise UserError("--level must be between 0 and 1")
-    if args.out:
-        return os.fspath(fsguard.prepare_output_dir(args.out, "smmile stats", force=args.force))
-    fsguard.check_writable_dir(args.results_dir, "results directory")
-    return args.results_dir
+    if out:
+        return os.fspath(fsguard.prepare_output_dir(out, "smmile stats", force=force))
+    fsguard.check_writable_dir(results_dir, "results directory")
+    return results_dir
 
 
-def run(args) -> int:
-    """Check the arguments and the output folder; an owned ``--out`` folder is locked while writing."""
-    out = _check(args)
-    if not args.out:
-        return compute_into(args, out)
-    with fsguard.OutputLock(out, f"the statistics folder {out}"):
-        return compute_into(args, out)
-
-
-def compute_into(args, out: str) -> int:
+def _compute_into(results_dir: str, out: str, s: StatsSettings) -> int:
     problems: list[str] = []
 
     def warn(message: str) -> None:
         print(message, file=sys.stderr)
         problems.append(message)
 
-    records = load_records(args.results_dir, warn)
+    records = load_records(results_dir, warn)
     if not records:
-        raise UserError(f"no scorable result files in {args.results_dir}")
-    settings = {"results_dir": os.path.abspath(args.results_dir), "n_boot": args.n_boot, "seed": args.seed,
-                "level": args.level, "cluster": args.cluster, "compare": args.compare,
-                "exclude_gold_mismatch": args.exclude_gold_mismatch}
-    rows = estimates(records, args.n_boot, args.seed, args.cluster, args.level)
+        raise UserError(f"no scorable result files in {results_dir}")
+    settings = {"results_dir": os.path.abspath(results_dir), **asdict(s)}
+    rows = estimates(records, s.n_boot, s.seed, s.cluster, s.level)
     written = write_rows(rows, os.path.join(out, "stats_estimates"), settings)
     fsguard.atomic_write_text(os.path.join(out, "stats_table.tex"), tables.ci_latex_table(rows))
     written.append(os.path.join(out, "stats_table.tex"))
     print(console_table(rows))
-    if args.compare != "none":
-        pairs = comparisons(records, args.compare, args.n_boot, args.seed, args.cluster, args.level,
-                            args.exclude_gold_mismatch, _warn_stderr)
+    if s.compare != "none":
+        pairs = comparisons(records, s.compare, s.n_boot, s.seed, s.cluster, s.level, s.exclude_gold_mismatch,
+                            _warn_stderr)
         written += write_rows(pairs, os.path.join(out, "stats_comparisons"), settings)
-        print(comparison_summary(pairs, args.level))
+        print(comparison_summary(pairs, s.level))
     print("Written: " + ", ".join(written))
     return 1 if problems else 0
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``smmile stats``; returns the exit status (2 on bad input)."""
-    args = build_parser().parse_args(argv)
-    return guarded(lambda: run(args), interrupted="interrupted: smmile stats stopped; nothing half-written")

@@ -1,4 +1,4 @@
-"""``variance_analysis.py``: bootstrap mean ± std per (model, metric, mode) and the summary tables.
+"""The work of ``variance_analysis.py``: bootstrap mean ± std per (model, metric, mode) and the summary tables.
 
 Faithful to spec §7 by default: one legacy numpy stream seeded 42 is consumed file after file in
 ``glob.glob`` order, the EM bootstrap before the LLM bootstrap of each open file, 1000 resamples
@@ -17,7 +17,6 @@ are additions.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from dataclasses import dataclass, field
@@ -25,7 +24,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smmile.errors import UserError
-from smmile.cli.common import guarded
 from smmile.fsguard import check_writable_file
 from smmile.scoring import bootstrap, tables
 from smmile.scoring.discovery import ResultFile, find_results, result_for_path
@@ -160,29 +158,7 @@ def analyse(files: list, mean_only: bool = False, seed: int = SEED) -> Analysis:
     return analysis
 
 
-# -- command line ------------------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description="Evaluate model accuracy on MCQA and exact match tasks (bootstrap mean ± std per "
-                    "model, metric and mode; spec §7).",
-        epilog="Exit status: 0 ok; 1 some file could not be scored (its cell shows '-') or no CSV "
-               "found; 2 directory not found.")
-    parser.add_argument("directory", help="Directory containing result CSV files")
-    parser.add_argument("--output", default="evaluation_results.txt", help="Output file for results table")
-    parser.add_argument("--mean_only", action="store_true", help="Compute only mean (no bootstrap variances)")
-    parser.add_argument("--generate_table", action="store_true", help="Generate LaTeX table with formatted values")
-    parser.add_argument("--latex_output", default="latex_table.tex", help="Output file for LaTeX table")
-    parser.add_argument("--sorted", action="store_true",
-                        help="(addition) process the CSVs in sorted name order instead of the filesystem "
-                             "order of glob.glob, so the ± values are the same on every machine. The "
-                             "default keeps the original's order-dependent single random stream.")
-    parser.add_argument("--ci", action="store_true",
-                        help="(addition) also report point estimates with seeded 95%% percentile bootstrap "
-                             "CIs (as `smmile stats`; cluster bootstrap for SMMILE++ _perm_k ids) and write "
-                             "stats_estimates.csv/json and stats_table.tex into the directory")
-    return parser
-
-
+# -- the tables ------------------------------------------------------------------------------------
 def _write_table(path: str, text: str, analysis: Analysis, what: str) -> bool:
     """Write one output unless the existing file has filled cells this run lacks (then warn, keep it)."""
     kept = replace_output(path, text, tables.table_entries(text), tables.table_entries, "filled cell(s)")
@@ -193,45 +169,54 @@ def _write_table(path: str, text: str, analysis: Analysis, what: str) -> bool:
     return True
 
 
-def _report(analysis: Analysis, args) -> None:
-    """Write and print the final tables (the original rewrote them after every file; same end state)."""
-    table = tables.text_table(analysis.results, args.mean_only)
+def _report(analysis: Analysis, mean_only: bool, output_path: str, latex_path: str | None) -> None:
+    """Write and print the final tables (the original rewrote them after every file; same end state);
+    the LaTeX table only with a ``latex_path``."""
+    table = tables.text_table(analysis.results, mean_only)
     print()
-    _write_table(args.output_path, table, analysis, "Results saved to")
+    _write_table(output_path, table, analysis, "Results saved to")
     print("\nFinal Results Table:")
     print(table)
-    if args.generate_table and analysis.results:
-        _write_table(args.latex_path, tables.latex_table(analysis.results, args.mean_only, analysis.names),
+    if latex_path and analysis.results:
+        _write_table(latex_path, tables.latex_table(analysis.results, mean_only, analysis.names),
                      analysis, "LaTeX table saved to")
 
 
-def _run(args) -> int:
-    directory = args.directory
+def run_variance(directory: str, *, output: str = "evaluation_results.txt", mean_only: bool = False,
+                 generate_table: bool = False, latex_output: str = "latex_table.tex", sort: bool = False,
+                 ci: bool = False) -> int:
+    """Analyse the result CSVs of ``directory`` and write ``output`` (and, with ``generate_table``,
+    ``latex_output``) into it; ``sort``: sorted file order instead of glob order; ``ci``: also the
+    ``smmile stats`` estimates. 0 when every cell was scored, 1 otherwise or when no CSV was found."""
     if not os.path.isdir(directory):
         raise UserError(f"Directory {directory} not found")
-    args.output_path = os.path.join(directory, args.output)
-    args.latex_path = os.path.join(directory, args.latex_output)
-    check_writable_file(args.output_path, "output file")
-    if args.generate_table:
-        check_writable_file(args.latex_path, "LaTeX output file")
-    files = find_csvs(directory, sort=args.sorted)
+    output_path = os.path.join(directory, output)
+    latex_path = os.path.join(directory, latex_output) if generate_table else None
+    check_writable_file(output_path, "output file")
+    if latex_path:
+        check_writable_file(latex_path, "LaTeX output file")
+    files = find_csvs(directory, sort=sort)
     if not files:
         print(f"No CSV files found in {directory}", file=sys.stderr)
         return 1
     print(f"Found {len(files)} CSV files to evaluate")
     print(f"Using {bootstrap.LEGACY_N_BOOT} bootstrap samples for variance estimation")
-    analysis = analyse(files, args.mean_only)
-    _report(analysis, args)
-    if args.ci:
-        from smmile.scoring import stats
-        stats.main([directory, "--compare", "none"])
+    analysis = analyse(files, mean_only)
+    _report(analysis, mean_only, output_path, latex_path)
+    if ci:
+        _estimates(directory)
     if analysis.problems:
         print(f"warning: {len(analysis.problems)} problem(s): cell(s) that could not be scored (shown as '-') "
               "or outputs kept (see above)", file=sys.stderr)
     return 1 if analysis.problems else 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``variance_analysis.py``; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    return guarded(lambda: _run(args))
+def _estimates(directory: str) -> None:
+    """``--ci``: the ``smmile stats`` estimates, as an extra; a user error there is reported on its line
+    and does not change the tables' exit status."""
+    from smmile.scoring import stats
+
+    try:
+        stats.run_stats(directory, compare="none")
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
