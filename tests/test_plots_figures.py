@@ -16,7 +16,7 @@ pytest.importorskip("matplotlib")
 
 from report_fixtures import svg_texts, svg_width_pt  # noqa: E402
 from smmile.cli import main as smmile  # noqa: E402
-from smmile.report.figures_cli import default_out  # noqa: E402
+from smmile.report.figures_only import default_out  # noqa: E402
 from smmile.scoring import plots, stratify  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

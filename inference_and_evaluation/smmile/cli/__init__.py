@@ -19,8 +19,8 @@ COMMANDS = {
     "stratify": ("smmile.cli.stratify", "accuracy by problem flag (stratify.py)"),
     "variance": ("smmile.cli.variance", "bootstrap table and LaTeX table of the paper (variance_analysis.py)"),
     "stats": ("smmile.cli.stats", "estimates with 95% CIs, paired comparisons, McNemar + Holm"),
-    "figures": ("smmile.scoring.plots", "figures: 0-shot vs ICL bars with CIs, ICL gain, stratification heatmaps"),
-    "report": ("smmile.report.cli", "self-contained HTML report (main table with CIs, ICL gain, strata, runs)"),
+    "figures": ("smmile.cli.figures", "figures: 0-shot vs ICL bars with CIs, ICL gain, stratification heatmaps"),
+    "report": ("smmile.cli.report", "self-contained HTML report (main table with CIs, ICL gain, strata, runs)"),
     "analyze": ("smmile.analysis.cli", "compare accuracy on the original vs noise/order/permutation variants"),
     "agreement": ("smmile.analysis.agreement_cli", "judge reliability: inter-rater, judge vs humans, EM vs judge"),
 }

@@ -6,5 +6,6 @@ run manifests; ``analyses`` reads analysis outputs), ``figures`` plans the figur
 ``smmile.scoring.plots`` draws (``drawing`` runs them in worker processes), ``explorer`` assembles the
 problem explorer's data; ``html``, ``sections``, ``side_by_side``, ``strata``, ``analysis_section`` and
 ``explorer_page`` render the page with the standard library only; ``names`` says what things are
-called; ``cli`` and ``figures_cli`` are the commands.
+called; ``page`` writes the report and ``figures_only`` the figures alone (the commands parse in
+``smmile.cli``).
 """

@@ -92,4 +92,3 @@ def run_em(results_dir: str | os.PathLike, *, model: str | None = None, mode: st
     if outcome.summary():
         print(outcome.summary())
     return outcome.exit_code
-

@@ -242,4 +242,3 @@ def run_judge(results_dir: str | os.PathLike, settings: JudgeSettings, *, model:
     if outcome.summary():
         print(outcome.summary())
     return outcome.exit_code
-

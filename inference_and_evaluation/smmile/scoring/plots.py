@@ -1,4 +1,4 @@
-"""Paper-ready figures (PNG at 300 dpi + SVG), drawn from plain rows; and the ``smmile figures`` command.
+"""Paper-ready figures (PNG at 300 dpi + SVG), drawn from plain rows (``smmile figures`` and the report draw them).
 
 Four kinds, each a function of plain data returning a matplotlib figure:
 
@@ -306,11 +306,3 @@ def _heatmap_panel(ax, panel: dict, n_rows: int):
 
 
 KINDS = {"bars": bars_figure, "forest": forest_figure, "dumbbell": dumbbell_figure, "heatmap": heatmap_figure}
-
-
-# -- command line ----------------------------------------------------------------------------------
-def main(argv: list[str] | None = None) -> int:
-    """``smmile figures``: the report's figures without the page (see smmile.report.figures_cli)."""
-    from smmile.report.figures_cli import main as figures_main
-
-    return figures_main(argv)

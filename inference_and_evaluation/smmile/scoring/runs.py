@@ -112,4 +112,3 @@ class Outcome:
         if not self.failed:
             return None
         return f"{len(self.failed)} file(s) skipped or output(s) kept because of errors (see above)."
-

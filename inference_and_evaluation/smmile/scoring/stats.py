@@ -363,4 +363,3 @@ def _compute_into(results_dir: str, out: str, s: StatsSettings) -> int:
         print(comparison_summary(pairs, s.level))
     print("Written: " + ", ".join(written))
     return 1 if problems else 0
-

@@ -107,4 +107,3 @@ def run_stratify(results_dir: str | os.PathLike, eval_type: str, *, model: str |
     if outcome.summary():
         print(outcome.summary())
     return outcome.exit_code
-

@@ -1,0 +1,61 @@
+"""``smmile report``: one self-contained HTML page for one or more results folders (the work is
+``smmile.report.page``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..report.drawing import default_workers
+from ..report.page import ReportRequest, run_report
+from ..scoring.bootstrap import DEFAULT_LEVEL, DEFAULT_N_BOOT
+from ..scoring.stats import CLUSTER_CHOICES
+from . import common as fd
+
+INTERRUPTED = ("interrupted: the report was not written (figure files already written are complete); "
+               "run the same command again to build it")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = fd.parser(
+        "One self-contained HTML page for one or more results folders (e.g. SMMILE and SMMILE++ side by side): the "
+        "paper's main table with bootstrap CIs, ICL gain per model, stratified views, noise/order/permutation "
+        "analyses, a problem explorer (with --dataset) and the run manifests behind every number; paper-ready "
+        "figures as PNG (300 dpi) + SVG.", prog="smmile report")
+    parser.add_argument("results", nargs="+", metavar="[LABEL=]RESULTS",
+                        help="results folder(s) with result_*.csv (+ *_evaluationllm.json, model_stratification_*.json, "
+                             "*.manifest.json); the first is the reference of the side-by-side comparison. LABEL "
+                             "defaults to SMMILE, or SMMILE++ for permuted problem ids")
+    parser.add_argument("--plusplus", metavar="DIR", help="a SMMILE++ results folder to show beside the first "
+                                                          "(same as adding SMMILE++=DIR)")
+    parser.add_argument("--dataset", action="append", default=[], metavar="[LABEL=]DATASET",
+                        help="dataset of the results (hub id, local path, demo): adds the problem explorer. Without "
+                             "LABEL it serves every folder (SMMILE++ folders get its SMMILE++ counterpart: "
+                             "demo -> demo-plusplus, the hub default -> smmile/SMMILE-plusplus); repeatable")
+    parser.add_argument("--revision", help="dataset revision (hub) for --dataset")
+    parser.add_argument("--out", default="report", help="output folder for index.html")
+    parser.add_argument("--figures", help="figure folder (default: <out>/figures)")
+    parser.add_argument("--analyses", action="append", default=[], metavar="DIR",
+                        help="output folder of `smmile analyze` / `smmile agreement` (repeatable)")
+    parser.add_argument("--title", help="page title (default: from the results folders)")
+    parser.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT, help="bootstrap resamples")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    parser.add_argument("--level", type=float, default=DEFAULT_LEVEL,
+                        help="interval level; significance is Holm-adjusted p < 1 - level with the interval excluding 0")
+    parser.add_argument("--cluster", choices=CLUSTER_CHOICES, default="auto",
+                        help="auto: resample base problems when ids end in _perm_<k> (SMMILE++)")
+    parser.add_argument("--formats", default="png,svg", help="figure formats, comma-separated: png and/or svg")
+    parser.add_argument("--jobs", type=int, default=default_workers(),
+                        help="worker processes for figures and thumbnails (1: draw in this process)")
+    parser.add_argument("--force", action="store_true",
+                        help="write into an existing folder that an earlier `smmile report` did not write")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``smmile report``; 0 on success, 1 when inputs were skipped, 2 on bad input."""
+    a = build_parser().parse_args(argv)
+    request = ReportRequest(
+        results=tuple(a.results), out=a.out, plusplus=a.plusplus, datasets=tuple(a.dataset), revision=a.revision,
+        figures=a.figures, analyses=tuple(a.analyses), title=a.title, n_boot=a.n_boot, seed=a.seed, level=a.level,
+        cluster=a.cluster, formats=a.formats, jobs=a.jobs, force=a.force)
+    return fd.guarded(lambda: run_report(request), interrupted=INTERRUPTED)

@@ -1,0 +1,88 @@
+"""The work of ``smmile figures RESULTS [--out DIR]``: the report's figures for one results folder, without the
+page (PNG at 300 dpi + SVG): accuracy bars with CIs, ICL gain, stratification heatmaps."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+
+from smmile import fsguard
+from smmile.errors import UserError
+from smmile.report import build, drawing, figures
+from smmile.report.page import formats_from
+from smmile.report.stages import Stages
+from smmile.scoring import bootstrap, plots
+
+OWNER = "smmile figures"
+
+
+@dataclass(frozen=True)
+class FiguresRequest:
+    """The figures of ``results_dir`` into ``out`` (default ``default_out``), only the strata of ``flags``
+    (default all), in ``formats`` (comma-separated png/svg), drawn by ``jobs`` workers; ``force``: write into
+    a folder an earlier ``smmile figures`` did not write."""
+
+    results_dir: str
+    out: str | None = None
+    n_boot: int = bootstrap.DEFAULT_N_BOOT
+    seed: int = 0
+    level: float = bootstrap.DEFAULT_LEVEL
+    cluster: str = "auto"
+    flags: tuple[str, ...] | None = None
+    formats: str = "png,svg"
+    jobs: int = field(default_factory=drawing.default_workers)
+    force: bool = False
+
+
+def default_out(results_dir: str) -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(results_dir)), "figures")
+
+
+def only_placeholders(folder: str) -> bool:
+    """The repository's figures/ holds nothing but its ``.gitkeep``: the default folder counts as empty."""
+    return os.path.isdir(folder) and all(name.startswith(".") for name in os.listdir(folder))
+
+
+def wanted(planned, flags) -> list:
+    if not flags:
+        return planned
+    keep = set(flags) | {f"flag_{f}" for f in flags}
+    return [(fig, job) for fig, job in planned if fig.place[0] != "strat" or fig.place[3] in keep]
+
+
+def make_figures(req: FiguresRequest, stage, warnings: list) -> list[str]:
+    if req.n_boot < 1 or not 0 < req.level < 1:
+        raise UserError("--n-boot must be at least 1 and --level between 0 and 1")
+    formats = formats_from(req.formats)
+    out = req.out or default_out(req.results_dir)
+    if not os.path.isdir(req.results_dir):
+        raise UserError(f"results directory {req.results_dir} not found")
+    force = req.force or (req.out is None and only_placeholders(out))
+    fsguard.check_output_dir(out, OWNER, force)
+    stage(f"statistics for {req.results_dir} ({req.n_boot} resamples)")
+    settings = build.Settings(req.n_boot, req.seed, req.level, req.cluster)
+    data = build.ReportData("", settings, warnings=warnings)
+    data.sets.append(build.gather_set(None, req.results_dir, 0, settings, warnings, set()))
+    planned = wanted(figures.plan(data, os.path.abspath(out), formats), req.flags)
+    if not planned:
+        return []
+    fsguard.prepare_output_dir(out, OWNER, force)
+    stage(f"figures: {len(planned)} to draw ({len(planned) * len(formats)} files) on {max(1, req.jobs)} worker(s)")
+    plots.pyplot()  # imported once here, so the forked workers start with it
+    with drawing.Pool(max(1, req.jobs)) as pool:
+        done = figures.collect(figures.submit(pool, planned))
+    return [path for fig in done for path in fig.files.values()]
+
+
+def write_figures(req: FiguresRequest) -> int:
+    """0 when every input was drawn, 1 when some were skipped (each named on stderr) or nothing was."""
+    warnings: list[str] = []
+    written = make_figures(req, Stages("smmile figures"), warnings)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if not written:
+        print(f"warning: nothing to plot in {req.results_dir}", file=sys.stderr)
+        return 1
+    print(f"{len(written)} figure file(s) written to {os.path.dirname(written[0])}")
+    return 1 if warnings else 0
