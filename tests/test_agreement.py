@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from smmile.analysis import agreement as ag
-from smmile.analysis.agreement_cli import main as agreement_main
+from smmile.cli.agreement import main as agreement_main
 
 # -- coefficients -------------------------------------------------------------------------------------
 # Fleiss (1971) as worked on Wikipedia's "Fleiss' kappa" page: 10 items, 14 raters, 5 categories.

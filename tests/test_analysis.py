@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from smmile.analysis import results as rs
-from smmile.analysis.cli import main as analyze_main
+from smmile.cli.analyze import main as analyze_main
 from smmile.analysis.variants import analyse
 from smmile.errors import UserError
 from smmile.scoring.bootstrap import binomial_two_sided, holm

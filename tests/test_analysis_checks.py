@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from smmile.analysis import results as rs
-from smmile.analysis.cli import main as analyze_main
+from smmile.cli.analyze import main as analyze_main
 from smmile.analysis.variants import analyse
 from smmile.scoring import bootstrap as bs
 from stats_fixtures import base_of, correlated, plusplus_ids, write_mcqa, write_open
@@ -103,7 +103,7 @@ def test_output_folder_is_checked_before_loading(tmp_path, capsys, monkeypatch):
     sets = [f"original={tmp_path / 'o'}", f"noise-random={tmp_path / 'v'}"]
     loaded = []
     real = rs.load_sets
-    monkeypatch.setattr("smmile.analysis.cli.load_sets", lambda *a: loaded.append(1) or real(*a))
+    monkeypatch.setattr("smmile.analysis.analyze_run.load_sets", lambda *a: loaded.append(1) or real(*a))
     (tmp_path / "file").write_text("x")
     assert analyze_main(["noise", *sets, "--out", str(tmp_path / "file")]) == 2
     _one_line_error(capsys, "is a file")
@@ -120,7 +120,7 @@ def test_output_folder_is_checked_before_loading(tmp_path, capsys, monkeypatch):
 
 def test_a_second_run_into_the_same_folder_is_refused(tmp_path, capsys):
     from smmile import fsguard
-    from smmile.analysis.agreement_cli import main as agreement_main
+    from smmile.cli.agreement import main as agreement_main
     from smmile.cli.stats import main as stats_main
 
     write_open(tmp_path / "o", "qwen7B", "ICL", IDS, TRUTH, [1] * 10, [1] * 10)

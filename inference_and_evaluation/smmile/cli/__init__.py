@@ -8,27 +8,27 @@ import sys
 
 from . import common as fd
 
-# subcommand -> (module, one-line description); modules are imported only when their command runs
+# subcommand -> one-line description; `smmile <name>` runs smmile.cli.<name>.main, imported only then
 COMMANDS = {
-    "run": ("smmile.cli.run", "run a model preset on a dataset (writes the original result CSV)"),
-    "merge": ("smmile.cli.merge", "join the shard CSVs of one run, refusing incomplete or overlapping sets"),
-    "data": ("smmile.cli.data", "generate the demo dataset and dataset variants"),
-    "convert": ("smmile.cli.convert", "convert checkpoints (LLaVA-Med original -> transformers Llava)"),
-    "em": ("smmile.cli.em", "exact-match scoring of open-format results (evaluate_EM.py)"),
-    "judge": ("smmile.cli.judge", "LLM-as-a-judge scoring (evaluate_LLMJudge.py)"),
-    "stratify": ("smmile.cli.stratify", "accuracy by problem flag (stratify.py)"),
-    "variance": ("smmile.cli.variance", "bootstrap table and LaTeX table of the paper (variance_analysis.py)"),
-    "stats": ("smmile.cli.stats", "estimates with 95% CIs, paired comparisons, McNemar + Holm"),
-    "figures": ("smmile.cli.figures", "figures: 0-shot vs ICL bars with CIs, ICL gain, stratification heatmaps"),
-    "report": ("smmile.cli.report", "self-contained HTML report (main table with CIs, ICL gain, strata, runs)"),
-    "analyze": ("smmile.analysis.cli", "compare accuracy on the original vs noise/order/permutation variants"),
-    "agreement": ("smmile.analysis.agreement_cli", "judge reliability: inter-rater, judge vs humans, EM vs judge"),
+    "run": "run a model preset on a dataset (writes the original result CSV)",
+    "merge": "join the shard CSVs of one run, refusing incomplete or overlapping sets",
+    "data": "generate the demo dataset and dataset variants",
+    "convert": "convert checkpoints (LLaVA-Med original -> transformers Llava)",
+    "em": "exact-match scoring of open-format results (evaluate_EM.py)",
+    "judge": "LLM-as-a-judge scoring (evaluate_LLMJudge.py)",
+    "stratify": "accuracy by problem flag (stratify.py)",
+    "variance": "bootstrap table and LaTeX table of the paper (variance_analysis.py)",
+    "stats": "estimates with 95% CIs, paired comparisons, McNemar + Holm",
+    "figures": "figures: 0-shot vs ICL bars with CIs, ICL gain, stratification heatmaps",
+    "report": "self-contained HTML report (main table with CIs, ICL gain, strata, runs)",
+    "analyze": "compare accuracy on the original vs noise/order/permutation variants",
+    "agreement": "judge reliability: inter-rater, judge vs humans, EM vs judge",
 }
 
 
 def usage() -> str:
     lines = ["usage: smmile <command> [options]", "       smmile --version", "", "commands:"]
-    lines += [f"  {name:<10} {desc}" for name, (_, desc) in COMMANDS.items()]
+    lines += [f"  {name:<10} {desc}" for name, desc in COMMANDS.items()]
     lines += ["", "Run `smmile <command> --help` for the options of a command."]
     return "\n".join(lines)
 
@@ -51,6 +51,6 @@ def main(argv: list[str] | None = None) -> int:
     # command as typed (`smmile run --model ...`)
     saved, sys.argv = sys.argv, [f"smmile {name}", *rest]
     try:  # guarded: a Ctrl-C while the command's modules import is no traceback either
-        return fd.guarded(lambda: int(importlib.import_module(COMMANDS[name][0]).main(rest) or 0))
+        return fd.guarded(lambda: int(importlib.import_module(f"smmile.cli.{name}").main(rest) or 0))
     finally:
         sys.argv = saved

@@ -1,4 +1,4 @@
-"""`smmile agreement`: how far the LLM judge can be trusted (paper: judge vs five clinical experts).
+"""The work of `smmile agreement`: how far the LLM judge can be trusted (paper: judge vs five clinical experts).
 
 Inputs: result folders/CSVs (judge labels from `*_evaluationllm.json`, exact match from the CSVs) and
 optionally `--labels` (human labels, format in docs/analyses.md). Outputs to --out: agreement.json +
@@ -7,14 +7,12 @@ one CSV per table.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from ..cli import common as fd
 from .. import fsguard
 from ..errors import UserError
 from ..scoring.exact_match import ResultFileError
@@ -22,20 +20,6 @@ from ..scoring.stats import file_records, load_records
 from . import agreement as ag
 from .labels import binary_scores, canonical_models, judge_from_results, model_aliases, read_labels
 from .output import fmt, write_tables
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="smmile agreement", formatter_class=fd.HelpFormatter,
-                                description="Judge reliability: inter-rater agreement of human labels (percent, "
-                                            "Fleiss' kappa), judge vs majority human per item (percent, Cohen's "
-                                            "kappa) and per model (Pearson r, bias), and exact match vs judge.")
-    p.add_argument("results", nargs="*", metavar="PATH",
-                   help="result folders or CSVs: judge labels from *_evaluationllm.json, EM from the CSVs")
-    p.add_argument("--labels", help="CSV of human labels: problem_id, model, mode, rater, label (0/1)")
-    p.add_argument("--judge-rater", default="judge", help="rater name of judge rows in --labels")
-    p.add_argument("--out", default="agreement", help="output folder (made by this command, or new/empty)")
-    p.add_argument("--force", action="store_true", help="write into a non-empty --out folder not made by smmile agreement")
-    return p
 
 
 def load_results(paths: list[str], warn) -> list:
@@ -104,36 +88,35 @@ def console(summary: dict, tables: dict) -> str:
     return "\n".join(lines)
 
 
-def run(args) -> int:
-    """Check the arguments and the output folder, then compute while holding the folder's lock."""
-    if not args.results and not args.labels:
+def run_agreement(results: list[str], *, labels: str | None = None, judge_rater: str = "judge",
+                  out: str = "agreement", force: bool = False) -> int:
+    """Agreement of the human ``labels`` (CSV) with each other and with the judge (rows of rater
+    ``judge_rater``, and the judge results in ``results``), and exact match vs judge in ``results`` (folders
+    or CSVs); the tables go to ``out`` (made by this command, or new/empty; ``force``: any allowed folder),
+    written while holding its lock. Returns 0."""
+    if not results and not labels:
         raise UserError("give result folders and/or --labels")
-    out = fsguard.prepare_output_dir(args.out, "smmile agreement", force=args.force)
-    with fsguard.OutputLock(out, f"the agreement folder {out}"):
-        return agreement_into(args, out)
+    folder = fsguard.prepare_output_dir(out, "smmile agreement", force=force)
+    with fsguard.OutputLock(folder, f"the agreement folder {folder}"):
+        return _agreement_into(results, labels, judge_rater, folder)
 
 
-def agreement_into(args, out) -> int:
+def _agreement_into(results: list[str], labels_path: str | None, judge_rater: str, out) -> int:
     warnings: list[str] = []
 
     def warn(message: str) -> None:
         print(message, file=sys.stderr)
         warnings.append(message)
 
-    records = load_results(args.results, warn)
-    labels = read_labels(args.labels) if args.labels else None
-    summary, tables = human_tables(labels, records, args.judge_rater, warn) if args.labels else ({}, {})
+    records = load_results(results, warn)
+    labels = read_labels(labels_path) if labels_path else None
+    summary, tables = human_tables(labels, records, judge_rater, warn) if labels_path else ({}, {})
     tables.update(em_tables(records, warn))
     if not summary and not tables:
         raise UserError("nothing to compare: no human labels and no result judged by the LLM judge")
-    meta = {"settings": {"labels": args.labels, "results": [str(Path(p).resolve()) for p in args.results],
-                         "judge_rater": args.judge_rater}, **summary, "warnings": warnings}
+    meta = {"settings": {"labels": labels_path, "results": [str(Path(p).resolve()) for p in results],
+                         "judge_rater": judge_rater}, **summary, "warnings": warnings}
     written = write_tables(out, "agreement", tables, meta)
     print(console(summary, tables))
     print("Written: " + ", ".join(str(p) for p in written))
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return fd.guarded(lambda: run(args), interrupted="interrupted: smmile agreement stopped; nothing half-written")

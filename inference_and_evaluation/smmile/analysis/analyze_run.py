@@ -1,0 +1,75 @@
+"""The work of `smmile analyze noise|order|permutation RESULTS...`: accuracy on the original vs dataset variants.
+
+Each RESULTS is a folder (or one CSV) of result files, written LABEL=PATH or labelled from its run
+manifests (see smmile.analysis.results). Outputs go to --out (docs/analyses.md lists every field).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pandas as pd
+
+from .. import fsguard
+from ..errors import UserError
+from ..scoring.bootstrap import DEFAULT_LEVEL, DEFAULT_N_BOOT
+from .output import fmt, write_tables
+from .results import load_sets
+from .variants import Report, analyse
+
+
+def console(report: Report) -> str:
+    lines = [f"{'variant':<16} {'vs':<12} {'model':<20} {'metric':<5} {'mode':<7} {'ref %':>6} {'var %':>6} "
+             f"{'diff pp':>8} {'95% CI':<17} {'rel %':>7} {'+/-':>7} {'pairs':>5} {'probl.':>6}"]
+    for r in report.summary:
+        ci = f"[{fmt(r['ci_low'], '+.1f')}, {fmt(r['ci_high'], '+.1f')}]" + ("*" if r["significant"] else "")
+        lines.append(f"{r['variant']:<16} {r['reference']:<12} {r['model']:<20} {r['metric']:<5} {r['mode']:<7} "
+                     f"{fmt(r['accuracy_reference'], '.1f'):>6} {fmt(r['accuracy_variant'], '.1f'):>6} "
+                     f"{fmt(r['difference'], '+.2f'):>8} {ci:<17} {fmt(r['relative_change'], '+.1f'):>7} "
+                     f"{r['gained']:>3}/{r['lost']:<3} {r['n_pairs']:>5} {r['n_problems']:>6}")
+    lines.append("* significant: Holm-adjusted p (exact McNemar, or cluster-adjusted McNemar for clustered rows) "
+                 "below 1 - level and the interval excludes 0")
+    for a in report.averages:
+        lines.append(f"mean over {a['n_models']} model(s): {a['variant']} vs {a['reference']} {a['metric']} {a['mode']}: "
+                     f"{fmt(a['mean_difference'], '+.2f')} pp, relative change of the mean accuracy "
+                     f"{fmt(a['relative_change'], '+.1f')}%")
+    return "\n".join(lines)
+
+
+def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", force: bool = False,
+                n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL,
+                exclude_gold_mismatch: bool = False) -> int:
+    """Compare each model's accuracy on the original and on its variants (``analysis``: one of ``KINDS``;
+    ``results``: ``[LABEL=]PATH`` folders or CSVs) and write the tables to ``out`` (made by this command,
+    or new/empty; ``force``: any allowed folder), holding the folder's lock. Returns 0."""
+    if n_boot < 1 or not 0 < level < 1:
+        raise UserError("--n-boot must be >= 1 and --level between 0 and 1")
+    folder = fsguard.prepare_output_dir(out, "smmile analyze", force=force)
+    settings = {"n_boot": n_boot, "seed": seed, "level": level, "exclude_gold_mismatch": exclude_gold_mismatch}
+    with fsguard.OutputLock(folder, f"the analysis folder {folder}"):
+        return _analyse_into(analysis, results, settings, folder)
+
+
+def _analyse_into(analysis: str, results: list[str], settings: dict, out) -> int:
+    warnings: list[str] = []
+
+    def warn(message: str) -> None:
+        print(message, file=sys.stderr)
+        warnings.append(message)
+
+    sets = load_sets(results, warn)
+    notes: list[str] = []
+    report = analyse(analysis, sets, settings["n_boot"], settings["seed"], settings["level"],
+                     settings["exclude_gold_mismatch"], notes)
+    for note in notes:
+        warn(f"warning: {note}")
+    flips = pd.concat(report.flips, ignore_index=True)
+    tables = {"summary": report.summary, "averages": report.averages, **report.extra, "flips": flips}
+    meta = {"analysis": analysis, "settings": settings,
+            "sets": [{"label": s.label, "path": str(s.path.resolve()),
+                      "files": sorted({r.source for r in s.records})} for s in sets.values()],
+            "warnings": warnings}
+    written = write_tables(out, analysis, tables, meta)
+    print(console(report))
+    print("Written: " + ", ".join(str(p) for p in written))
+    return 0

@@ -1,0 +1,36 @@
+"""``smmile analyze noise|order|permutation RESULTS...``: accuracy on the original vs dataset variants (the work
+is ``smmile.analysis.analyze_run``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..analysis.analyze_run import run_analyze
+from ..analysis.variants import KINDS
+from ..scoring.bootstrap import DEFAULT_LEVEL, DEFAULT_N_BOOT
+from . import common as fd
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = fd.parser("Paired comparison of each model's accuracy on the original dataset and on its variants (noise, "
+                  "order/recency, permutations).", prog="smmile analyze")
+    p.add_argument("analysis", choices=KINDS)
+    p.add_argument("results", nargs="+", metavar="[LABEL=]PATH",
+                   help="result folders or CSV files; LABEL is original, noise-random, noise-targeted, order-first, "
+                        "order-last, permute or any name (default: read from the run manifests)")
+    p.add_argument("--out", default="analysis", help="output folder (made by this command, or new/empty)")
+    p.add_argument("--force", action="store_true", help="write into a non-empty --out folder not made by smmile analyze")
+    p.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT, help="bootstrap resamples")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--level", type=float, default=DEFAULT_LEVEL,
+                   help="confidence level; significant at Holm-adjusted p < 1 - level")
+    p.add_argument("--exclude-gold-mismatch", action="store_true",
+                   help="drop paired problems whose two result files have different gold answers")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
+    return fd.guarded(lambda: run_analyze(a.analysis, a.results, out=a.out, force=a.force, n_boot=a.n_boot,
+                                          seed=a.seed, level=a.level, exclude_gold_mismatch=a.exclude_gold_mismatch),
+                      interrupted="interrupted: smmile analyze stopped; nothing half-written")
