@@ -17,13 +17,13 @@ import errno
 import json
 import os
 import socket
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Iterator
 
 from .errors import UserError
+from .runner.manifest import command_line
 
 MARKER = ".smmile-output.json"
 LOCK_IN_FOLDER = ".smmile.lock"
@@ -204,12 +204,8 @@ def write_marker(path: str | os.PathLike, owner: str, *, stamp: bool = True, **e
 
     info = {"owner": owner, "smmile_version": __version__}
     if stamp:
-        info.update(command=_command_line(), written=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        info.update(command=" ".join(command_line()), written=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     return atomic_write_json(Path(path) / MARKER, {**info, **extra})
-
-
-def _command_line() -> str:
-    return " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv and sys.argv[0] else ""
 
 
 # ---------------------------------------------------------------- one run per output
@@ -253,7 +249,7 @@ class OutputLock:
             if self._same_file(fd):
                 break
             os.close(fd)  # the holder removed the file between our open and our flock: lock the new one
-        holder = {"pid": os.getpid(), "host": socket.gethostname(), "command": _command_line(),
+        holder = {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(command_line()),
                   "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         os.ftruncate(fd, 0)
         os.write(fd, (json.dumps(holder) + "\n").encode())

@@ -37,7 +37,10 @@ def git_revision() -> str | None:
 
 
 def command_line() -> list[str]:
-    return [Path(sys.argv[0]).name, *sys.argv[1:]]
+    """The command as typed, for the records (manifests, output-folder markers, lock files): the program's
+    name without its folder, then the arguments; [] when Python was not started from a command line."""
+    argv = getattr(sys, "argv", None) or [""]
+    return [Path(argv[0]).name, *argv[1:]] if argv[0] else []
 
 
 def smmile_version() -> str | None:
