@@ -36,7 +36,8 @@ def test_second_judge_in_the_same_folder_is_refused(tmp_path, capsys):
 
 @pytest.mark.server
 @pytest.mark.slow
-def test_ctrl_c_no_traceback_nothing_half_written_and_resume(tmp_path, monkeypatch):
+@pytest.mark.parametrize("signame,status", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_ctrl_c_no_traceback_nothing_half_written_and_resume(tmp_path, monkeypatch, signame, status):
     d = results(tmp_path, 8)
     argv = [sys.executable, "evaluate_LLMJudge.py", str(d), "--judge-backend", "openai-compatible",
             "--judge-model", "m", "--judge-concurrency", "1"]
@@ -48,10 +49,10 @@ def test_ctrl_c_no_traceback_nothing_half_written_and_resume(tmp_path, monkeypat
         deadline = time.monotonic() + 60
         while len(api.requests()) < 3 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(getattr(signal, signame))
         _, err = proc.communicate(timeout=60)
         sent_before = len(api.requests())
-        assert proc.returncode == 130, err
+        assert proc.returncode == status, err
         assert "Traceback" not in err and "interrupted: replies received so far are kept" in err
         assert not list(d.glob("*_evaluationllm*.json")) and not list(d.glob("*_judgements.jsonl"))
         assert not [p for p in d.rglob("*") if ".tmp" in p.name or p.name.endswith(".lock")]

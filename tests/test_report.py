@@ -392,25 +392,28 @@ def test_without_matplotlib_the_page_is_still_written(reports, tmp_path, monkeyp
     assert (tmp_path / "o" / "index.html").is_file() and not (tmp_path / "o" / "figures").exists()
 
 
-def test_sigint_while_drawing(reports, tmp_path):
-    """A real Ctrl-C (SIGINT) while the worker processes draw: exit 130, the report's own message, no
+@pytest.mark.parametrize("signame,status", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_sigint_while_drawing(reports, tmp_path, signame, status):
+    """A real Ctrl-C (SIGINT), or a SIGTERM (Slurm's time limit, scancel), sent to the whole process group as a
+    terminal and Slurm do, while the worker processes draw: exit 130 / 143, the report's own message, no
     traceback from any process, no page."""
+    import os
     import signal
     import subprocess
     import sys
 
     out = tmp_path / "o"
     command = [sys.executable, "-m", "smmile.cli", "report", str(reports["res"]), "--out", str(out), "--n-boot", "50"]
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True,
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True,
                                cwd=Path(__file__).resolve().parents[1] / "inference_and_evaluation")
     lines = []
     for line in process.stderr:
         lines.append(line)
         if "figures:" in line:
-            process.send_signal(signal.SIGINT)
+            os.killpg(process.pid, getattr(signal, signame))
             break
     lines += process.stderr.readlines()
-    assert process.wait(timeout=60) == 130
+    assert process.wait(timeout=60) == status
     err = "".join(lines)
     assert "interrupted: the report was not written" in err and "Traceback" not in err
     assert not (out / "index.html").exists()

@@ -1,11 +1,13 @@
 """What every command line shares: the parser class (both flag spellings) and help formatter, the flags smmile
-adds to the front doors, and `guarded` (user mistakes, Ctrl-C and unwritable paths as one line and an exit
-status)."""
+adds to the front doors, and `guarded` (user mistakes, Ctrl-C, SIGTERM and unwritable paths as one line and an
+exit status)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
+import signal
 import sys
 from pathlib import Path
 from typing import Callable
@@ -135,17 +137,41 @@ _PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQU
                 errno.ENAMETOOLONG}
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, or Slurm at a time limit or `scancel`), raised where the program is, as Ctrl-C is: what
+    is being written is finished or abandoned exactly as on Ctrl-C."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread, which alone receives signals
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
 def guarded(main: Callable[[], int], interrupted: str = INTERRUPTED) -> int:
     """Run a CLI entry point: user mistakes become one line on stderr and exit status 2; Ctrl-C prints
-    `interrupted` (a message fitting the command) and exits 130, without a traceback."""
+    `interrupted` (a message fitting the command) and exits 130, SIGTERM the same and exits 143 (128 + 15),
+    without a traceback."""
     try:
-        return main()
+        with _sigterm_as_interrupt():
+            return main()
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print(f"\n{interrupted}", file=sys.stderr)
-        return 130
+        return 143 if isinstance(exc, Terminated) else 130
     except OSError as exc:
         if exc.errno not in _PATH_ERRNOS or not exc.filename:
             raise

@@ -1,6 +1,6 @@
 """Run picklable jobs (figure drawing, image thumbnails) in worker processes while the caller goes on.
 
-Workers are forked (Linux, macOS with fork) and ignore Ctrl-C: the parent alone handles an interrupt,
+Workers are forked (Linux, macOS with fork) and ignore Ctrl-C and SIGTERM: the parent alone handles an interrupt,
 cancels what has not started and leaves no traceback from the workers. Where fork is unavailable, or
 with one worker, jobs run in the calling process when their results are asked for.
 """
@@ -14,8 +14,9 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Callable
 
 
-def _ignore_sigint() -> None:
+def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def default_workers() -> int:
@@ -30,7 +31,7 @@ class Pool:
         self._executor = None
         if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
             self._executor = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                                                 initializer=_ignore_sigint)
+                                                 initializer=_ignore_interrupts)
 
     def submit(self, fn: Callable, arg):
         if self._executor is None:
