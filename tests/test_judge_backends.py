@@ -185,3 +185,16 @@ def test_a_served_model_is_judged_and_shards_are_not(env, tmp_path, capsys):
     rows = [json.loads(x) for x in (out / "result_my-model_0-shot_open_judgements.jsonl").read_text().splitlines()]
     assert stats["model"] == "my-model" and stats["total_examples"] == len(rows) == 24
     assert len(judged) == sum(not r["cached"] for r in rows)  # identical rows are asked once
+
+
+def test_every_api_provider_is_a_judge(env, tmp_path):
+    """The judge's backends are the inference providers (one table): Claude judges too."""
+    assert set(judge_backends.judge_backends()) == {"azure", "openai", "openai-compatible", "anthropic", "ollama"}
+    d = results(tmp_path)
+    env.setenv("ANTHROPIC_API_KEY", SENTINEL)
+    with FakeApi(reply=one) as api:
+        assert judge_cli.main([str(d), "--judge-backend", "anthropic", "--judge-base-url", api.url,
+                               "--judge-model", "claude-judge"]) == 0
+        sent = api.requests("anthropic")
+    assert len(sent) == 3 and {r["body"]["model"] for r in sent} == {"claude-judge"}
+    assert {j["value"] for j in judgements(d)} == {1}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..scoring.judge import DEFAULT_JUDGE_MODEL, JudgeSettings
+from ..scoring.judge_backends import judge_backends
 from ..scoring.judge_run import run_judge
 from . import common as fd
 
@@ -21,10 +22,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--visualize-only", dest="visualize_only", action="store_true",
                    help="no judging: report the existing *_evaluationllm.json files")
     g = p.add_argument_group("judge (smmile additions)")
-    g.add_argument("--judge-backend", choices=("ollama", "openai", "openai-compatible", "azure"), default="ollama",
+    g.add_argument("--judge-backend", choices=judge_backends(), default="ollama",
                    help="ollama (the original); openai (OpenAI's endpoint, OPENAI_API_KEY); openai-compatible (any "
                         "server at --judge-base-url: vLLM, llama.cpp, ollama /v1; key OPENAI_COMPATIBLE_API_KEY, "
-                        "optional); azure (AZURE_OPENAI_API_KEY, AZURE_OPENAI_ENDPOINT; --judge-model = deployment). "
+                        "optional); azure (AZURE_OPENAI_API_KEY, AZURE_OPENAI_ENDPOINT; --judge-model = deployment); "
+                        "anthropic (ANTHROPIC_API_KEY). "
                         "openai with a --judge-base-url that is not api.openai.com is treated as openai-compatible")
     g.add_argument("--judge-base-url", default=None,
                    help="server URL (ollama: default $OLLAMA_HOST or http://127.0.0.1:11434; openai-compatible: "

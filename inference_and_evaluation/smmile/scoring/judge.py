@@ -58,7 +58,7 @@ def sha256(text: str) -> str:
 class JudgeSettings:
     """Everything that decides which judge answers and how its requests are sent."""
 
-    backend: str = "ollama"  # ollama | openai | openai-compatible | azure (judge_backends.JUDGE_BACKENDS)
+    backend: str = "ollama"  # a short name of judge_backends.judge_backends()
     model: str = DEFAULT_JUDGE_MODEL
     base_url: str | None = None
     protocol: str = "paper"

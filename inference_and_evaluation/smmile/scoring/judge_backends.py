@@ -13,8 +13,17 @@ from dataclasses import replace
 
 from smmile.scoring.judge import JudgeSettings
 
-# --judge-backend choices -> the backend short names of smmile/models/presets_api.py
-JUDGE_BACKENDS = ("ollama", "openai", "openai-compatible", "azure")
+
+
+def judge_backends() -> tuple[str, ...]:
+    """`--judge-backend` choices: one short name per API backend of `presets_api.BACKENDS` (aliases left out),
+    so that a provider added there is a judge too."""
+    from smmile.models.presets_api import BACKENDS
+
+    first: dict[str, str] = {}
+    for name, path in BACKENDS.items():
+        first.setdefault(path, name)
+    return tuple(first.values())
 
 
 def resolve_settings(settings: JudgeSettings, warn=lambda m: print(m, file=sys.stderr)) -> JudgeSettings:
