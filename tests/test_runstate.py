@@ -4,7 +4,6 @@ by the current code, generation settings are one typed object, one run per outpu
 import json
 import subprocess
 import sys
-import textwrap
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +18,7 @@ from smmile.generation import GenerationSettings, resolve_generation
 from smmile.models import registry
 from smmile.models.base import Backend, Response, resolve_settings
 from smmile.runner.run import RunSpec, Runner, run
+from test_safety_guarded import SLOW_RUN
 
 CALLS: list[str] = []
 
@@ -172,34 +172,9 @@ def test_a_journal_of_the_earlier_format_is_refused_in_one_line(tmp_path, four_p
     assert journal.read_text().count("\n") == 1  # untouched
 
 
-RACE = textwrap.dedent('''
-    import sys, time
-    from pathlib import Path
-    from smmile.models import registry
-    from smmile.models.base import Backend, Response
-    from smmile.runner.run import RunSpec, run
-    from smmile.cli.common import guarded
-
-    class Slow(Backend):
-        name = "slow"
-        def generate(self, work, on_done):
-            for item, choice in work:
-                with open(sys.argv[2], "a") as log:
-                    log.write(item.problem_id + "\\n")
-                time.sleep(0.05)
-                on_done(item, Response(text=choice))
-
-    sys.modules["slowmod"] = sys.modules[__name__]
-    registry.register(registry.Preset("slow", "slow", "baselines:BaselineFamily", "slowmod:Slow", "slow",
-                                      family_args={"kind": "random"}))
-    spec = RunSpec(model="slow", fmt="mcqa", dataset="demo", output_dir=Path(sys.argv[1]), quiet=True)
-    sys.exit(guarded(lambda: run(spec).exit_code))
-''')
-
-
 def test_two_identical_runs_into_one_folder_send_each_request_once(tmp_path):
     script, calls = tmp_path / "race.py", tmp_path / "calls.txt"
-    script.write_text(RACE)
+    script.write_text(SLOW_RUN)  # a slow backend that logs each request it is sent
     cmd = [sys.executable, str(script), str(tmp_path / "o"), str(calls)]
     first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60

@@ -17,9 +17,9 @@ from smmile.fsguard import check_writable_dir
 from smmile.scoring import comparison
 from smmile.scoring.discovery import ResultFile, result_for_path
 from smmile.scoring.exact_match import ResultFileError, calculate_exact_match, json_text
-from smmile.scoring.integrity import problem_count, read_whole, screen
+from smmile.scoring.integrity import problem_count, read_whole
 from smmile.scoring.naming import em_patterns, evaluation_json_path
-from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, replace_output
+from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, replace_output, screened
 
 
 def _problem_ids(text: str) -> set:
@@ -57,17 +57,9 @@ def score_files(files, strict: bool = False, outcome: Outcome | None = None) -> 
     (``scoring.integrity``) are reported and skipped."""
     outcome = outcome if outcome is not None else Outcome()
     found = [f if isinstance(f, ResultFile) else result_for_path(f) for f in files]
-    frames, failures = screen([r for r in found if r.known], lambda r: read_whole(r.path),
-                              problem_count)
     results: dict[str, dict] = {}
-    for result in found:
-        if not result.known:
-            print(f"Skipping: {result.path}")
-            continue
-        if result.path in failures:
-            outcome.fail(failures[result.path])
-            continue
-        stats = score_file(result, strict, outcome, frames[result.path])
+    for result, frame in screened(found, lambda r: read_whole(r.path), problem_count, outcome):
+        stats = score_file(result, strict, outcome, frame)
         if stats is not None:
             results[f"{stats['model']}:{stats['inference_mode']}"] = stats
     return results

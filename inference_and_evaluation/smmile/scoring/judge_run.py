@@ -20,11 +20,11 @@ from smmile.errors import UserError
 from smmile.scoring import comparison
 from smmile.scoring.discovery import ResultFile
 from smmile.scoring.exact_match import exclude_problems
-from smmile.scoring.integrity import problem_count, read_whole, screen
+from smmile.scoring.integrity import problem_count, read_whole
 from smmile.scoring.judge import (FAILED, UNPARSEABLE, JudgeSettings, PlannedFrame, judge_identity, judge_stats,
                                   judgements, plan_frame)
 from smmile.scoring.naming import evaluationllm_json_path, judge_patterns, judgements_path, question_column
-from smmile.scoring.runs import Outcome, check_results_dir, find_result_files
+from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, screened
 
 TITLE, LABEL = "LLM AS A JUDGE", "LLM as a Judge"
 
@@ -44,23 +44,16 @@ class FileJob:
 
 def plan_files(found: list[ResultFile], settings: JudgeSettings, outcome: Outcome) -> list[FileJob]:
     """The files to judge, each read once and checked whole (``scoring.integrity``); others are reported."""
-    frames, failures = screen([r for r in found if r.known], lambda r: read_whole(r.path), problem_count)
     jobs = []
-    for result in found:
-        if not result.known:
-            print(f"Skipping: {result.path}")
-        elif result.path in failures:
-            outcome.fail(failures[result.path])
-        else:
-            raw = frames[result.path]
-            try:
-                question_column(raw.columns)
-            except KeyError as exc:
-                outcome.fail(f"{result.path}: {exc.args[0]}")
-                continue
-            frame, excluded = exclude_problems(raw)
-            jobs.append(FileJob(result.path, result.identity.scoring_name, result.mode, len(raw), excluded, frame,
-                                plan_frame(frame, settings)))
+    for result, raw in screened(found, lambda r: read_whole(r.path), problem_count, outcome):
+        try:
+            question_column(raw.columns)
+        except KeyError as exc:
+            outcome.fail(f"{result.path}: {exc.args[0]}")
+            continue
+        frame, excluded = exclude_problems(raw)
+        jobs.append(FileJob(result.path, result.identity.scoring_name, result.mode, len(raw), excluded, frame,
+                            plan_frame(frame, settings)))
     return jobs
 
 

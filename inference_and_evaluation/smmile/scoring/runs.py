@@ -112,3 +112,21 @@ class Outcome:
         if not self.failed:
             return None
         return f"{len(self.failed)} file(s) skipped or output(s) kept because of errors (see above)."
+
+
+def screened(found: list[ResultFile], read: Callable, count: Callable, outcome: "Outcome") -> list[tuple]:
+    """``(result, what read returned)`` for the results worth scoring, each file read once: a model the
+    original's rules do not know is ``Skipping: <path>`` (as the original), a file that is not whole
+    (``scoring.integrity.screen``) is reported through ``outcome``."""
+    from smmile.scoring.integrity import screen
+
+    data, failures = screen([r for r in found if r.known], read, count)
+    usable = []
+    for result in found:
+        if not result.known:
+            print(f"Skipping: {result.path}")
+        elif result.path in failures:
+            outcome.fail(failures[result.path])
+        else:
+            usable.append((result, data[result.path]))
+    return usable

@@ -17,9 +17,8 @@ from smmile.errors import UserError
 from smmile.fsguard import check_writable_dir
 from smmile.scoring.discovery import ResultFile
 from smmile.scoring.exact_match import ResultFileError, json_text
-from smmile.scoring.integrity import screen
 from smmile.scoring.naming import stratify_patterns
-from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, replace_output
+from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, replace_output, screened
 from smmile.scoring.stratify import (StratifyError, format_flag_table, stratify_accuracies, stratum_intervals,
                                      valid_flags)
 
@@ -55,17 +54,8 @@ def stratify_file(result: ResultFile, problems_by_id, flags) -> tuple:
 def stratify_results(found, problems_by_id, flags, outcome: Outcome) -> dict:
     """``"<scoring name>:<mode>" -> strata`` in discovery order; unknown models are skipped (as the
     original), unreadable files and problem-count outliers (``scoring.integrity``) reported."""
-    data, failures = screen([r for r in found if r.known], lambda r: stratify_file(r, problems_by_id, flags),
-                            lambda d: d[1])
-    results = {}
-    for result in found:
-        if not result.known:
-            print(f"Skipping: {result.path}")
-        elif result.path in failures:
-            outcome.fail(failures[result.path])
-        else:
-            results[result.scoring_key] = data[result.path][0]
-    return results
+    usable = screened(found, lambda r: stratify_file(r, problems_by_id, flags), lambda d: d[1], outcome)
+    return {result.scoring_key: data[0] for result, data in usable}
 
 
 def _keys(text: str) -> set:
