@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../inference_and_evaluation"
 OUT=${1:-../results_demo}
 
-smmile data demo --out "${SMMILE_DEMO_DIR:-$HOME/.cache/smmile/demo-v1}"
+smmile data demo  # where `--dataset demo` reads it ($SMMILE_DEMO_DIR, else ~/.cache/smmile/demo-v<version>)
 for baseline in random majority; do
   for format in open mcqa; do
     python inference_baselines.py --baseline "$baseline" --task_format "$format" --dataset demo --output-dir "$OUT"

@@ -17,8 +17,9 @@ def build_parser():
     sub = p.add_subparsers(dest="action", required=True)
     demo = sub.add_parser("demo", help="write the deterministic demo dataset (SMMILE + permuted SMMILE++ style)",
                           formatter_class=fd.HelpFormatter)
-    demo.add_argument("--out", required=True, help="output folder (gets smmile/ and plusplus/ sub-folders); "
-                      "new, empty, or written by an earlier `smmile data demo`")
+    demo.add_argument("--out", default=None, help="output folder (gets smmile/ and plusplus/ sub-folders); "
+                      "new, empty, or written by an earlier `smmile data demo` (default: where `--dataset demo` "
+                      "reads it, $SMMILE_DEMO_DIR or ~/.cache/smmile/demo-v<version>)")
     demo.add_argument("--seed", type=int, default=42, help="generator seed; same seed, same bytes")
     demo.add_argument("--force", action="store_true", help=FORCE_HELP)
     _add_variant_parser(sub)
@@ -53,9 +54,9 @@ def _variant(args) -> int:
 
 
 def _demo(args) -> int:
-    from ..data.demo import make_demo
+    from ..data.demo import demo_root, make_demo
 
-    for name, path in make_demo(args.out, seed=args.seed, force=args.force).items():
+    for name, path in make_demo(args.out or demo_root(), seed=args.seed, force=args.force).items():
         print(f"{name}: {path}")
     return 0
 

@@ -146,11 +146,29 @@ def make_demo(out: str | os.PathLike, seed: int = 42, force: bool = False) -> di
     from .. import fsguard
     from .parquet import check_dataset_dir
 
+    _adopt_unmarked_demo(Path(out))
     root = fsguard.check_output_dir(out, DEMO_OWNER, force)
     for name in ("smmile", "plusplus"):
         check_dataset_dir(root / name)
     fsguard.prepare_output_dir(root, DEMO_OWNER, force)
     return write_demo(root, seed=seed)
+
+
+def _adopt_unmarked_demo(root: Path) -> None:
+    """A demo folder written before output folders were marked (or by `--dataset demo` on first use) is this
+    command's own: its datasets carry `smmile_demo.json` from this generator. Mark it so a rerun may replace it."""
+    from .. import fsguard
+
+    if fsguard.read_marker(root) is not None:
+        return
+    for name in ("smmile", "plusplus"):
+        try:
+            info = json.loads((root / name / "smmile_demo.json").read_text())
+        except (OSError, ValueError):
+            return
+        if not isinstance(info, dict) or info.get("generator") != DEMO_OWNER:
+            return
+    fsguard.write_marker(root, DEMO_OWNER)
 
 
 def demo_root() -> Path:
@@ -162,5 +180,5 @@ def demo_path(name: str = "smmile") -> Path:
     """The demo dataset folder, generated on first use."""
     root = demo_root()
     if not (root / name / "data").is_dir():
-        write_demo(root)
+        make_demo(root)
     return root / name
