@@ -196,6 +196,9 @@ def test_output_folder_checked_before_the_backend_is_built(tmp_path, monkeypatch
     monkeypatch.setattr(Runner, "build_backend", lambda self: built.append(1))
     with pytest.raises(UserError, match="a_file is a file"):
         run(RunSpec(model="counting-chat", dataset="demo", output_dir=blocker / "results"))
+    if Path("/proc").is_dir():  # a folder nobody can write, not even root (tests run as root here)
+        with pytest.raises(UserError, match="cannot write"):
+            run(RunSpec(model="counting-chat", dataset="demo", output_dir=Path("/proc/smmile-results")))
     assert built == []
 
 
