@@ -220,6 +220,7 @@ def build(sets: list, datasets: list, images: Images) -> dict:
     return {"version": 1, "correct_at": CORRECT_AT,
             "sets": [{"slug": s.slug, "label": s.label} for s in sets],
             "models": [{"key": k, "name": names.display(k)} for k in ordered],
+            "metrics": {m: names.metric(m) for m in names.METRICS},
             "flags": [{"name": f, "label": names.flag(f)} for f in flags],
             "results": results, "problems": problems, "strings": strings.items,
             "images": images.uris()}

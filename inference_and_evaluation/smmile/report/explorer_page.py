@@ -54,7 +54,7 @@ SCRIPT = r"""
   if (!node) return;
   const D = JSON.parse(node.textContent);
   const S = D.strings, AT = D.correct_at, PAGE = 20, MODES = ["0-shot", "ICL"];
-  const METRIC_NAMES = {LLM: "LLM-as-a-judge", EM: "Exact match", MCQA: "MCQA"};
+  const METRIC_NAMES = D.metrics;  // name -> display, from smmile.scoring.metrics
   const $ = (id) => document.getElementById(id);
   const str = (i) => (i === undefined || i === null || i < 0) ? "" : S[i];
   const esc = (t) => String(t).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));

@@ -16,10 +16,11 @@ from html import escape
 
 from smmile.identity import BY_KEY, PAPER_MODELS, ModelIdentity
 from smmile.scoring import tables
+from smmile.scoring.metrics import METRICS as METRIC_TABLE
 from smmile.scoring.metrics import get_metric
 
 MODES = ("0-shot", "ICL")
-METRICS = ("LLM", "EM", "MCQA")  # the tables' column order
+METRICS = tuple(METRIC_TABLE)  # LLM, EM, MCQA: the tables' column order (smmile.scoring.metrics)
 BASELINES = tables.PRIORITY_MODELS
 MARKER_NOTES = {
     "*": "text-only baseline: Llama 3.3 70B answers from the questions (and, with ICL, the example "
