@@ -10,9 +10,10 @@ import math
 from typing import Callable, Mapping
 
 from smmile.identity import latex_for_key
+from smmile.scoring.metrics import METRICS
 
 HEADER = "Model Name || LLM, 0-shot || LLM, ICL || EM, 0-shot || EM, ICL || MCQA, 0-shot || MCQA, ICL"
-COLUMNS = tuple((metric, mode) for metric in ("LLM", "EM", "MCQA") for mode in ("0-shot", "ICL"))
+COLUMNS = tuple((metric, mode) for metric in METRICS for mode in ("0-shot", "ICL"))
 PRIORITY_MODELS = ("majority", "random", "text only")
 EMPTY_TABLE = "No results found."
 
