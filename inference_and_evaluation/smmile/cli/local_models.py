@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from ..models.hf import preflight
-from ..models.presets_hf import HF
+from ..models.presets_hf import HF, LLAVA_MODELS
 from ..protocol.items import Rngs
 from ..runner.run import RunSpec, parse_shard, run
 from . import common as fd
@@ -15,7 +15,7 @@ from . import common as fd
 VLLM = "vllm_backend:VLLMBackend"
 MODES = ["0-shot", "ICL"]
 FORMATS = ["open", "mcqa"]
-LLAVA_NAMES = ["llava_7b", "llava_13b", "llavanext_7b", "llavaonevision_7b", "llavaonevision_0.5b"]
+LLAVA_NAMES = list(LLAVA_MODELS)  # the --model_name choices of the LLaVA scripts (spec §3.5)
 NOISY = ["AddOneExample-BySpeciality", "AddOneExample"]
 CACHE_HELP = "cache_dir for model and processor (the original's default was /home/.cache/; unset = HF default)"
 IMAGE_BACKEND_HELP = ("image processor backend: pil (the slow processors the paper's transformers used), torchvision "
