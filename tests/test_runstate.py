@@ -228,3 +228,17 @@ def test_the_manifest_records_the_model_identity(tmp_path):
     assert manifest["model"]["identity"] == {"key": "majority", "scoring_name": "majority (baseline)",
                                              "display": manifest["model"]["identity"]["display"],
                                              "latex": "Majority"}
+
+
+def test_replacing_another_configurations_csv_says_how_to_get_it_back(tmp_path, four_problems, capsys):
+    register_counting()
+    CALLS.clear()
+    data = tmp_path / "d"
+    write_dataset(problems_to_records(four_problems), data)
+    paper = RunSpec(model="counting-chat", fmt="mcqa", dataset=str(data), output_dir=tmp_path / "o", quiet=True)
+    first = run(paper).csv_path.read_bytes()
+    run(replace(paper, protocol="corrected"))
+    assert "held the results of another configuration" in capsys.readouterr().err
+    assert len(CALLS) == 8
+    again = run(paper)  # back: derived from the journal, no model call
+    assert again.csv_path.read_bytes() == first and again.computed == 0 and len(CALLS) == 8

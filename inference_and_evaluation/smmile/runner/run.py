@@ -178,10 +178,24 @@ class Runner:
                   f"Nothing was written to {self.csv_path}.", file=sys.stderr)
             return RunResult(self.csv_path, [], [(p, "not run") for p in not_run], loaded.skipped, len(pending), 1)
         rows, failures = self.derive_rows(items, [records[keys[it.index]] for it in items])
+        self._note_replaced_run()
         write_csv(self.csv_path, self.family.columns(s.fmt), rows)
         self._write_manifest(loaded, items, records, keys, failures, len(pending), time.time() - t0)
         self._report(rows, failures, loaded, len(pending))
         return RunResult(self.csv_path, rows, failures, loaded.skipped, len(pending), 1 if failures else 0)
+
+    def _note_replaced_run(self) -> None:
+        """Say so when the CSV about to be written replaces one of a differently configured run (another
+        protocol, backend, generation settings...): its responses stay in the journal, so rerunning that
+        command brings it back without a model call."""
+        previous = mf.read(self.csv_path.with_name(f"{self.stem}.manifest.json"))
+        before = (previous.get("journal") or {}).get("run_key")
+        if before and self.csv_path.exists() and before != digest(self.run_identity):
+            was = previous.get("command") or []
+            print(f"note: {self.csv_path.name} held the results of another configuration "
+                  f"({' '.join(map(str, was)) or 'an earlier run'}); they are replaced by this run's. That run's "
+                  "responses are kept in the journal: rerun its command to write them again without a model call.",
+                  file=sys.stderr)
 
     def derive_rows(self, items: list[Item], records: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
         """CSV rows from the journaled responses, by the current family code."""
