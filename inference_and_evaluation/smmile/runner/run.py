@@ -11,6 +11,7 @@ import json
 import sys
 import time
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from ..data.images import verify_images
@@ -94,6 +95,7 @@ class Runner:
         if spec.shard:
             self.stem += f".shard-{spec.shard[0]}-of-{spec.shard[1]}"
         self.csv_path = Path(spec.output_dir) / f"{self.stem}.csv"
+        self.manifest_path = self.csv_path.with_name(f"{self.stem}.manifest.json")
         self.journal = Journal(Path(spec.output_dir) / ".smmile" / f"{self.stem}.journal.jsonl",
                                version=RESPONSES_FORMAT)
 
@@ -109,7 +111,7 @@ class Runner:
             items = [it for it in items if it.index % n == k - 1]
         return items
 
-    @property
+    @cached_property
     def run_identity(self) -> dict:
         """What, besides the problem and its request, can change an answer (not how requests are sent)."""
         s = self.spec
@@ -128,17 +130,20 @@ class Runner:
         cls = registry.load_symbol(self.spec.backend or self.preset.backend)
         return cls(self.preset, self.spec, self.settings, self.generation)
 
-    def execute(self, pending: list[Item], keys: dict[int, str], requests: dict[int, object]) -> None:
+    def execute(self, pending: list[Item], keys: dict[int, str], requests: dict[int, object],
+                records: dict[str, dict]) -> None:
+        """Run `pending`; each response is journaled and added to `records` as it completes."""
         backend = self.build_backend()
         self.backend_info = backend.describe()
         bar = Progress(total=len(self._items), done=len(self._items) - len(pending), desc=self.stem)
 
         def on_done(item: Item, response: Response) -> None:
             failed = response.error is not None
-            self.journal.append({"v": RESPONSES_FORMAT, "key": keys[item.index], "index": item.index,
-                                 "problem_id": item.problem_id, "status": "error" if failed else "ok",
-                                 "response": response_record(response), "item": planned_record(item),
-                                 "time": time.time()})
+            record = {"v": RESPONSES_FORMAT, "key": keys[item.index], "index": item.index,
+                      "problem_id": item.problem_id, "status": "error" if failed else "ok",
+                      "response": response_record(response), "item": planned_record(item), "time": time.time()}
+            self.journal.append(record)
+            records[record["key"]] = record
             bar.update(failed)
 
         try:
@@ -170,25 +175,25 @@ class Runner:
         verify_images([it.problem for it in pending])
         self.backend_info: dict = {}
         if pending:
-            self.execute(pending, keys, requests)
-            records = self.journal.records()
+            self.execute(pending, keys, requests, records)
         not_run = [it.problem_id for it in items if keys[it.index] not in records]
         if not_run:  # the backend stopped early (e.g. --max-cost): no final CSV from an incomplete run
             print(f"{len(not_run)} problem(s) were not run; rerun the same command to continue. "
                   f"Nothing was written to {self.csv_path}.", file=sys.stderr)
             return RunResult(self.csv_path, [], [(p, "not run") for p in not_run], loaded.skipped, len(pending), 1)
-        rows, failures = self.derive_rows(items, [records[keys[it.index]] for it in items])
-        self._note_replaced_run()
+        ordered = [records[keys[it.index]] for it in items]
+        rows, failures = self.derive_rows(items, ordered)
+        previous = mf.read(self.manifest_path)
+        self._note_replaced_run(previous)
         write_csv(self.csv_path, self.family.columns(s.fmt), rows)
-        self._write_manifest(loaded, items, records, keys, failures, len(pending), time.time() - t0)
+        self._write_manifest(loaded, items, ordered, failures, len(pending), time.time() - t0, previous)
         self._report(rows, failures, loaded, len(pending))
         return RunResult(self.csv_path, rows, failures, loaded.skipped, len(pending), 1 if failures else 0)
 
-    def _note_replaced_run(self) -> None:
+    def _note_replaced_run(self, previous: dict) -> None:
         """Say so when the CSV about to be written replaces one of a differently configured run (another
-        protocol, backend, generation settings...): its responses stay in the journal, so rerunning that
-        command brings it back without a model call."""
-        previous = mf.read(self.csv_path.with_name(f"{self.stem}.manifest.json"))
+        protocol, backend, generation settings...; `previous` is its manifest): its responses stay in the
+        journal, so rerunning that command brings it back without a model call."""
         before = (previous.get("journal") or {}).get("run_key")
         if before and self.csv_path.exists() and before != digest(self.run_identity):
             was = previous.get("command") or []
@@ -210,11 +215,12 @@ class Runner:
         return rows, failures
 
     # -- reporting ------------------------------------------------------------------------------
-    def _write_manifest(self, loaded, items, records, keys, failures, computed, seconds) -> None:
+    def _write_manifest(self, loaded, items, records, failures, computed, seconds, previous: dict) -> None:
+        """`records`: the journal records of `items`, in order; `previous`: the manifest already there ({})."""
         s = self.spec
         usage: dict[str, float] = {}
-        for it in items:
-            for k, v in (records[keys[it.index]]["response"].get("usage") or {}).items():
+        for rec in records:
+            for k, v in (rec["response"].get("usage") or {}).items():
                 if isinstance(v, (int, float)):
                     usage[k] = usage.get(k, 0) + v
         revision = mf.git_revision()
@@ -236,15 +242,12 @@ class Runner:
             "counts": {"rows": len(items), "computed_this_run": computed, "failed": len(failures)},
             "failures": [{"problem_id": p, "error": e} for p, e in failures],
             "usage": usage, "seconds_this_run": round(seconds, 3),
-            "seconds_generation_total": round(sum(records[keys[it.index]]["response"].get("seconds") or 0
-                                                  for it in items), 3),
+            "seconds_generation_total": round(sum(rec["response"].get("seconds") or 0 for rec in records), 3),
             "journal": {"file": str(self.journal.path.relative_to(Path(s.output_dir))), "format": RESPONSES_FORMAT,
                         "run_key": digest(self.run_identity)},
             "rows_derived_by": {"smmile_version": mf.smmile_version(), "git_revision": revision},
         }
-        path = self.csv_path.with_name(f"{self.stem}.manifest.json")
         if not computed:  # nothing was run: the manifest still describes the run that computed the answers
-            previous = mf.read(path)
             for key in ("command", "created", "seconds_this_run", "backend"):
                 if key in previous:
                     data[key] = previous[key]
@@ -252,7 +255,7 @@ class Runner:
                 data["counts"]["computed_this_run"] = previous["counts"].get("computed_this_run", 0)
             if previous == json.loads(json.dumps(data, default=str)):
                 return
-        write_json(path, data)
+        write_json(self.manifest_path, data)
 
     def _report(self, rows, failures, loaded, computed) -> None:
         s = self.spec
