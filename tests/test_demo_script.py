@@ -17,8 +17,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_a_demo_folder_of_an_earlier_version_is_reused(tmp_path, capsys):
     old = tmp_path / "demo"
-    write_demo(old)  # what `smmile data demo` wrote before folders were marked
-    assert read_marker(old) is None
+    write_demo(old)
+    for marker in old.rglob(".smmile-output.json"):  # what `smmile data demo` wrote before folders were marked
+        marker.unlink()
+    assert read_marker(old) is None and read_marker(old / "smmile") is None
     assert smmile(["data", "demo", "--out", str(old)]) == 0
     assert read_marker(old)["owner"] == DEMO_OWNER
 

@@ -155,19 +155,26 @@ def make_demo(out: str | os.PathLike, seed: int = 42, force: bool = False) -> di
 
 
 def _adopt_unmarked_demo(root: Path) -> None:
-    """A demo folder written before output folders were marked (or by `--dataset demo` on first use) is this
-    command's own: its datasets carry `smmile_demo.json` from this generator. Mark it so a rerun may replace it."""
+    """A demo folder written before output folders were marked is this command's own: both its datasets carry
+    `smmile_demo.json` from this generator. Mark it (and its datasets, with the files they hold) as an earlier
+    `smmile data demo` would have, so that a rerun may replace it."""
     from .. import fsguard
+    from .parquet import DATASET_OWNER
 
     if fsguard.read_marker(root) is not None:
         return
-    for name in ("smmile", "plusplus"):
+    datasets = [root / name for name in ("smmile", "plusplus")]
+    for folder in datasets:
         try:
-            info = json.loads((root / name / "smmile_demo.json").read_text())
+            info = json.loads((folder / "smmile_demo.json").read_text())
         except (OSError, ValueError):
             return
         if not isinstance(info, dict) or info.get("generator") != DEMO_OWNER:
             return
+    for folder in datasets:
+        if fsguard.read_marker(folder) is None:
+            files = sorted(str(f.relative_to(folder)) for f in folder.rglob("*") if f.is_file())
+            fsguard.write_marker(folder, DATASET_OWNER, stamp=False, files=files)
     fsguard.write_marker(root, DEMO_OWNER)
 
 
