@@ -64,26 +64,21 @@ def parser(description: str, epilog: str = "", prog: str | None = None) -> Argum
     return ArgumentParser(prog=prog, description=description, epilog=epilog, formatter_class=HelpFormatter)
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (batch sizes, concurrency, counts)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    """argparse type: an integer >= 0 (retries)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, not {value}")
-    return value
+positive_int = _int_at_least(1)  # argparse type: batch sizes, concurrency, counts
+non_negative_int = _int_at_least(0)  # argparse type: retries
 
 
 def parsed_main(parser: argparse.ArgumentParser, argv: list[str] | None,
