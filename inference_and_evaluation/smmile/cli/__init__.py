@@ -18,9 +18,9 @@ COMMANDS = {
     "judge": "LLM-as-a-judge scoring (evaluate_LLMJudge.py)",
     "stratify": "accuracy by problem flag (stratify.py)",
     "variance": "bootstrap table and LaTeX table of the paper (variance_analysis.py)",
-    "stats": "estimates with 95% CIs, paired comparisons, McNemar + Holm",
-    "figures": "figures: 0-shot vs ICL bars with CIs, ICL gain, stratification heatmaps",
-    "report": "self-contained HTML report (main table with CIs, ICL gain, strata, runs)",
+    "stats": "estimates with 95% CIs, paired comparisons (cluster-aware for SMMILE++), Holm",
+    "figures": "figures alone: accuracy bars with CIs, ICL gain, stratification heatmaps (PNG + SVG)",
+    "report": "self-contained HTML report: tables with CIs, figures, analyses, SMMILE vs SMMILE++, problem explorer",
     "analyze": "compare accuracy on the original vs noise/order/permutation variants",
     "agreement": "judge reliability: inter-rater, judge vs humans, EM vs judge",
 }
