@@ -29,6 +29,7 @@ from ...protocol.templates import API_SYSTEM
 from ..api.chat_family import ApiChatFamily
 from ..base import Response
 from .families import HF_GENERATE_KEYS
+from .imageprep import on_white
 from .request import HFRequest
 
 PREFIXES = {"hf:": "hf.generic_backend:GenericHFBackend", "vllm:": "vllm_chat:VLLMChatBackend"}
@@ -38,11 +39,7 @@ RENDER = "generic"  # HFRequest.render of this family: the backend applies the p
 
 def rgb_on_white(_index: int, img):
     """An RGB image: transparent pixels composited on white, other modes converted (some processors need RGB)."""
-    from PIL import Image
-
-    if "A" in img.getbands() or img.info.get("transparency") is not None:
-        rgba = img.convert("RGBA")
-        return Image.alpha_composite(Image.new("RGBA", rgba.size, (255, 255, 255, 255)), rgba).convert("RGB")
+    img = on_white(img)
     return img if img.mode == "RGB" else img.convert("RGB")
 
 
