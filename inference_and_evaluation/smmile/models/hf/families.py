@@ -27,6 +27,12 @@ MCQA7_NO_GEN = ["problem_id", "final_question", "true_answer", "correct_option",
 HF_GENERATE_KEYS = ("max_new_tokens", "do_sample", "temperature", "top_p", "top_k", "repetition_penalty")
 
 
+def hf_generate_kwargs(generation: GenerationSettings) -> dict:
+    """generate() keyword arguments: the generation settings that are set and that generate() takes."""
+    sent = generation.sent()
+    return {k: sent[k] for k in HF_GENERATE_KEYS if k in sent}
+
+
 class LocalFamily(Family):
     """Shared parts: the canonical conversation rendered in the script's message style."""
 
@@ -47,8 +53,7 @@ class LocalFamily(Family):
 
     def gen_kwargs(self) -> dict:
         """generate() keyword arguments: the run's generation settings that are set, plus the script's extras."""
-        sent = self.generation.sent()
-        return {**{k: sent[k] for k in HF_GENERATE_KEYS if k in sent}, **self.extra_generate_kwargs}
+        return {**hf_generate_kwargs(self.generation), **self.extra_generate_kwargs}
 
     def request(self, item: Item) -> HFRequest:
         turns = build_conversation(item.problem, item.mode, item.target)

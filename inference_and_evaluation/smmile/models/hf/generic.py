@@ -28,7 +28,7 @@ from ...protocol.problem import Problem
 from ...protocol.templates import API_SYSTEM
 from ..api.chat_family import ApiChatFamily
 from ..base import Response
-from .families import HF_GENERATE_KEYS
+from .families import hf_generate_kwargs
 from .imageprep import on_white
 from .request import HFRequest
 
@@ -71,9 +71,7 @@ class GenericFamily(ApiChatFamily):
 
     def request(self, item: Item) -> HFRequest:
         messages, images = conversation(item.problem, item.mode, item.target)
-        sent = self.generation.sent()
-        return HFRequest(RENDER, images, messages=messages, prep=rgb_on_white,
-                         gen={k: sent[k] for k in HF_GENERATE_KEYS if k in sent})
+        return HFRequest(RENDER, images, messages=messages, prep=rgb_on_white, gen=hf_generate_kwargs(self.generation))
 
     def row(self, item: Item, response: Response) -> dict:
         return super().row(item, replace(response, text=response.text.strip()))
