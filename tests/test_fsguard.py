@@ -193,3 +193,12 @@ def test_folder_lock_lives_inside_and_is_exclusive_within_one_process(tmp_path):
             fsguard.OutputLock(tmp_path, "the judge's results folder").acquire()
     with fsguard.OutputLock(tmp_path, "again"):
         pass
+
+
+def test_a_folder_holding_only_its_gitkeep_counts_as_empty(tmp_path):
+    from smmile import fsguard
+
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / ".gitkeep").write_text("")
+    fsguard.prepare_output_dir(tmp_path / "figures", "smmile figures")
+    assert (tmp_path / "figures" / ".gitkeep").exists()

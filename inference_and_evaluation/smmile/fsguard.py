@@ -27,6 +27,7 @@ from .runner.manifest import command_line
 
 MARKER = ".smmile-output.json"
 LOCK_IN_FOLDER = ".smmile.lock"
+PLACEHOLDERS = (".gitkeep", ".keep")  # files that keep an empty folder in git: the folder still counts as empty
 _PACKAGE = Path(__file__).resolve().parent
 
 
@@ -174,7 +175,7 @@ def check_output_dir(path: str | os.PathLike, owner: str, force: bool = False) -
     refuse_dangerous_dir(path)
     check_writable_dir(path, "output folder")
     if path.is_dir() and not force:
-        foreign = [p.name for p in path.iterdir() if p.name not in (MARKER, LOCK_IN_FOLDER)]
+        foreign = [p.name for p in path.iterdir() if p.name not in (MARKER, LOCK_IN_FOLDER, *PLACEHOLDERS)]
         marker = read_marker(path)
         if foreign and (marker or {}).get("owner") != owner:
             made_by = f" (it was written by `{marker['owner']}`)" if marker and marker.get("owner") else ""

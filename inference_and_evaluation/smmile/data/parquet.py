@@ -10,7 +10,6 @@ from pathlib import Path
 
 from ..errors import UserError
 
-TEXT_COLUMNS = ("problem_id", "question", "answer", "image_url")
 PARQUET_NAME = "train-00000-of-00001.parquet"
 DATASET_OWNER = "smmile data"
 
