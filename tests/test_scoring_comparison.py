@@ -177,8 +177,7 @@ def test_evaluate_em_exit_codes(tmp_path):
 
 def test_evaluate_em_unreadable_dir_and_file(tmp_path, monkeypatch, capsys):
     """Permissions do not bind root, so unreadability is simulated where it is checked."""
-    from smmile.scoring import runs
-    import pandas as pd
+    from smmile.scoring import exact_match, runs
 
     (tmp_path / "result_llava_7b_ICL.csv").write_text(OPEN_HEADER + "p1,q,Red,red,x\n")
     (tmp_path / "result_llava_13b_ICL.csv").write_text(OPEN_HEADER + "p1,q,Red,red,x\n")
@@ -186,13 +185,12 @@ def test_evaluate_em_unreadable_dir_and_file(tmp_path, monkeypatch, capsys):
     assert em_cli.main([str(tmp_path)]) == 2
     assert "results directory is not readable" in capsys.readouterr().err
     monkeypatch.undo()
-    real_read = pd.read_csv
 
-    def read_csv(path, *args, **kwargs):
+    def open_file(path, *args, **kwargs):  # as root, chmod cannot make a file unreadable
         if "13b" in str(path):
             raise PermissionError(13, "Permission denied")
-        return real_read(path, *args, **kwargs)
-    monkeypatch.setattr(pd, "read_csv", read_csv)
+        return open(path, *args, **kwargs)
+    monkeypatch.setattr(exact_match, "open", open_file, raising=False)
     assert em_cli.main([str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot read CSV (" in err[0] and "Permission denied" in err[0]

@@ -6,6 +6,7 @@ NaN), exactly as the original did; ``normalize_answer`` then turns NaN into the 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -35,24 +36,41 @@ def normalize_answer(value: Any) -> str:
 
 def read_result_csv(csv_path: str | os.PathLike, required: Sequence[str] = REQUIRED_COLUMNS):
     """Read a result CSV with pandas defaults; raise ``ResultFileError`` with a one-line reason."""
-    import pandas as pd
-
     path = os.fspath(csv_path)
+    return parse_result_csv(path, read_csv_bytes(path), required)
+
+
+def read_csv_bytes(path: str) -> bytes:
+    """The bytes of a result CSV; ``ResultFileError`` with a one-line reason if it cannot be read."""
     if os.path.isdir(path):
         raise ResultFileError(f"{path}: is a directory, not a CSV file")
     try:
-        frame = pd.read_csv(path)
+        with open(path, "rb") as handle:
+            return handle.read()
     except FileNotFoundError:
         raise ResultFileError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise ResultFileError(f"{path}: cannot read CSV ({_first_line(exc)})") from None
+
+
+def parse_result_csv(path: str, content: bytes, required: Sequence[str] = REQUIRED_COLUMNS):
+    """``pd.read_csv`` of a result CSV's bytes (``path`` names it in messages); the required columns checked."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(io.BytesIO(content))
     except pd.errors.EmptyDataError:
         raise ResultFileError(f"{path}: empty file (no header)") from None
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ResultFileError(f"{path}: cannot read CSV ({reason})") from None
+    except (UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise ResultFileError(f"{path}: cannot read CSV ({_first_line(exc)})") from None
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise ResultFileError(f"{path}: missing required column(s): {', '.join(missing)}")
     return frame
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def flexible_matches(frame) -> list[bool]:

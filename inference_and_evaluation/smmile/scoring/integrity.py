@@ -19,17 +19,15 @@ import os
 from collections import Counter
 from typing import Callable, Sequence
 
-from smmile.scoring.exact_match import REQUIRED_COLUMNS, ResultFileError, read_result_csv
+from smmile.scoring.exact_match import REQUIRED_COLUMNS, ResultFileError, parse_result_csv, read_csv_bytes
 
 
-def _clean_records(path: str) -> int:
+def _clean_records(path: str, content: bytes) -> int:
     """Number of data records of a CSV that parses cleanly; raises ``ResultFileError`` otherwise."""
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
-        raise ResultFileError(f"{path}: cannot read CSV ({reason})") from None
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultFileError(f"{path}: cannot read CSV ({exc})") from None
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     records = 0
     try:
@@ -50,10 +48,11 @@ def _clean_records(path: str) -> int:
 
 
 def read_whole(csv_path: str | os.PathLike, required: Sequence[str] = REQUIRED_COLUMNS):
-    """Read a result CSV (pandas defaults, as the original) after checking it is whole (module docstring)."""
+    """Read a result CSV once (pandas defaults, as the original) and check it is whole (module docstring)."""
     path = os.fspath(csv_path)
-    frame = read_result_csv(path, required)
-    records = _clean_records(path)
+    content = read_csv_bytes(path)
+    frame = parse_result_csv(path, content, required)
+    records = _clean_records(path, content)
     if records != len(frame):
         raise ResultFileError(f"{path}: {records} CSV records but pandas read {len(frame)} rows")
     if not len(frame):
