@@ -5,6 +5,7 @@ import os
 import pytest
 
 from smmile.scoring import naming
+from smmile.scoring.runs import find_result_files
 
 
 @pytest.mark.parametrize("name, model, mode", [
@@ -74,12 +75,12 @@ def test_judge_and_stratify_patterns():
 def test_discover_order_and_fallback(tmp_path, monkeypatch):
     for name in ["result_b_ICL.csv", "result_a_ICL.csv", "result_a_0-shot_open.csv", "result_a_ICL_mcqa.csv"]:
         (tmp_path / name).write_text("x")
-    found = [p.name for p in naming.discover(tmp_path, naming.em_patterns())]
+    found = [r.path.name for r in find_result_files(tmp_path, naming.em_patterns(), None, None)]
     assert found == ["result_a_0-shot_open.csv", "result_a_ICL.csv", "result_b_ICL.csv"]
     empty = tmp_path / "empty"
     empty.mkdir()
     monkeypatch.chdir(tmp_path)
-    assert [p.name for p in naming.discover(empty, naming.em_patterns(mode="ICL"))] == [
+    assert [r.path.name for r in find_result_files(empty, naming.em_patterns(mode="ICL"), None, None)] == [
         "result_a_ICL.csv", "result_b_ICL.csv"]
 
 

@@ -7,8 +7,8 @@ Everything the original recovered from file names with if/elif chains lives here
 * ``identity_from_name`` — both, as a ``smmile.identity.ModelIdentity`` (names from the one table of
   the paper's models). These rules only identify files WITHOUT a run manifest: ``scoring.discovery``
   reads the manifest first.
-* ``em_patterns`` / ``judge_patterns`` / ``stratify_patterns`` — spec §4.2, §5, §6 glob lists;
-  ``discover`` applies them with the original's current-directory fallback.
+* ``em_patterns`` / ``judge_patterns`` / ``stratify_patterns`` — spec §4.2, §5, §6 glob lists
+  (``scoring.discovery`` globs them; ``runs.find_result_files`` adds the current-directory fallback).
 * ``evaluation_json_path`` / ``evaluationllm_json_path`` — per-file output names (§4.5, §5);
   ``result_stem`` / ``manifest_path`` — back from any of them to the result's stem and manifest.
 * ``question_column`` — the question column of a result frame (§3.15: MedVLM-R1 uses
@@ -17,12 +17,11 @@ Everything the original recovered from file names with if/elif chains lives here
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from smmile.identity import BY_KEY, UNKNOWN, ModelIdentity, latex_for_key, key_for_tag, scoring_name_for_tag
 
@@ -193,25 +192,6 @@ def stratify_patterns(ext: str, model: str | None = None, mode: str | None = Non
     """
     both = (mode, f"{mode}_open") if mode else ()
     return [f"result_{m}_{s}_{ext}.json" for m, s in _suffixes(model, mode, both)]
-
-
-def _glob_all(prefix: str, patterns: Sequence[str], sort: bool) -> list[str]:
-    found: list[str] = []
-    for pattern in patterns:
-        hits = glob.glob(prefix + pattern)
-        found.extend(sorted(hits) if sort else hits)
-    return found
-
-
-def discover(results_dir: str | os.PathLike, patterns: Sequence[str], sort: bool = True) -> list[Path]:
-    """Glob ``patterns`` (in order, concatenated) in ``results_dir``; if nothing matched, retry in
-    the current directory (the original's fallback). ``sort=False`` keeps ``glob.glob``'s
-    filesystem order, as the original did; the default sorts within each pattern (deterministic).
-    """
-    found = _glob_all(os.fspath(results_dir) + "/", patterns, sort)
-    if not found:
-        found = _glob_all("", patterns, sort)
-    return [Path(p) for p in found]
 
 
 # -- per-file output names ------------------------------------------------------------------------

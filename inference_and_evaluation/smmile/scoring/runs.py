@@ -2,7 +2,7 @@
 
 * ``check_results_dir`` — the results directory must exist and be readable (exit 2 otherwise).
 * ``find_result_files`` — ``discovery.find_results`` with the original's current-directory fallback and
-  "No result files found" message (exit 1); ``find_files`` — the same as paths.
+  "No result files found" message (exit 1).
 * ``replace_output`` — write a scoring output atomically, unless the existing file holds an entry the new
   one lacks (a result computed from fewer inputs never replaces a fuller one).
 * ``Outcome`` — counts per-file failures; ``exit_code`` is 1 if any file was skipped for an error.
@@ -51,11 +51,6 @@ def find_result_files(results_dir, patterns: Sequence[str], model: str | None, m
         if mode:
             print(f"  Inference mode: {mode}")
     return found
-
-
-def find_files(results_dir, patterns: Sequence[str], model: str | None, mode: str | None) -> list[Path]:
-    """``find_result_files`` as paths (for commands that still identify files by name)."""
-    return [r.path for r in find_result_files(results_dir, patterns, model, mode)]
 
 
 def replace_output(path: str | os.PathLike, text: str, entries: set, existing: Callable[[str], set],
