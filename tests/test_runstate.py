@@ -46,6 +46,14 @@ def four_problems(tmp_path, demo_dir):
     return load_problems(str(demo_dir / "smmile"))[:4]
 
 
+@pytest.fixture
+def data(tmp_path, four_problems):
+    """The four problems as a local dataset, and the counting backend registered with no call counted yet."""
+    register_counting()
+    CALLS.clear()
+    return write_dataset(problems_to_records(four_problems), tmp_path / "d")
+
+
 def dataset_with_twin(tmp_path, problems):
     """The problems plus a copy of the first one that differs only in its id (as SMMILE++ identity permutations)."""
     twin_id = problems[0].problem_id + "_twin"
@@ -70,11 +78,7 @@ def test_problems_identical_but_for_their_id_get_their_own_rows(tmp_path, four_p
     assert len({json.loads(line)["key"] for line in journal.read_text().splitlines()}) == 5
 
 
-def test_a_changed_extractor_rederives_rows_with_zero_model_calls(tmp_path, four_problems, monkeypatch):
-    register_counting()
-    CALLS.clear()
-    data = tmp_path / "d"
-    write_dataset(problems_to_records(four_problems), data)
+def test_a_changed_extractor_rederives_rows_with_zero_model_calls(tmp_path, four_problems, data, monkeypatch):
     spec = RunSpec(model="counting-chat", fmt="mcqa", dataset=str(data), output_dir=tmp_path / "o", quiet=True)
     first = run(spec)
     assert len(CALLS) == 4 and set(pd.read_csv(first.csv_path).selected_option) == {"B"}
@@ -93,10 +97,7 @@ def test_a_changed_extractor_rederives_rows_with_zero_model_calls(tmp_path, four
     assert first.csv_path.read_bytes() == before and len(CALLS) == 4
 
 
-def test_journal_records_hold_the_response_and_the_planned_item(tmp_path, four_problems):
-    register_counting()
-    data = tmp_path / "d"
-    write_dataset(problems_to_records(four_problems), data)
+def test_journal_records_hold_the_response_and_the_planned_item(tmp_path, four_problems, data):
     result = run(RunSpec(model="counting-chat", fmt="mcqa", dataset=str(data), output_dir=tmp_path / "o", quiet=True))
     journal = tmp_path / "o" / ".smmile" / f"{result.csv_path.stem}.journal.jsonl"
     records = [json.loads(line) for line in journal.read_text().splitlines()]
@@ -111,12 +112,8 @@ def test_journal_records_hold_the_response_and_the_planned_item(tmp_path, four_p
         assert problem.query.question in item["target"]
 
 
-def test_the_request_is_part_of_the_key(tmp_path, four_problems, monkeypatch):
+def test_the_request_is_part_of_the_key(tmp_path, four_problems, data, monkeypatch):
     """A change to the rendered request (here: the system prompt) is a new request: it is sent again."""
-    register_counting()
-    CALLS.clear()
-    data = tmp_path / "d"
-    write_dataset(problems_to_records(four_problems), data)
     spec = RunSpec(model="counting-chat", fmt="open", dataset=str(data), output_dir=tmp_path / "o", quiet=True)
     run(spec)
     import smmile.models.api.chat_family as chat_family
@@ -125,11 +122,7 @@ def test_the_request_is_part_of_the_key(tmp_path, four_problems, monkeypatch):
     assert len(CALLS) == 8
 
 
-def test_generation_settings_are_typed_resolved_once_and_keyed(tmp_path, four_problems):
-    register_counting()
-    CALLS.clear()
-    data = tmp_path / "d"
-    write_dataset(problems_to_records(four_problems), data)
+def test_generation_settings_are_typed_resolved_once_and_keyed(tmp_path, four_problems, data):
     spec = RunSpec(model="counting-chat", fmt="open", dataset=str(data), output_dir=tmp_path / "o", quiet=True,
                    settings={"max_tokens": 64, "seed": 3, "concurrency": 2})
     runner = Runner(spec)
@@ -161,9 +154,7 @@ def test_resolution_precedence_flags_over_preset_over_family():
     assert resolve_generation(GenerationSettings(), {"stop": ["x"]}).stop == ("x",)
 
 
-def test_a_journal_of_the_earlier_format_is_refused_in_one_line(tmp_path, four_problems):
-    data = tmp_path / "d"
-    write_dataset(problems_to_records(four_problems), data)
+def test_a_journal_of_the_earlier_format_is_refused_in_one_line(tmp_path, data):
     journal = tmp_path / "o" / ".smmile" / "result_majority_ICL_mcqa.journal.jsonl"
     journal.parent.mkdir(parents=True)
     journal.write_text(json.dumps({"key": "abc", "status": "ok", "row": {"problem_id": "x"}}) + "\n")
@@ -230,11 +221,7 @@ def test_the_manifest_records_the_model_identity(tmp_path):
                                              "latex": "Majority"}
 
 
-def test_replacing_another_configurations_csv_says_how_to_get_it_back(tmp_path, four_problems, capsys):
-    register_counting()
-    CALLS.clear()
-    data = tmp_path / "d"
-    write_dataset(problems_to_records(four_problems), data)
+def test_replacing_another_configurations_csv_says_how_to_get_it_back(tmp_path, four_problems, data, capsys):
     paper = RunSpec(model="counting-chat", fmt="mcqa", dataset=str(data), output_dir=tmp_path / "o", quiet=True)
     first = run(paper).csv_path.read_bytes()
     run(replace(paper, protocol="corrected"))
