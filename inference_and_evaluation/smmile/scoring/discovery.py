@@ -45,7 +45,6 @@ FORMATS = ("open", "mcqa")
 RULES = ("scoring", "variance")
 OWN_OUTPUTS = ("stats_estimates.csv", "stats_comparisons.csv")
 _SHARD = re.compile(r"\.shard-\d+-of-\d+")
-_TOKEN = re.compile(r"result_(.+?)_(0-shot|ICL|few-shot)")
 
 
 def print_to_stderr(message: str) -> None:
@@ -141,16 +140,14 @@ def result_for_path(path: str | os.PathLike, rules: str = "scoring",
         raise ValueError(f"rules must be one of {RULES}, not {rules!r}")
     path = Path(path)
     name = path.name
-    found = _TOKEN.search(name)
     manifest = read_manifest(path, warn)
     identity = identity_from_manifest(manifest) if manifest else None
     if identity is None:
         return ResultFile(path, naming.identity_from_name(name), _name_mode(name, rules), _name_fmt(name),
-                          manifest, _manifest_dataset(manifest) if manifest else None,
-                          found.group(1) if found else "")
+                          manifest, _manifest_dataset(manifest) if manifest else None, naming.file_tag(name))
     return ResultFile(path, identity, _manifest_value(manifest, "inference_mode", MODES) or _name_mode(name, rules),
                       _manifest_value(manifest, "task_format", FORMATS) or _name_fmt(name), manifest,
-                      _manifest_dataset(manifest), _manifest_tag(manifest) or (found.group(1) if found else ""))
+                      _manifest_dataset(manifest), _manifest_tag(manifest) or naming.file_tag(name))
 
 
 def _is_candidate(path: str, patterned: bool) -> bool:

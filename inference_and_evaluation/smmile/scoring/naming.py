@@ -3,7 +3,8 @@
 Everything the original recovered from file names with if/elif chains lives here as tables:
 
 * ``get_model_info`` — spec §4.3 (evaluate_EM, evaluate_LLMJudge, stratify): display name + mode.
-* ``extract_model_info`` — spec §7.2 (variance_analysis): raw model token + mode + Open/Closed.
+* ``extract_model_info`` — spec §7.2 (variance_analysis): raw model token + mode + Open/Closed;
+  ``file_tag`` — the file-name model token its regex finds.
 * ``identity_from_name`` — both, as a ``smmile.identity.ModelIdentity`` (names from the one table of
   the paper's models). These rules only identify files WITHOUT a run manifest: ``scoring.discovery``
   reads the manifest first.
@@ -128,11 +129,17 @@ class VarianceInfo:
         return self.kind == "Closed"
 
 
+def file_tag(filename: str | os.PathLike) -> str:
+    """The model token of a result file name (``result_<tag>_<mode>...``, spec §7.2's regex); "" if none."""
+    found = _VARIANCE_REGEX.search(os.path.basename(os.fspath(filename)))
+    return found.group(1) if found else ""
+
+
 def extract_model_info(filename: str | os.PathLike) -> VarianceInfo:
     """Spec §7.2 ``extract_model_info``: model, mode and Open/Closed of a result CSV name."""
     basename = os.path.basename(os.fspath(filename))
-    found = _VARIANCE_REGEX.search(basename)
-    model = key_for_tag(found.group(1)) if found else UNKNOWN
+    tag = file_tag(basename)
+    model = key_for_tag(tag) if tag else UNKNOWN
     mode = next((m for marker, m in _VARIANCE_MODES if marker in basename), UNKNOWN)
     kind = "Closed" if basename.endswith("_mcqa.csv") else "Open"
     return VarianceInfo(model, mode, kind)
