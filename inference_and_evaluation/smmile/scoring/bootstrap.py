@@ -286,11 +286,19 @@ def mcnemar_exact(a: Sequence, b: Sequence) -> McNemar:
     right = np.asarray(b, dtype=np.float64)
     if left.shape != right.shape:
         raise ValueError(f"paired vectors differ in length: {len(left)} vs {len(right)}")
-    if not (np.isin(left, (0, 1)).all() and np.isin(right, (0, 1)).all()):
+    if not (_binary(left) and _binary(right)):
         raise ValueError("McNemar needs 0/1 vectors")
-    only_a = int(((left == 1) & (right == 0)).sum())
-    only_b = int(((left == 0) & (right == 1)).sum())
+    only_a, only_b = _discordant(left, right)
     return McNemar(only_a, only_b, binomial_two_sided(only_a, only_b))
+
+
+def _binary(values: np.ndarray) -> bool:
+    return bool(np.isin(values, (0.0, 1.0)).all())
+
+
+def _discordant(left: np.ndarray, right: np.ndarray) -> tuple[int, int]:
+    """Pairs of two 0/1 vectors right only under A, and right only under B."""
+    return int(((left == 1) & (right == 0)).sum()), int(((left == 0) & (right == 1)).sum())
 
 
 def binomial_two_sided(b: int, c: int) -> float:
@@ -340,10 +348,6 @@ class PairedTest:
     only_b: int | None
 
 
-def _binary(values: np.ndarray) -> bool:
-    return bool(np.isin(values, (0.0, 1.0)).all())
-
-
 def paired_test(a: Sequence[float], b: Sequence[float], clusters: Sequence | None = None) -> PairedTest:
     """The one paired test of the package.
 
@@ -355,13 +359,13 @@ def paired_test(a: Sequence[float], b: Sequence[float], clusters: Sequence | Non
     right = np.asarray(b, dtype=np.float64)
     if left.shape != right.shape:
         raise ValueError(f"paired vectors differ in length: {len(left)} vs {len(right)}")
-    binary = _binary(left) and _binary(right)
-    only_a = int(((left == 1) & (right == 0)).sum()) if binary else None
-    only_b = int(((left == 0) & (right == 1)).sum()) if binary else None
     if len(left) == 0:
         return PairedTest(float("nan"), DURKALSKI if clusters is not None else EXACT_MCNEMAR, 0, 0)
+    binary = _binary(left) and _binary(right)
     if clusters is None and binary:
-        return PairedTest(binomial_two_sided(only_a, only_b), EXACT_MCNEMAR, only_a, only_b)
+        exact = mcnemar_exact(left, right)
+        return PairedTest(exact.p_value, EXACT_MCNEMAR, exact.b, exact.c)
+    only_a, only_b = _discordant(left, right) if binary else (None, None)
     labels = clusters if clusters is not None else np.arange(len(left))
     return PairedTest(durkalski_mcnemar(left, right, labels), DURKALSKI, only_a, only_b)
 
