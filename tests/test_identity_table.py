@@ -47,7 +47,7 @@ def test_keys_are_unique_and_every_preset_has_the_identity_of_its_tag():
         if preset.tag in SPEC:
             assert preset.identity is identity.PAPER_MODELS[preset.tag], name
     assert registry.get("llama33textonly_mcqa").identity.key == "text only"
-    assert identity.identity_for_preset(registry.get("qwen72B")).display == "Qwen2.5-VL-72B"
+    assert registry.get("qwen72B").identity.display == "Qwen2.5-VL-72B"
 
 
 def test_models_outside_the_paper():
@@ -58,7 +58,7 @@ def test_models_outside_the_paper():
     from smmile.models import presets_api
 
     # what presets_api.served_model builds for `smmile run --backend openai-compatible --model "acme/VL 7B"`
-    served = registry.Preset("acme/VL 7B", presets_api.file_tag("acme/VL 7B"), presets_api.CHAT,
+    served = registry.Preset("acme/VL 7B", identity.model_token("acme/VL 7B"), presets_api.CHAT,
                              presets_api.BACKENDS["openai-compatible"], "acme/VL 7B")
     assert served.tag == "acme-VL-7B" and served.identity == identity.identity_for_model_id("acme/VL 7B")
 

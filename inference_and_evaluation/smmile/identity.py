@@ -119,11 +119,6 @@ def identity_for_model_id(model_id: str) -> ModelIdentity:
     return ModelIdentity(token, token, model_id.strip() or token, latex_for_key(token))
 
 
-def identity_for_preset(preset) -> ModelIdentity:
-    """A preset's identity (``models.registry.Preset.identity``: the table entry of its tag)."""
-    return preset.identity
-
-
 def _valid_identity(value) -> ModelIdentity | None:
     if isinstance(value, dict) and all(isinstance(value.get(f), str) and value.get(f) for f in FIELDS):
         return ModelIdentity(*(value[f] for f in FIELDS))

@@ -36,16 +36,11 @@ def backend_path(name: str | None) -> str | None:
     return BACKENDS.get(name, name) if name else name
 
 
-def file_tag(model: str) -> str:
-    """File tag (and identity key) of a served model: `smmile.identity.model_token`."""
-    return model_token(model)
-
-
 def served_model(model: str) -> Preset:
     """A preset for a model the paper never ran, served behind an OpenAI-compatible API (`--model NAME`)."""
     if model in PRESETS:
         return PRESETS[model]
-    preset = Preset(model, file_tag(model), CHAT, BACKENDS["openai-compatible"], model,
+    preset = Preset(model, model_token(model), CHAT, BACKENDS["openai-compatible"], model,
                     family_args={"answer_role": "assistant"},
                     notes="served model: GPT-4o/Claude chat layout (system prompt, text before image), "
                           "ICL answers as assistant turns, temperature 0, max_tokens 512, Template A + E2")
