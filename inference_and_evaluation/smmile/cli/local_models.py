@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from ..models.hf import preflight
+from ..models.hf.processor import IMAGE_BACKENDS
 from ..models.presets_hf import HF, LLAVA_MODELS
 from ..protocol.items import Rngs
 from ..runner.run import RunSpec, parse_shard, run
@@ -40,7 +41,7 @@ def add_local_flags(p: argparse.ArgumentParser, *, qwen_pixels: bool = False, vl
                    "'none' loads on one device)")
     g.add_argument("--attn-implementation", default=None, help="eager | sdpa | flash_attention_2 (default: "
                    "flash_attention_2 where the original used it and flash-attn is importable, else sdpa)")
-    g.add_argument("--image-backend", choices=["pil", "torchvision", "auto"], default=None, help=IMAGE_BACKEND_HELP)
+    g.add_argument("--image-backend", choices=IMAGE_BACKENDS, default=None, help=IMAGE_BACKEND_HELP)
     g.add_argument("--allow-cpu", action="store_true",
                    help="run without a CUDA GPU (inference_qwen/llama32v/medr1/llavamed*: the original required one)")
     if qwen_pixels:
@@ -257,7 +258,7 @@ def add_local_model_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--min-pixels", type=int, default=None, help="Qwen-family image processor min_pixels")
     g.add_argument("--max-pixels", type=int, default=None, help="Qwen-family image processor max_pixels")
     g.add_argument("--tensor-parallel-size", type=int, default=None, help="vLLM tensor parallelism")
-    g.add_argument("--image-backend", choices=["pil", "torchvision", "auto"], default=None, help=IMAGE_BACKEND_HELP)
+    g.add_argument("--image-backend", choices=IMAGE_BACKENDS, default=None, help=IMAGE_BACKEND_HELP)
     g.add_argument("--script", choices=["open", "mcqa"], default=None,
                    help="LLaVA / LLaVA-Med: behave as the open-only script or the _mcqa script (default open)")
 

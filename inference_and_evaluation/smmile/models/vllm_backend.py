@@ -112,15 +112,13 @@ class VLLMBackend(Backend):
         """vLLM builds its own processor with `AutoProcessor.from_pretrained(model, **mm_processor_kwargs)`; the
         image backend can be pinned there only for processors without a video processor (transformers 5 hands the
         same `backend` to the video processor, which has no PIL version: Qwen2-VL, Qwen2.5-VL, LLaVA-OneVision)."""
-        import transformers
-
         from .hf.backend import say
-        from .hf.processor import default_image_backend
+        from .hf.processor import requested_image_backend, transformers_major
 
-        requested = self.settings.get("image_backend") or default_image_backend(getattr(self.spec, "protocol", "paper"))
+        requested = requested_image_backend(self.settings.get("image_backend"), getattr(self.spec, "protocol", "paper"))
         kwargs, note = {}, "vLLM's default (torchvision where installed)"
         if requested != "auto":
-            if hasattr(processor, "video_processor") or int(transformers.__version__.split(".")[0]) < 5:
+            if hasattr(processor, "video_processor") or transformers_major() < 5:
                 note = ("not pinned: vLLM would pass the backend to the video processor too (or, with transformers "
                         "4, use_fast to the tokenizer); vLLM's default is used (torchvision where installed)")
                 say(f"warning: --image-backend {requested} cannot be passed to vLLM for {type(processor).__name__}; "

@@ -114,9 +114,9 @@ class HFBackend(Backend):
 
     def image_backend(self) -> str:
         """--image-backend, else the protocol's default (paper: the PIL processors the paper's versions used)."""
-        from .processor import default_image_backend
+        from .processor import requested_image_backend
 
-        return self.settings.get("image_backend") or default_image_backend(getattr(self.spec, "protocol", "paper"))
+        return requested_image_backend(self.settings.get("image_backend"), getattr(self.spec, "protocol", "paper"))
 
     def _load(self) -> None:
         import torch

@@ -23,10 +23,16 @@ def _is_torchvision_error(exc: BaseException) -> bool:
 IMAGE_BACKENDS = ("pil", "torchvision", "auto")
 
 
-def default_image_backend(protocol: str) -> str:
-    """`paper`: the PIL ("slow") image processors the paper's transformers 4.46.3 / 4.51.0 used by default;
-    `corrected`: whatever transformers picks (torchvision where it is installed)."""
-    return "pil" if protocol == "paper" else "auto"
+def requested_image_backend(flag: str | None, protocol: str) -> str:
+    """--image-backend when given; else under `paper` the PIL ("slow") image processors the paper's transformers
+    4.46.3 / 4.51.0 used by default, under `corrected` whatever transformers picks (torchvision where installed)."""
+    return flag or ("pil" if protocol == "paper" else "auto")
+
+
+def transformers_major() -> int:
+    import transformers
+
+    return int(transformers.__version__.split(".")[0])
 
 
 def load_processor(path: str, *, image_backend: str = "auto", min_pixels: int | None = None,
@@ -52,12 +58,11 @@ def load_processor(path: str, *, image_backend: str = "auto", min_pixels: int | 
 
 def load_image_processor(path: str, image_backend: str, **hub):
     """AutoImageProcessor with the requested backend (transformers 5 `backend=`, 4.x `use_fast=`)."""
-    import transformers
     from transformers import AutoImageProcessor
 
     if image_backend == "auto":
         return AutoImageProcessor.from_pretrained(path, **hub)
-    if int(transformers.__version__.split(".")[0]) >= 5:
+    if transformers_major() >= 5:
         return AutoImageProcessor.from_pretrained(path, backend=image_backend, **hub)
     return AutoImageProcessor.from_pretrained(path, use_fast=image_backend == "torchvision", **hub)
 
