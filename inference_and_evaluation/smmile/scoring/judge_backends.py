@@ -14,7 +14,6 @@ from dataclasses import replace
 from smmile.scoring.judge import JudgeSettings
 
 
-
 def judge_backends() -> tuple[str, ...]:
     """`--judge-backend` choices: one short name per API backend of `presets_api.BACKENDS` (aliases left out),
     so that a provider added there is a judge too."""
@@ -56,11 +55,12 @@ def build_backend(settings: JudgeSettings):
 
 
 def judge_request(prompt: str, settings: JudgeSettings):
-    """One user message; ``paper`` sends no options (server defaults), ``corrected`` temperature 0 + seed."""
+    """One user message sending ``settings.options()``, the options its cache key holds (``paper``: none, the
+    server's defaults; ``corrected``: temperature 0 and the seed)."""
     from smmile.generation import GenerationSettings
     from smmile.models.api.request import ChatRequest
 
-    corrected = settings.protocol == "corrected"
-    gen = GenerationSettings(max_new_tokens=settings.max_tokens, temperature=0.0 if corrected else None,
-                             seed=settings.seed if corrected else None)
+    options = settings.options()
+    gen = GenerationSettings(max_new_tokens=options.get("max_tokens"), temperature=options.get("temperature"),
+                             seed=options.get("seed"))
     return ChatRequest.from_settings([{"role": "user", "content": prompt}], gen, error_format="{e}")
