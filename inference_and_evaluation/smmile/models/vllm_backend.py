@@ -151,20 +151,29 @@ class VLLMBackend(Backend):
                 raise UserError(not_cached_message(self.path, down)) from None
             raise
 
-    def generate(self, work: list[tuple[Any, HFRequest]], on_done) -> None:
-        if not work:
-            return
-        vllm = self._vllm()
+    def load_processor(self):
+        """The checkpoint's processor (chat template, tokenizer, image mean) with the run's pixel limits."""
         from .hf.processor import load_processor
 
-        processor = load_processor(self.path, min_pixels=self.generation.min_pixels,
-                                   max_pixels=self.generation.max_pixels)
-        requests = self.build_requests(work, processor)
-        params = sampling_settings(work[0][1].gen, read_generation_config(self.path))
+        return load_processor(self.path, min_pixels=self.generation.min_pixels, max_pixels=self.generation.max_pixels)
+
+    def sampling(self, gen: dict) -> dict:
+        """SamplingParams arguments: the family's generate() arguments over the checkpoint's generation config, plus
+        the run's seed and stop strings."""
+        params = sampling_settings(gen, read_generation_config(self.path))
         if self.generation.seed is not None:
             params["seed"] = self.generation.seed
         if self.generation.stop:
             params["stop"] = list(self.generation.stop)
+        return params
+
+    def generate(self, work: list[tuple[Any, HFRequest]], on_done) -> None:
+        if not work:
+            return
+        vllm = self._vllm()
+        processor = self.load_processor()
+        requests = self.build_requests(work, processor)
+        params = self.sampling(work[0][1].gen)
         engine = {**self.engine_kwargs(max(len(r.images) for _, r in work)), **self.image_backend_kwargs(processor)}
         self.calls.append({"engine": {k: v for k, v in engine.items() if k != "model"}, "sampling": params,
                            "prompts": len(requests)})

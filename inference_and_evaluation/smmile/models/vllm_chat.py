@@ -19,7 +19,7 @@ from ..errors import UserError
 from .base import Response
 from .hf.generic import probe_inputs
 from .hf.probe import chat_template, first_line, image_limits, run_probe
-from .vllm_backend import VLLMBackend, read_generation_config, sampling_settings
+from .vllm_backend import VLLMBackend
 
 PROBE_LOGPROBS = 20
 
@@ -38,10 +38,7 @@ class VLLMChatBackend(VLLMBackend):
         if not work:
             return
         vllm = self._vllm()
-        from .hf.processor import load_processor
-
-        processor = load_processor(self.path, min_pixels=self.generation.min_pixels,
-                                   max_pixels=self.generation.max_pixels)
+        processor = self.load_processor()
         template, source = chat_template(processor)
         if template is None:
             raise UserError(f"{self.path} has no chat template (neither its processor nor its tokenizer has one); "
@@ -58,11 +55,7 @@ class VLLMChatBackend(VLLMBackend):
             raise UserError(f"vLLM cannot start {self.path} for {n_images} image(s) per prompt: "
                             f"{first_line(exc)}{hint}") from None
         layout = self.prepare(work, processor, template, vllm, n_images)
-        params = sampling_settings(work[0][1].gen, read_generation_config(self.path))
-        if self.generation.seed is not None:
-            params["seed"] = self.generation.seed
-        if self.generation.stop:
-            params["stop"] = list(self.generation.stop)
+        params = self.sampling(work[0][1].gen)
         conversations = [chat_messages(layout.apply(req.messages), req.load_images()) for _, req in work]
         self.calls.append({"engine": {k: v for k, v in engine.items() if k != "model"}, "sampling": params,
                            "prompts": len(conversations), "api": "LLM.chat"})
