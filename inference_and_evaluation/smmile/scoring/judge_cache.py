@@ -25,7 +25,6 @@ class JudgeStore:
 
     def __init__(self, path: str | os.PathLike):
         self.journal = Journal(Path(path))
-        self.path = self.journal.path
         self._replies = {key: rec["reply"] for key, rec in self.journal.records().items() if _usable(rec)}
 
     @classmethod
