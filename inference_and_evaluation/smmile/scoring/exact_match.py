@@ -63,10 +63,15 @@ def parse_result_csv(path: str, content: bytes, required: Sequence[str] = REQUIR
         raise ResultFileError(f"{path}: empty file (no header)") from None
     except (UnicodeDecodeError, pd.errors.ParserError) as exc:
         raise ResultFileError(f"{path}: cannot read CSV ({_first_line(exc)})") from None
+    check_columns(frame, required, path)
+    return frame
+
+
+def check_columns(frame, required: Sequence[str], path: str) -> None:
+    """``ResultFileError`` naming ``path`` and the ``required`` columns ``frame`` lacks, if any."""
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise ResultFileError(f"{path}: missing required column(s): {', '.join(missing)}")
-    return frame
 
 
 def _first_line(exc: Exception) -> str:

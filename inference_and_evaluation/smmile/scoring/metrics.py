@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from smmile.scoring.exact_match import ResultFileError, flexible_matches
+from smmile.scoring.exact_match import ResultFileError, check_columns, flexible_matches
 from smmile.scoring.naming import evaluationllm_json_path
 
 
@@ -123,7 +123,5 @@ def metric_scores(result, metric: Metric | str, *, legacy_floor: bool = False, f
     if frame is None:
         frame = read_rows(result, metric)
     else:
-        missing = [c for c in metric.columns if c not in frame.columns]
-        if missing:
-            raise ResultFileError(f"{_csv_path(result)}: missing required column(s): {', '.join(missing)}")
+        check_columns(frame, metric.columns, _csv_path(result))
     return _series(frame["problem_id"], metric.row_score(frame))
