@@ -7,8 +7,9 @@ flags and every model's answers and scores, as one compact JSON payload for the 
 * Answers: open format ``generated_answer`` with its exact-match and judge scores and the judge's raw
   reply (``<stem>_judgements.jsonl``); MCQA the letter with its option text (the CSV's, else the
   problem's answer that carries that letter: letters follow the order of the problem's distinct
-  answers, spec §2.1-2.2) and whether it was correct. Scores are the report's own
-  (``smmile.scoring.stats`` records), so the explorer counts what the tables count.
+  answers, spec §2.1-2.2) and whether it was correct. Answers and scores come from the
+  report's own ``smmile.scoring.stats`` records (each CSV read once), so the explorer counts what the
+  tables count.
 * Every text is stored once (``strings``), every image once as a JPEG thumbnail (``images``, by content
   hash, so SMMILE++ shares the images of its permutations); thumbnails are made in worker processes,
   started as soon as the datasets are loaded (before the figures).
@@ -166,8 +167,6 @@ def mcqa_answers(frame, scores: dict, strings: Strings) -> dict:
 
 def result_entries(rset, set_index: int, models: dict, strings: Strings) -> tuple[list[dict], dict]:
     """The set's result files (``results`` entries) and, per problem id, {result index: answer}."""
-    import pandas as pd
-
     by_source: dict = {}
     for record in rset.records:
         by_source.setdefault(record.source, (record, {}))[1][record.metric] = record.scores
@@ -175,9 +174,8 @@ def result_entries(rset, set_index: int, models: dict, strings: Strings) -> tupl
     for source in sorted(by_source):
         record, scores = by_source[source]
         fmt = record.result.fmt if record.result is not None else ("mcqa" if "MCQA" in scores else "open")
-        frame = pd.read_csv(source)
-        found = (mcqa_answers(frame, scores, strings) if fmt == "mcqa" else
-                 open_answers(frame, scores, judge_replies(source), strings))
+        found = (mcqa_answers(record.frame, scores, strings) if fmt == "mcqa" else
+                 open_answers(record.frame, scores, judge_replies(source), strings))
         index = len(results)
         models.setdefault(record.model, len(models))
         results.append({"set": set_index, "model": models[record.model], "mode": record.mode, "fmt": fmt,

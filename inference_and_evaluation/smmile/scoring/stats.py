@@ -46,7 +46,8 @@ MAX_NOTES = 10  # pairing warnings printed in full; the rest are counted
 class Record:
     """One scored result: per-problem correctness in [0, 1] indexed by problem_id (file order; the
     rows of a duplicated id averaged), the gold answer per problem_id when the CSV has a
-    ``true_answer`` column, and the ``ResultFile`` it came from (its identity, tag, manifest)."""
+    ``true_answer`` column, the ``ResultFile`` it came from (its identity, tag, manifest) and the CSV
+    as read (the records of one file share it; the report's problem explorer shows its answers)."""
 
     model: str
     metric: str
@@ -55,6 +56,7 @@ class Record:
     scores: pd.Series
     gold: pd.Series | None = None
     result: ResultFile | None = None
+    frame: pd.DataFrame | None = None
 
 
 def _warn_stderr(message: str) -> None:
@@ -98,7 +100,7 @@ def result_records(result: ResultFile, frame: pd.DataFrame, warn=None) -> list[R
             scores = _per_problem(scores, result.csv if metric.source == "csv" else
                                   evaluationllm_json_path(result.csv), warn)
             records.append(Record(result.identity.key, metric.name, result.mode, os.fspath(result.csv),
-                                  scores, gold, result))
+                                  scores, gold, result, frame))
     return records
 
 
