@@ -16,9 +16,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None,
                    help="file-name model token, e.g. qwen72B, llava_7b; the comparison then goes to "
                         "model_comparison_model-<model>.txt (the full model_comparison.txt is kept)")
-    p.add_argument("--inference-mode", "--inference_mode", dest="inference_mode", default=None,
+    p.add_argument("--inference-mode", default=None,
                    help="0-shot or ICL; the comparison then goes to model_comparison[_model-<model>]_mode-<mode>.txt")
-    p.add_argument("--strict-match", "--strict_match", dest="strict_match", action="store_true",
+    p.add_argument("--strict-match", action="store_true",
                    help="raw string equality instead of normalised (flexible) matching")
     return p
 

@@ -18,8 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
                   "model, reply exactly 1 (correct) or 0; writes <stem>_evaluationllm.json and model_comparison_llm.txt")
     p.add_argument("results_dir", nargs="?", default="../results", help="directory with result_*.csv files")
     p.add_argument("--model", default=None, help="file-name model token, e.g. qwen72B")
-    p.add_argument("--inference-mode", dest="inference_mode", default=None, help="0-shot or ICL: only files of this mode")
-    p.add_argument("--visualize-only", dest="visualize_only", action="store_true",
+    p.add_argument("--inference-mode", default=None, help="0-shot or ICL: only files of this mode")
+    p.add_argument("--visualize-only", action="store_true",
                    help="no judging: report the existing *_evaluationllm.json files")
     g = p.add_argument_group("judge (smmile additions)")
     g.add_argument("--judge-backend", choices=judge_backends(), default="ollama",
@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--judge-timeout", type=float, default=120.0, help="seconds per request")
     g.add_argument("--judge-max-consecutive-failures", type=fd.positive_int, default=8, metavar="N",
                    help="stop sending after N requests in a row failed even after all retries (judge unreachable)")
-    g.add_argument("--no-cache", dest="no_cache", action="store_true",
+    g.add_argument("--no-cache", action="store_true",
                    help="do not read or write <results_dir>/.smmile/judge_cache.jsonl (every row is sent)")
     g.add_argument("--overwrite", action="store_true",
                    help="replace *_evaluationllm.json files written by another judge (or by an unrecorded one, such "

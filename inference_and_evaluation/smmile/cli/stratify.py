@@ -11,11 +11,11 @@ from . import common as fd
 def build_parser() -> argparse.ArgumentParser:
     p = fd.parser("Stratified accuracy of SMMILE results by problem flags")
     p.add_argument("results_dir", nargs="?", default="../results", help="directory with the *_evaluation(llm).json files")
-    p.add_argument("--eval_type", "--eval-type", dest="eval_type", choices=sorted(EXTENSIONS), required=True,
+    p.add_argument("--eval_type", choices=sorted(EXTENSIONS), required=True,
                    help="em: *_evaluation.json, llm: *_evaluationllm.json")
     p.add_argument("--model", default=None, help="file-name model token, e.g. qwen72B")
-    p.add_argument("--inference-mode", "--inference_mode", dest="inference_mode", default=None, help="0-shot or ICL")
-    p.add_argument("--dataset_id", "--dataset-id", dest="dataset_id", default=None,
+    p.add_argument("--inference-mode", default=None, help="0-shot or ICL")
+    p.add_argument("--dataset_id", default=None,
                    help="hub id (original flag; default smmile/SMMILE, dated ids accepted)")
     p.add_argument("--dataset", default=None, help="hub id, local parquet folder, or 'demo' (overrides --dataset_id)")
     p.add_argument("--revision", default=None, help="hub revision (commit/tag) of the dataset")
