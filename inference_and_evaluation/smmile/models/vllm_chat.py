@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import UserError
 from .base import Response
 from .hf.generic import probe_inputs
-from .hf.probe import chat_template, first_line, image_limits, run_probe
+from .hf.probe import first_line, run_probe, template_and_limits
 from .vllm_backend import VLLMBackend
 
 PROBE_LOGPROBS = 20
@@ -39,11 +39,8 @@ class VLLMChatBackend(VLLMBackend):
             return
         vllm = self._vllm()
         processor = self.load_processor()
-        template, source = chat_template(processor)
-        if template is None:
-            raise UserError(f"{self.path} has no chat template (neither its processor nor its tokenizer has one); "
-                            f"--model hf:/vllm: runs chat checkpoints only")
-        self.info.update(chat_template=source, image_limits=image_limits(processor))
+        template, record = template_and_limits(processor, self.path)
+        self.info.update(record)
         n_images = max(len(req.images) for _, req in work)
         engine = {**self.engine_kwargs(n_images), **self.image_backend_kwargs(processor)}
         try:
@@ -92,8 +89,4 @@ class VLLMChatBackend(VLLMBackend):
         skip = "" if n_images >= len(icl[1]) else f"not probed: vLLM runs with {n_images} image(s) per prompt"
         probe = run_probe(render, score, problem_id, icl, query, skip_several=skip)
         self.info["capabilities"] = probe.as_dict(mode)
-        layout = probe.layout(mode)
-        if layout is None:
-            raise UserError(probe.refusal(self.preset.name if self.preset else self.path))
-        probe.warn()
-        return layout
+        return probe.run_layout(mode, self.preset.name if self.preset else self.path)

@@ -10,13 +10,12 @@ conversation; batches are left-padded (greedy batch N = batch 1).
 
 from __future__ import annotations
 
-import sys
 from dataclasses import asdict
 
 from ...errors import UserError
-from .backend import HFBackend, is_oom
+from .backend import HFBackend, is_oom, say
 from .generic import probe_inputs
-from .probe import chat_template, image_limits, run_probe
+from .probe import run_probe, template_and_limits
 
 
 def model_class_for(path: str, **hub):
@@ -46,12 +45,8 @@ class GenericHFBackend(HFBackend):
     # -- loading ----------------------------------------------------------------------------------------------------
     def model_class(self, **hub):
         """The chat template is checked here, before any weight is read; then the class that loads the weights."""
-        self.template, source = chat_template(self.processor)
-        if self.template is None:
-            raise UserError(f"{self.path} has no chat template (neither its processor nor its tokenizer has one); "
-                            f"--model hf:/vllm: runs chat checkpoints only")
-        self.info["chat_template"] = source
-        self.info["image_limits"] = image_limits(self.processor)
+        self.template, record = template_and_limits(self.processor, str(self.path))
+        self.info.update(record)
         return model_class_for(self.path, **hub)
 
     # -- probe, then generation -------------------------------------------------------------------------------------
@@ -70,11 +65,7 @@ class GenericHFBackend(HFBackend):
         problem_id, icl, query = probe_inputs(work)
         probe = run_probe(self.render, self.score, problem_id, icl, query, is_oom)
         self.info["capabilities"] = probe.as_dict(mode)
-        layout = probe.layout(mode)
-        if layout is None:
-            raise UserError(probe.refusal(self.preset.name if self.preset else str(self.path)))
-        probe.warn()
-        self.layout = layout
+        self.layout = probe.run_layout(mode, self.preset.name if self.preset else str(self.path))
         self._check_context(icl if mode == "ICL" else query)
 
     def _check_context(self, conv) -> None:
@@ -84,8 +75,7 @@ class GenericHFBackend(HFBackend):
         context = getattr(config, "max_position_embeddings", None)
         self.info["capabilities"].update(probe_prompt_tokens=tokens, context_length=context)
         if context and tokens > context:
-            print(f"[smmile] warning: the probe problem's prompt is {tokens} tokens, longer than the model's "
-                  f"context ({context})", file=sys.stderr, flush=True)
+            say(f"warning: the probe problem's prompt is {tokens} tokens, longer than the model's context ({context})")
 
     def render(self, messages: list[dict]) -> str:
         return self.processor.apply_chat_template(messages, chat_template=self.template, tokenize=False,

@@ -22,6 +22,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from ...errors import UserError
+
 Render = Callable[[list[dict]], str]  # messages -> prompt text (raises if the template refuses them)
 Score = Callable[[list[dict], list], Any]  # (messages, images) -> next-token scores (array or {token: logprob})
 
@@ -70,6 +72,15 @@ class Probe:
         why = self.checks["several_images_in_one_turn"].detail or self.checks["images_in_earlier_turns"].detail
         return (f"{model} takes one image per prompt ({why}); ICL needs up to {self.probe_images} images per "
                 f"prompt: run it with --inference_mode 0-shot")
+
+    def run_layout(self, mode: str, model: str) -> Layout:
+        """The layout of a run in `mode`, with `warn()`; ICL on a checkpoint that takes one image per prompt stops
+        here with `refusal()` as its one line."""
+        layout = self.layout(mode)
+        if layout is None:
+            raise UserError(self.refusal(model))
+        self.warn()
+        return layout
 
     def warn(self) -> None:
         """One line on stderr when the query image does not reach the model: the run goes on, text only."""
@@ -222,6 +233,16 @@ def image_limits(processor) -> dict:
             if value is not None and not callable(value):
                 out[f"{owner_name}.{attr}"] = _jsonable(value)
     return out
+
+
+def template_and_limits(processor, model: str) -> tuple[str, dict]:
+    """The chat template a generic run renders with, and the manifest's record of where it came from and of the
+    processor's image limits; a checkpoint without a chat template is refused with one line."""
+    template, source = chat_template(processor)
+    if template is None:
+        raise UserError(f"{model} has no chat template (neither its processor nor its tokenizer has one); "
+                        "--model hf:/vllm: runs chat checkpoints only")
+    return template, {"chat_template": source, "image_limits": image_limits(processor)}
 
 
 def chat_template(processor) -> tuple[str | None, str]:
