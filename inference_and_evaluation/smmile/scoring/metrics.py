@@ -81,12 +81,14 @@ def _csv_path(result) -> str:
     return os.fspath(path if path is not None else result)
 
 
-def read_rows(result, metric: Metric | str):
+def read_rows(result, metric: Metric | str | None = None):
     """The result CSV of ``result`` (a ``ResultFile`` or a path), checked to parse cleanly
-    (``scoring.integrity.read_whole``) and to carry ``metric``'s columns."""
+    (``scoring.integrity.read_whole``) and to carry ``metric``'s columns (default: those of the first
+    metric of the ``ResultFile``'s format, the one its CSV rows are scored with)."""
     from smmile.scoring.integrity import read_whole
 
-    return read_whole(_csv_path(result), get_metric(metric).columns)
+    metric = metrics_for(result.fmt)[0] if metric is None else get_metric(metric)
+    return read_whole(_csv_path(result), metric.columns)
 
 
 def _judge_value(value, legacy_floor: bool) -> float:

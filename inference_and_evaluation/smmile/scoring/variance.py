@@ -73,13 +73,9 @@ class Inputs:
     failures: dict = field(default_factory=dict)  # path -> one-line reason the CSV cannot be scored
 
 
-def _csv_metric(result: ResultFile) -> Metric:
-    return metrics_for(result.fmt)[0]
-
-
 def read_inputs(results: list[ResultFile]) -> Inputs:
     """Read every result CSV (checked whole, with its metric's columns); flag problem-count outliers."""
-    frames, failures = screen(results, lambda r: read_rows(r, _csv_metric(r)), problem_count)
+    frames, failures = screen(results, read_rows, problem_count)
     return Inputs(frames, failures)
 
 
