@@ -2,7 +2,7 @@
 work in smmile.scoring.judge_run).
 
 Usage: python evaluate_LLMJudge.py [results_dir] [--model TOKEN] [--inference-mode {0-shot,ICL}]
-       [--visualize-only] [--judge-backend {ollama,openai,openai-compatible,azure}] [--judge-base-url URL]
+       [--visualize-only] [--judge-backend {ollama,openai,openai-compatible,azure,anthropic}] [--judge-base-url URL]
        [--judge-model NAME] [--protocol {paper,corrected}] [--overwrite] ...   (--help lists every flag)
 """
 
