@@ -93,21 +93,9 @@ def latex_for_key(key: str) -> str:
     return known.latex if known else latex_escape(key.replace("_", "-"))
 
 
-def key_for_tag(tag: str) -> str:
-    """Spec §7.2's row key of a file-name model token: the paper's key (``llama33textonly`` -> ``text
-    only``), else the token itself."""
-    known = PAPER_MODELS.get(tag)
-    return known.key if known else tag
-
-
-def scoring_name_for_tag(tag: str) -> str:
-    """Spec §4.3's name of a tag: the paper's scoring name, else the tag itself."""
-    known = PAPER_MODELS.get(tag)
-    return known.scoring_name if known else tag
-
-
 def identity_for_tag(tag: str, model_id: str | None = None) -> ModelIdentity:
-    """The paper's identity of ``tag``, else one named after the tag (display: the model id if given)."""
+    """The paper's identity of ``tag``, else one named after the tag (display: the model id if given); its
+    ``key`` is spec §7.2's row key of a file-name token, its ``scoring_name`` spec §4.3's name."""
     if tag in PAPER_MODELS:
         return PAPER_MODELS[tag]
     return ModelIdentity(tag, tag, (model_id or "").strip() or tag, latex_for_key(tag))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from smmile.identity import BY_KEY, UNKNOWN, ModelIdentity, latex_for_key, key_for_tag, scoring_name_for_tag
+from smmile.identity import BY_KEY, UNKNOWN, ModelIdentity, identity_for_tag, latex_for_key
 
 # -- §4.3: mode markers ---------------------------------------------------------------------------
 # Each tuple is checked in order; the first marker contained in the basename gives the mode.
@@ -47,7 +47,7 @@ class ModelRule:
 
     @property
     def display(self) -> str:
-        return scoring_name_for_tag(self.tag or self.token)
+        return identity_for_tag(self.tag or self.token).scoring_name
 
     def matches(self, basename: str) -> bool:
         if self.ignore_case:
@@ -139,7 +139,7 @@ def extract_model_info(filename: str | os.PathLike) -> VarianceInfo:
     """Spec §7.2 ``extract_model_info``: model, mode and Open/Closed of a result CSV name."""
     basename = os.path.basename(os.fspath(filename))
     tag = file_tag(basename)
-    model = key_for_tag(tag) if tag else UNKNOWN
+    model = identity_for_tag(tag).key if tag else UNKNOWN
     mode = next((m for marker, m in _VARIANCE_MODES if marker in basename), UNKNOWN)
     kind = "Closed" if basename.endswith("_mcqa.csv") else "Open"
     return VarianceInfo(model, mode, kind)
