@@ -184,62 +184,54 @@ def _llava_parser(description: str, *, mcqa_script: bool, llava: bool) -> argpar
     return p
 
 
-def _llava_go(a, *, script: str, model: str, mcqa_script: bool, summary_display: str | None) -> int:
-    export_gpus(a.gpu_devices)
-    preflight_checks(a, script)
-    fmt = a.task_format if mcqa_script else "open"
-    dataset = a.dataset
-    if getattr(a, "noisy", None):  # run on the noise variant; results go to <output-dir>_<variant>
-        from ..data.variants import noisy_dataset, noisy_output_dir
-
-        augmented = dataset == "augmented"
-        dataset = noisy_dataset(None if augmented else dataset, a.noisy, augmented=augmented, revision=a.revision)
-        a.output_dir = str(noisy_output_dir(a.output_dir + ("_augmented" if augmented else ""), a.noisy))
-    summary = (model if summary_display is None else "llavamed", summary_display or model) if mcqa_script else None
-    spec = spec_for(a, model, fmt, dataset=dataset, augmented_flag=bool(getattr(a, "augmented", None)),
-                    open_suffix=mcqa_script, summary=summary, extra={"script": "mcqa" if mcqa_script else "open"})
-    return run(spec).exit_code
-
-
-def llava_main(argv: list[str] | None = None) -> int:
-    p = _llava_parser("LLaVA family on SMMILE, open format (spec §3.5).", mcqa_script=False, llava=True)
-
-    def go() -> int:
-        a = p.parse_args(argv)
-        return _llava_go(a, script="inference_llava.py", model=a.model_name, mcqa_script=False,
-                         summary_display=None)
-
-    return fd.guarded(go)
-
-
-def llava_mcqa_main(argv: list[str] | None = None) -> int:
-    p = _llava_parser("LLaVA family on SMMILE, open + MCQA (spec §3.6).", mcqa_script=True, llava=True)
-
-    def go() -> int:
-        a = p.parse_args(argv)
-        return _llava_go(a, script="inference_llava_mcqa.py", model=a.model_name, mcqa_script=True,
-                         summary_display=None)
-
-    return fd.guarded(go)
-
-
-# -- inference_llavamed.py / inference_llavamed_mcqa.py --------------------------------------------------------------
 LLAVAMED_NOTE = (" Needs an HF-format LLaVA-Med checkpoint: convert the original with "
                  "`smmile convert llava-med SRC DST` and pass --model-path DST.")
 
 
+def _llava_main(argv, *, script: str, description: str, mcqa_script: bool, llavamed: bool = False) -> int:
+    """The four LLaVA / LLaVA-Med scripts: open-only or `_mcqa`; LLaVA picks its checkpoint with --model_name."""
+    p = _llava_parser(description + (LLAVAMED_NOTE if llavamed else ""), mcqa_script=mcqa_script, llava=not llavamed)
+
+    def go() -> int:
+        a = p.parse_args(argv)
+        export_gpus(a.gpu_devices)
+        preflight_checks(a, script)
+        model = "llavamed" if llavamed else a.model_name
+        fmt = a.task_format if mcqa_script else "open"
+        dataset = a.dataset
+        if getattr(a, "noisy", None):  # run on the noise variant; results go to <output-dir>_<variant>
+            from ..data.variants import noisy_dataset, noisy_output_dir
+
+            augmented = dataset == "augmented"
+            dataset = noisy_dataset(None if augmented else dataset, a.noisy, augmented=augmented, revision=a.revision)
+            a.output_dir = str(noisy_output_dir(a.output_dir + ("_augmented" if augmented else ""), a.noisy))
+        summary = (model, "LLaVA-Med" if llavamed else model) if mcqa_script else None
+        spec = spec_for(a, model, fmt, dataset=dataset, augmented_flag=bool(getattr(a, "augmented", None)),
+                        open_suffix=mcqa_script, summary=summary, extra={"script": "mcqa" if mcqa_script else "open"})
+        return run(spec).exit_code
+
+    return fd.guarded(go)
+
+
+def llava_main(argv: list[str] | None = None) -> int:
+    return _llava_main(argv, script="inference_llava.py", mcqa_script=False,
+                       description="LLaVA family on SMMILE, open format (spec §3.5).")
+
+
+def llava_mcqa_main(argv: list[str] | None = None) -> int:
+    return _llava_main(argv, script="inference_llava_mcqa.py", mcqa_script=True,
+                       description="LLaVA family on SMMILE, open + MCQA (spec §3.6).")
+
+
+# -- inference_llavamed.py / inference_llavamed_mcqa.py --------------------------------------------------------------
 def llavamed_main(argv: list[str] | None = None) -> int:
-    p = _llava_parser("LLaVA-Med v1.5 on SMMILE, open format (spec §3.7)." + LLAVAMED_NOTE, mcqa_script=False,
-                      llava=False)
-    return fd.guarded(lambda: _llava_go(p.parse_args(argv), script="inference_llavamed.py", model="llavamed",
-                                        mcqa_script=False, summary_display=None))
+    return _llava_main(argv, script="inference_llavamed.py", mcqa_script=False, llavamed=True,
+                       description="LLaVA-Med v1.5 on SMMILE, open format (spec §3.7).")
 
 
 def llavamed_mcqa_main(argv: list[str] | None = None) -> int:
-    p = _llava_parser("LLaVA-Med v1.5 on SMMILE, open + MCQA (spec §3.8)." + LLAVAMED_NOTE, mcqa_script=True,
-                      llava=False)
-    return fd.guarded(lambda: _llava_go(p.parse_args(argv), script="inference_llavamed_mcqa.py", model="llavamed",
-                                        mcqa_script=True, summary_display="LLaVA-Med"))
+    return _llava_main(argv, script="inference_llavamed_mcqa.py", mcqa_script=True, llavamed=True,
+                       description="LLaVA-Med v1.5 on SMMILE, open + MCQA (spec §3.8).")
 
 
 # -- `smmile run` additions ------------------------------------------------------------------------------------------
