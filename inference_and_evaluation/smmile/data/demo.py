@@ -18,7 +18,7 @@ from pathlib import Path
 from .schema import FLAG_VOCABULARY, SPECIALITIES
 
 DEMO_VERSION = 2
-DEMO_OWNER = "smmile data demo"  # the output-folder marker of `make_demo`
+DEMO_OWNER = "smmile data demo"  # `make_demo`'s output-folder marker and the datasets' `generator`
 COLOURS = {"Red.": (200, 30, 30), "Black.": (15, 15, 15), "White.": (245, 245, 245), "Purple.": (120, 40, 150),
            "Yellow.": (230, 210, 40), "Blue.": (40, 70, 200)}
 SHAPES = ["Circle", "Square", "Triangle"]
@@ -71,8 +71,10 @@ def exif_rotated_jpeg(png: bytes) -> bytes:
     """The same picture as a JPEG stored sideways with EXIF orientation 6 (shown upright once the tag is applied)."""
     from PIL import Image
 
+    from ..protocol.problem import ORIENTATION
+
     exif = Image.Exif()
-    exif[0x0112] = 6
+    exif[ORIENTATION] = 6
     buf = io.BytesIO()
     img = Image.open(io.BytesIO(png)).convert("RGB").transpose(Image.Transpose.ROTATE_90)
     img.save(buf, format="JPEG", quality=95, exif=exif.tobytes())
@@ -132,7 +134,7 @@ def write_demo(out: Path, seed: int = 42) -> dict[str, Path]:
     from .parquet import problems_to_records, write_dataset
 
     records = generate_records(seed)
-    info = {"generator": "smmile data demo", "version": DEMO_VERSION, "seed": seed}
+    info = {"generator": DEMO_OWNER, "version": DEMO_VERSION, "seed": seed}
     base = write_dataset(records, Path(out) / "smmile", extra_files={"smmile_demo.json": json.dumps(info, indent=2)})
     plus = variants.permute(group(records), seed=seed)
     plus_path = write_dataset(problems_to_records(plus), Path(out) / "plusplus",

@@ -10,6 +10,7 @@ from typing import Any
 
 ORIENTATION = 0x0112  # EXIF tag
 
+
 @dataclass(frozen=True)
 class ImageRef:
     """An image as stored in the dataset (encoded bytes), decoded on demand.
