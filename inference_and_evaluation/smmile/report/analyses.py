@@ -242,12 +242,18 @@ def plain_table(title: str, rows: list[dict]) -> TableView:
     return TableView(title, columns, rows[:MAX_ROWS], len(rows))
 
 
-def read_json(path: str, relative: str) -> AnalysisView:
+def load_json(path: str):
+    """The file's JSON, or the exception that kept it from being read."""
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        return AnalysisView(section_of(relative), relative, path, notes=[f"unreadable: {type(exc).__name__}: {exc}"])
+            return json.load(handle)
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        return exc
+
+
+def json_view(data, path: str, relative: str) -> AnalysisView:
+    if isinstance(data, Exception):
+        return AnalysisView(section_of(relative), relative, path, notes=[f"unreadable: {type(data).__name__}: {data}"])
     if isinstance(data, dict) and data.get("analysis") in VARIANT_KINDS:
         return variant_view(data, path, relative)
     if isinstance(data, dict) and ("inter_rater" in data or "em_vs_judge" in data or "judge_vs_humans" in data):
@@ -265,13 +271,8 @@ def read_csv(path: str, relative: str) -> AnalysisView:
     return view
 
 
-def covered_csvs(json_path: str) -> set[str]:
-    """``<stem>_<key>.csv`` for every table key of ``<stem>.json``."""
-    try:
-        with open(json_path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError, UnicodeDecodeError):
-        return set()
+def covered_csvs(json_path: str, data) -> set[str]:
+    """``<stem>_<key>.csv`` for every table key of ``<stem>.json`` (``data``: its content)."""
     stem = os.path.splitext(json_path)[0]
     return {f"{stem}_{k}.csv" for k, v in data.items() if is_records(v)} if isinstance(data, dict) else set()
 
@@ -286,12 +287,13 @@ def _files(directory: str) -> list[str]:
 
 def load_directory(directory: str) -> list[AnalysisView]:
     paths = _files(directory)
-    covered = set().union(*(covered_csvs(p) for p in paths if p.endswith(".json")))
+    loaded = {p: load_json(p) for p in paths if p.endswith(".json")}
+    covered = set().union(*(covered_csvs(p, data) for p, data in loaded.items()))
     views = []
     for path in paths:
         relative = os.path.relpath(path, directory)
-        if path.endswith(".json"):
-            views.append(read_json(path, relative))
+        if path in loaded:
+            views.append(json_view(loaded[path], path, relative))
         elif path.endswith(".csv") and path not in covered:
             views.append(read_csv(path, relative))
         elif path.endswith(IMAGE_EXTS) and not (path.endswith(".svg") and os.path.exists(path[:-4] + ".png")):
