@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-import types
 
 import numpy as np
 import pytest
@@ -16,50 +15,7 @@ import tiny_generic as tg  # noqa: E402
 import tiny_models  # noqa: E402
 from test_anymodel_runs import demo_ids, smmile_run  # noqa: E402
 from test_hf_frontdoors import read_csv  # noqa: E402
-
-
-class FakeVLLM(types.ModuleType):
-    """`LLM(**engine)` and `LLM.chat(conversations, params, ...)`; the first-token log-probabilities depend on the
-    images the stand-in model uses (all of them, or the first `keeps`)."""
-
-    def __init__(self, keeps: int | None = None, max_images: int | None = None):
-        super().__init__("vllm")
-        self.engines, self.calls = [], []
-        fake = self
-
-        class SamplingParams:
-            def __init__(self, **kw):
-                self.kw = kw
-
-        class LLM:
-            def __init__(self, **kw):
-                fake.engines.append(kw)
-                if max_images and kw["limit_mm_per_prompt"]["image"] > max_images:
-                    raise ValueError(f"this model only supports at most {max_images} image items")
-
-            def chat(self, messages, params, chat_template=None, add_generation_prompt=False, use_tqdm=True):
-                fake.calls.append({"messages": messages, "params": params.kw, "chat_template": chat_template,
-                                   "add_generation_prompt": add_generation_prompt})
-                return [fake.output(conv) for conv in messages]
-
-        self.LLM, self.SamplingParams, self.keeps = LLM, SamplingParams, keeps
-
-    def output(self, conv):
-        images = [p["image_pil"] for m in conv for p in m["content"] if p["type"] == "image_pil"]
-        used = images[: self.keeps] if self.keeps else images
-        logprobs = {k: types.SimpleNamespace(logprob=-float(np.asarray(img).mean()) / 255) for k, img in enumerate(used)}
-        gen = types.SimpleNamespace(text=" <answer>A</answer>", token_ids=[5, 6], logprobs=[logprobs])
-        return types.SimpleNamespace(prompt_token_ids=[1, 2, 3], outputs=[gen])
-
-    def generation_calls(self) -> list[dict]:
-        return [c for c in self.calls if "logprobs" not in c["params"]]
-
-
-@pytest.fixture
-def fake_vllm(monkeypatch):
-    mod = FakeVLLM()
-    monkeypatch.setitem(sys.modules, "vllm", mod)
-    return mod
+from test_hf_vllm import FakeVLLM, fake_vllm  # noqa: E402,F401 - fake_vllm: the fixture
 
 
 def _placeholders(conv):

@@ -6,6 +6,7 @@ import json
 import sys
 import types
 
+import numpy as np
 import pytest
 
 pytest.importorskip("transformers")
@@ -16,9 +17,12 @@ from smmile.models.vllm_backend import sampling_settings  # noqa: E402
 from test_hf_frontdoors import flags, read_csv  # noqa: E402
 
 
-
 class FakeVLLM(types.ModuleType):
-    def __init__(self):
+    """A stand-in `vllm` module. `LLM(**engine)` records the engine (refused above `max_images` images per prompt);
+    `LLM.generate` answers every prompt " <answer>A</answer>"; `LLM.chat` too, with first-token log-probabilities
+    that depend on the images the stand-in model uses (all of them, or the first `keeps`)."""
+
+    def __init__(self, keeps: int | None = None, max_images: int | None = None):
         super().__init__("vllm")
         self.engines, self.calls = [], []
         fake = self
@@ -30,6 +34,8 @@ class FakeVLLM(types.ModuleType):
         class LLM:
             def __init__(self, **kw):
                 fake.engines.append(kw)
+                if max_images and kw["limit_mm_per_prompt"]["image"] > max_images:
+                    raise ValueError(f"this model only supports at most {max_images} image items")
 
             def generate(self, requests, params):
                 fake.calls.append((requests, params.kw))
@@ -37,7 +43,23 @@ class FakeVLLM(types.ModuleType):
                 return [out(prompt_token_ids=[1, 2], outputs=[out(text=" <answer>A</answer>", token_ids=[3])])
                         for _ in requests]
 
-        self.LLM, self.SamplingParams = LLM, SamplingParams
+            def chat(self, messages, params, chat_template=None, add_generation_prompt=False, use_tqdm=True):
+                fake.calls.append({"messages": messages, "params": params.kw, "chat_template": chat_template,
+                                   "add_generation_prompt": add_generation_prompt})
+                return [fake.output(conv) for conv in messages]
+
+        self.LLM, self.SamplingParams, self.keeps = LLM, SamplingParams, keeps
+
+    def output(self, conv):
+        images = [p["image_pil"] for m in conv for p in m["content"] if p["type"] == "image_pil"]
+        used = images[: self.keeps] if self.keeps else images
+        logprobs = {k: types.SimpleNamespace(logprob=-float(np.asarray(img).mean()) / 255) for k, img in enumerate(used)}
+        gen = types.SimpleNamespace(text=" <answer>A</answer>", token_ids=[5, 6], logprobs=[logprobs])
+        return types.SimpleNamespace(prompt_token_ids=[1, 2, 3], outputs=[gen])
+
+    def generation_calls(self) -> list[dict]:
+        """The `LLM.chat` calls that generate answers (not the probe's one-token calls)."""
+        return [c for c in self.calls if "logprobs" not in c["params"]]
 
 
 @pytest.fixture
