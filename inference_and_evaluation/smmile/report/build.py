@@ -76,12 +76,6 @@ def model_order(rows: list[dict], key: str = "model") -> list[str]:
     return tables.priority_rows(models) + tables.other_rows(models)
 
 
-def main_table(estimates: list[dict]) -> list[tuple[str, list]]:
-    """``[(model, [estimate row or None per tables.COLUMNS])]`` in the paper's row order."""
-    cells = {(r["model"], r["metric"], r["mode"]): r for r in estimates}
-    return [(m, [cells.get((m, metric, mode)) for metric, mode in tables.COLUMNS]) for m in model_order(estimates)]
-
-
 def gain_table(gains: list[dict]) -> list[tuple[str, dict]]:
     """``[(model, {metric: comparison row})]`` for the ICL − 0-shot rows, paper row order."""
     by_model: dict = {}
