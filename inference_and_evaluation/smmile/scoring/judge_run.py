@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from smmile.errors import UserError
+from smmile.fsguard import OutputLock, atomic_write_json, atomic_write_text, check_writable_dir
 from smmile.scoring import comparison
 from smmile.scoring.discovery import ResultFile
-from smmile.scoring.exact_match import exclude_problems
+from smmile.scoring.exact_match import exclude_problems, json_text
 from smmile.scoring.integrity import problem_count, read_whole
 from smmile.scoring.judge import (FAILED, UNPARSEABLE, JudgeSettings, PlannedFrame, judge_identity, judge_stats,
                                   judgements, plan_frame)
@@ -115,19 +116,16 @@ def check_existing(jobs: list[FileJob], identity: dict, overwrite: bool, outcome
 
 
 def write_judgements(job: FileJob, judged) -> None:
-    from smmile.fsguard import atomic_write_text
-
     atomic_write_text(judgements_path(job.csv_path), "".join(j.to_json() + "\n" for j in judged))
 
 
 def write_file_results(job: FileJob, judged, identity: dict, sent: int) -> dict:
     """``_judgements.jsonl``, then the faithful JSON, then the record of who judged (each atomic)."""
-    from smmile.fsguard import atomic_write_json, atomic_write_text
     from smmile.runner.manifest import command_line, git_revision
 
     stats = judge_stats(job.frame, judged, job.model, job.mode, job.original_count, job.excluded)
     write_judgements(job, judged)
-    atomic_write_text(evaluationllm_json_path(job.csv_path), json.dumps(stats))
+    atomic_write_text(evaluationllm_json_path(job.csv_path), json_text(stats))
     atomic_write_json(record_path(job.csv_path), {
         "evaluation_file": evaluationllm_json_path(job.csv_path).name, "result_file": job.csv_path.name,
         "judge": identity, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command_line(),
@@ -164,7 +162,6 @@ def _print_report(stats, judged, sent: int) -> None:
 def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, outcome: Outcome, *,
                 cache: bool = True, overwrite: bool = False) -> dict:
     """Plan every file, refuse to replace another judge's results, send each distinct request once."""
-    from smmile.fsguard import OutputLock, check_writable_dir
     from smmile.scoring.judge_backends import build_backend, judge_request, resolve_settings
     from smmile.scoring.judge_cache import JudgeStore, fetch
 
