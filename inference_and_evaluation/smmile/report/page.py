@@ -9,12 +9,12 @@ earlier ``smmile report`` wrote it (or with ``--force``). The same inputs give b
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from dataclasses import dataclass, field
 
 from smmile import fsguard
+from smmile.analysis.output import json_safe
 from smmile.analysis.results import parse_spec
 from smmile.errors import MissingDependency, UserError
 from smmile.report import (analysis_section, build, drawing, explorer, explorer_page, figures, html, sections,
@@ -130,17 +130,6 @@ def render(data, figs, page_dir: str) -> str:
                      explorer_page.script() if linked else "", explorer_page.CSS if linked else "")
 
 
-def _json_safe(value):
-    """NaN → None, numpy scalars → Python, recursively (for ``json.dump(allow_nan=False)``)."""
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if hasattr(value, "item") and callable(value.item):
-        value = value.item()
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
 def can_draw(warnings: list) -> bool:
     """matplotlib imported once here (so the forked workers start with it); without it the page is
     written without figures, with a warning."""
@@ -187,7 +176,7 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
         stage("figures drawn; writing the page")
         page_path = os.path.join(out, PAGE_NAME)
         fsguard.atomic_write_text(page_path, render(data, figs, out))
-        fsguard.atomic_write_json(os.path.join(out, DATA_NAME), _json_safe(build.to_json(data)), allow_nan=False)
+        fsguard.atomic_write_json(os.path.join(out, DATA_NAME), json_safe(build.to_json(data)), allow_nan=False)
     stage(f"page written: {page_path} ({os.path.getsize(page_path) / 1e6:.1f} MB)")
     return page_path, data.warnings
 
