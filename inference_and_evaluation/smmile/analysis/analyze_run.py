@@ -11,8 +11,8 @@ import sys
 import pandas as pd
 
 from .. import fsguard
-from ..errors import UserError
 from ..scoring.bootstrap import DEFAULT_LEVEL, DEFAULT_N_BOOT
+from ..scoring.stats import check_resampling
 from .output import fmt, write_tables
 from .results import load_sets
 from .variants import Report, analyse
@@ -42,8 +42,7 @@ def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", for
     """Compare each model's accuracy on the original and on its variants (``analysis``: one of ``KINDS``;
     ``results``: ``[LABEL=]PATH`` folders or CSVs) and write the tables to ``out`` (made by this command,
     or new/empty; ``force``: any allowed folder), holding the folder's lock. Returns 0."""
-    if n_boot < 1 or not 0 < level < 1:
-        raise UserError("--n-boot must be >= 1 and --level between 0 and 1")
+    check_resampling(n_boot, level)
     folder = fsguard.prepare_output_dir(out, "smmile analyze", force=force)
     settings = {"n_boot": n_boot, "seed": seed, "level": level, "exclude_gold_mismatch": exclude_gold_mismatch}
     with fsguard.OutputLock(folder, f"the analysis folder {folder}"):

@@ -13,6 +13,7 @@ from smmile.report import build, drawing, figures
 from smmile.report.page import formats_from
 from smmile.report.stages import Stages
 from smmile.scoring import bootstrap, plots
+from smmile.scoring.stats import check_resampling
 
 OWNER = "smmile figures"
 
@@ -52,8 +53,7 @@ def wanted(planned, flags) -> list:
 
 
 def make_figures(req: FiguresRequest, stage, warnings: list) -> list[str]:
-    if req.n_boot < 1 or not 0 < req.level < 1:
-        raise UserError("--n-boot must be at least 1 and --level between 0 and 1")
+    check_resampling(req.n_boot, req.level)
     formats = formats_from(req.formats)
     out = req.out or default_out(req.results_dir)
     if not os.path.isdir(req.results_dir):

@@ -21,6 +21,7 @@ from smmile.report import (analysis_section, build, drawing, explorer, explorer_
                            side_by_side, strata)
 from smmile.report.stages import Stages
 from smmile.scoring import bootstrap, plots
+from smmile.scoring.stats import check_resampling
 
 OWNER = "smmile report"
 PAGE_NAME = "index.html"
@@ -53,10 +54,7 @@ class ReportRequest:
 
 
 def settings_from(req: ReportRequest) -> build.Settings:
-    if req.n_boot < 1:
-        raise UserError("--n-boot must be at least 1")
-    if not 0 < req.level < 1:
-        raise UserError("--level must be between 0 and 1")
+    check_resampling(req.n_boot, req.level)
     return build.Settings(req.n_boot, req.seed, req.level, req.cluster)
 
 

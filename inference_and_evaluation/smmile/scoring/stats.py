@@ -328,14 +328,19 @@ def run_stats(results_dir: str, *, out: str | None = None, force: bool = False, 
         return _compute_into(results_dir, folder, s)
 
 
+def check_resampling(n_boot: int, level: float) -> None:
+    """The bootstrap settings every command takes (``--n-boot``, ``--level``), checked before any work."""
+    if n_boot < 1:
+        raise UserError("--n-boot must be at least 1")
+    if not 0 < level < 1:
+        raise UserError("--level must be between 0 and 1")
+
+
 def _check(results_dir: str, out: str | None, force: bool, s: StatsSettings) -> str:
     """Validate the settings and the output folder before any work; returns the output folder."""
     if not os.path.isdir(results_dir):
         raise UserError(f"results directory {results_dir} not found")
-    if s.n_boot < 1:
-        raise UserError("--n-boot must be at least 1")
-    if not 0 < s.level < 1:
-        raise UserError("--level must be between 0 and 1")
+    check_resampling(s.n_boot, s.level)
     if out:
         return os.fspath(fsguard.prepare_output_dir(out, "smmile stats", force=force))
     fsguard.check_writable_dir(results_dir, "results directory")
