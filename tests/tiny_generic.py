@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -214,17 +213,5 @@ def cache_root() -> Path:
 
 
 def cached(name: str) -> Path:
-    """Build `name` once (atomic rename, safe across parallel test processes)."""
-    final = cache_root() / name
-    if (final / "config.json").exists():
-        return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=final.parent))
-    try:
-        BUILDERS[name][0](tmp)
-        os.replace(tmp, final)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not (final / "config.json").exists():
-            raise
-    return final
+    """Build `name` once into the cache."""
+    return tm.build_once(cache_root() / name, BUILDERS[name][0])

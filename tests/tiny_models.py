@@ -364,29 +364,38 @@ def cache_root() -> Path:
     return Path(os.environ.get("SMMILE_TINY_DIR", Path(tempfile.gettempdir()) / f"smmile-tiny-{digest}"))
 
 
-def cached(name: str) -> Path:
-    """Build `name` once (atomic rename, safe across parallel test processes)."""
+def build_once(final: Path, make) -> Path:
+    """`make(folder)` once into `final` (atomic rename, safe across parallel test processes)."""
     import os
     import shutil
     import tempfile
 
-    final = cache_root() / name
     if (final / "config.json").exists():
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=final.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     try:
-        BUILDERS[name](tmp)
-        if name == "llavamed_original":  # the config points at the tower inside the folder: fix the path
-            cfg = json.loads((tmp / "config.json").read_text())
-            cfg["mm_vision_tower"] = str(final / "clip-vit-tiny")
-            (tmp / "config.json").write_text(json.dumps(cfg, indent=2))
+        make(tmp)
         os.replace(tmp, final)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
         if not (final / "config.json").exists():
             raise
     return final
+
+
+def cached(name: str) -> Path:
+    """Build `name` once into the cache."""
+    final = cache_root() / name
+
+    def make(tmp: Path) -> None:
+        BUILDERS[name](tmp)
+        if name == "llavamed_original":  # the config points at the tower inside the folder: fix the path
+            cfg = json.loads((tmp / "config.json").read_text())
+            cfg["mm_vision_tower"] = str(final / "clip-vit-tiny")
+            (tmp / "config.json").write_text(json.dumps(cfg, indent=2))
+
+    return build_once(final, make)
 
 
 def demo_subset(n: int = 4) -> Path:
