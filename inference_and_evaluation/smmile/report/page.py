@@ -129,8 +129,8 @@ def render(data, figs, page_dir: str) -> str:
 
 
 def can_draw(warnings: list) -> bool:
-    """matplotlib imported once here (so the forked workers start with it); without it the page is
-    written without figures, with a warning."""
+    """matplotlib imported once here, only when there is something to draw (so the forked workers start
+    with it); without it the page is written without figures, with a warning."""
     try:
         plots.pyplot()
     except MissingDependency as exc:
@@ -159,10 +159,11 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
     fsguard.prepare_output_dir(out, OWNER, req.force)
     if req.figures:
         fsguard.prepare_output_dir(fig_dir, OWNER, req.force)
-    drawn = can_draw(data.warnings)
+    planned = figures.plan(data, fig_dir, formats)
+    if planned and not can_draw(data.warnings):
+        planned = []
     with fsguard.OutputLock(out, f"the report in {out}"), drawing.Pool(max(1, req.jobs)) as pool:
         images = explorer.Images(datasets, pool) if datasets is not None else None
-        planned = figures.plan(data, fig_dir, formats) if drawn else []
         stage(f"figures: {len(planned)} to draw ({len(planned) * len(formats)} files) on {max(1, req.jobs)} worker(s)")
         submitted = figures.submit(pool, planned)
         if images is not None:
