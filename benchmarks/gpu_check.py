@@ -92,11 +92,13 @@ def checkpoint(arch: str, root: Path, tiny: bool) -> Path:
     return out
 
 
-def one_run(arch, path, out, *, batch, backend, dtype, tokens, dataset):
+def one_run(model: str, out, *, batch, dtype, tokens, dataset, model_path=None, backend=None):
+    """The demo problems in ICL through `model` (a preset with `model_path`, or `hf:`/`vllm:<path>`): the result,
+    seconds, output tokens and the manifest's backend entry."""
     from smmile.runner.run import RunSpec, run
 
-    spec = RunSpec(model=PRESETS[arch], mode="ICL", fmt="open", dataset=dataset, output_dir=out, quiet=True,
-                   model_path=str(path), batch_size=batch, backend=backend,
+    spec = RunSpec(model=model, mode="ICL", fmt="open", dataset=dataset, output_dir=out, quiet=True,
+                   model_path=model_path, batch_size=batch, backend=backend,
                    settings={"max_new_tokens": tokens, "dtype": dtype, "max_model_len": 16384,
                              "enforce_eager": True, "gpu_memory_utilization": 0.6})
     t0 = time.perf_counter()
@@ -111,6 +113,17 @@ def agreement(a, b) -> float:
     return same / max(1, len(a.rows))
 
 
+def agreements_ok(label: str, results: dict, tiny: bool) -> bool:
+    """Each run's answers against HF batch 1's, printed; all equal on the tiny fp32 models, half in bf16."""
+    base, ok = results.get("hf-b1"), True
+    for name, res in results.items():
+        if base is not None and name != "hf-b1":
+            agree = agreement(base, res)
+            print(f"{label} agreement {name} vs hf-b1: {agree:.2%}", flush=True)
+            ok &= agree >= (1.0 if tiny else 0.5)  # bf16 batched kernels may flip near-ties of random weights
+    return ok
+
+
 def check_arch(arch: str, a, root: Path, dataset: str) -> bool:
     dtype = "float32" if a.tiny else "bfloat16"
     path = checkpoint(arch, root, a.tiny)
@@ -120,8 +133,8 @@ def check_arch(arch: str, a, root: Path, dataset: str) -> bool:
     results, ok = {}, True
     for name, kw in runs.items():
         try:
-            res, sec, toks, info = one_run(arch, path, root / "out" / arch / name, dtype=dtype, tokens=a.max_new_tokens,
-                                           dataset=dataset, **kw)
+            res, sec, toks, info = one_run(PRESETS[arch], root / "out" / arch / name, model_path=str(path), dtype=dtype,
+                                           tokens=a.max_new_tokens, dataset=dataset, **kw)
         except Exception as exc:  # noqa: BLE001 - report and go on with the other backends
             print(f"{arch:12s} {name:8s} FAILED: {exc!r}", flush=True)
             ok = False
@@ -131,13 +144,7 @@ def check_arch(arch: str, a, root: Path, dataset: str) -> bool:
               f"failures={len(res.failures)}  "
               f"attn={info.get('attn_implementation')}  image_processor={info.get('image_processor')}", flush=True)
         ok &= not res.failures
-    base = results.get("hf-b1")
-    for name, res in results.items():
-        if base is not None and name != "hf-b1":
-            agree = agreement(base, res)
-            print(f"{arch:12s} agreement {name} vs hf-b1: {agree:.2%}", flush=True)
-            ok &= agree >= (1.0 if a.tiny else 0.5)  # bf16 batched kernels may flip near-ties of random weights
-    return ok
+    return agreements_ok(f"{arch:12s}", results, a.tiny) and ok
 
 
 def image_backends(arch: str, path: Path, dataset: str) -> bool:

@@ -4,7 +4,8 @@ Builds a random-weight Idefics3 checkpoint with SmolVLM-256M's configuration (Sm
 tiles; the vocabulary is shrunk to the offline test tokenizer, nothing is downloaded) and runs the demo problems
 in ICL through `hf:` batch 1, `hf:` batched and `vllm:` (when importable): the capability probe, the layout,
 output agreement with hf batch 1 and tokens/s of each. `--generic-models ID,...` (or SMMILE_GENERIC_MODELS) runs
-real checkpoints (hub ids in the local cache, or folders) instead. `--tiny` runs the tiny test checkpoints on the HF path (CPU smoke).
+real checkpoints (hub ids in the local cache, or folders) instead. `--tiny` runs the tiny test checkpoints on the
+HF path (CPU smoke).
 Flags of gpu_check.py that this script does not know are ignored.
 """
 
@@ -12,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -23,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import tiny_generic as tg  # noqa: E402
 import tiny_models as tm  # noqa: E402
-from gpu_check import _init, agreement  # noqa: E402
+from gpu_check import _init, agreements_ok, one_run  # noqa: E402
 
 SMOLVLM_TEXT = dict(model_type="llama", hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
                     num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192, rms_norm_eps=1e-5,
@@ -53,19 +52,6 @@ def build_smolvlm_class(out: Path) -> Path:
     return tm._save(model, out, processor=proc)
 
 
-def one_run(model: str, out: Path, *, batch: int, dtype: str, tokens: int, dataset: str):
-    from smmile.runner.run import RunSpec, run
-
-    spec = RunSpec(model=model, mode="ICL", fmt="open", dataset=dataset, output_dir=out, quiet=True,
-                   batch_size=batch, settings={"max_new_tokens": tokens, "dtype": dtype, "max_model_len": 16384,
-                                               "enforce_eager": True, "gpu_memory_utilization": 0.6})
-    t0 = time.perf_counter()
-    result = run(spec)
-    seconds = time.perf_counter() - t0
-    manifest = json.loads(result.csv_path.with_name(result.csv_path.stem + ".manifest.json").read_text())
-    return result, seconds, manifest["usage"].get("output_tokens", 0), manifest["backend"]
-
-
 def check_model(name: str, path: str, a, root: Path, dataset: str) -> bool:
     dtype = "float32" if a.tiny else "bfloat16"
     runs = {"hf-b1": (f"hf:{path}", 1), f"hf-b{a.batch_size}": (f"hf:{path}", a.batch_size)}
@@ -86,13 +72,7 @@ def check_model(name: str, path: str, a, root: Path, dataset: str) -> bool:
               f"layout={caps.get('layout')}  checks={ {k: v['ok'] for k, v in caps.get('checks', {}).items()} }",
               flush=True)
         ok &= not res.failures
-    base = results.get("hf-b1")
-    for run_name, res in results.items():
-        if base is not None and run_name != "hf-b1":
-            agree = agreement(base, res)
-            print(f"{name:16s} agreement {run_name} vs hf-b1: {agree:.2%}", flush=True)
-            ok &= agree >= (1.0 if a.tiny else 0.5)  # bf16 batched kernels may flip near-ties of random weights
-    return ok
+    return agreements_ok(f"{name:16s}", results, a.tiny) and ok
 
 
 def main() -> int:
