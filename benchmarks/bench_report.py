@@ -10,8 +10,8 @@ PNG + SVG, one worker per core), each into a new temporary folder:
    2b. the same with every stand-in image enlarged to a 1024 px photo-like JPEG (``--image-size``), as
    the real dataset's images are large: the thumbnails then cost what they would on SMMILE;
 3. a synthetic SMMILE++ folder: the demo generator's 111 problems permuted (``smmile.data.variants``)
-   and cut to 1038 problems, with 32 result files (14 models × 2 modes open + MCQA, 2 baselines × open
-   + MCQA; judge JSONs for the open files), scored by evaluate_EM and stratified (EM and judge) first,
+   and cut to 1038 problems, with 32 result files (7 models × 2 modes × open + MCQA, 2 baselines × ICL
+   × open + MCQA: ``bench_variance.file_plan(32)``; judge JSONs for the open files), scored by evaluate_EM and stratified (EM and judge) first,
    report with ``--dataset`` (explorer included).
 
 For each run: wall time, the stage lines of the command, the page size, the explorer's payload size,
