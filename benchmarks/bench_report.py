@@ -1,7 +1,7 @@
 """Speed and size benchmark: ``smmile report`` on the published SMMILE outputs and on a SMMILE++-sized folder.
 
 Three runs of the real command (``python -m smmile.cli report``, default settings: 10,000 resamples,
-PNG + SVG, one worker per core), each into a new temporary folder:
+PNG + SVG, one worker per core, at most 4), each into a new temporary folder:
 
 1. the paper's published SMMILE outputs (``../shared/published/smmile``, copied to a temporary folder
    first), without the problem explorer;
