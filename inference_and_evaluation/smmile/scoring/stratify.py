@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Iterable, Mapping, Sequence
 
 from smmile.scoring import bootstrap
-from smmile.scoring.bootstrap import wilson_interval  # noqa: F401  (part of this module's interface)
 
 DERIVED_FLAGS = ("speciality", "flag_num_ICL", "flag_first_ICL_match_problem", "flag_last_ICL_match_problem")
 MIN_PROBLEMS = 20  # a stratum with fewer base problems is `small` (greyed out in figures)
@@ -113,7 +112,7 @@ def stratum_interval(scores: Sequence[float], problem_ids: Sequence[str] | None,
         n_problems, (low, high), method = ci.n_clusters, (ci.low, ci.high), f"cluster {ci.method}"
     else:
         n_problems = n_rows if problem_ids is None else len(set(problem_ids))
-        (low, high), method = wilson_interval(accuracy / 100, n_rows, LEVEL), "Wilson"
+        (low, high), method = bootstrap.wilson_interval(accuracy / 100, n_rows, LEVEL), "Wilson"
     return {"n_rows": n_rows, "n_problems": n_problems, "ci95_low": low * 100, "ci95_high": high * 100,
             "method": method, "small": bool(n_problems < MIN_PROBLEMS)}
 
