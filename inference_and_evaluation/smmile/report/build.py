@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from smmile.errors import UserError
 from smmile.report import analyses as analyses_mod
 from smmile.report import manifests, names
-from smmile.scoring import bootstrap, stats, stratify, tables
+from smmile.scoring import bootstrap, discovery, stats, stratify, tables
 
 STRAT_KINDS = ("em", "llm")
 VARIANCE_TABLE = "evaluation_results.txt"  # variance_analysis.py's default --output
@@ -86,7 +86,7 @@ def gain_table(gains: list[dict]) -> list[tuple[str, dict]]:
 
 def result_csvs(results_dir: str) -> list[str]:
     return sorted(p for p in glob.glob(os.path.join(results_dir, "*.csv"))
-                  if os.path.basename(p) not in stats.OWN_OUTPUTS)
+                  if os.path.basename(p) not in discovery.OWN_OUTPUTS)
 
 
 def _read_json(path: str, warnings: list) -> dict | None:

@@ -40,11 +40,6 @@ def default_out(results_dir: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(results_dir)), "figures")
 
 
-def only_placeholders(folder: str) -> bool:
-    """The repository's figures/ holds nothing but its ``.gitkeep``: the default folder counts as empty."""
-    return os.path.isdir(folder) and all(name.startswith(".") for name in os.listdir(folder))
-
-
 def wanted(planned, flags) -> list:
     if not flags:
         return planned
@@ -58,8 +53,7 @@ def make_figures(req: FiguresRequest, stage, warnings: list) -> list[str]:
     out = req.out or default_out(req.results_dir)
     if not os.path.isdir(req.results_dir):
         raise UserError(f"results directory {req.results_dir} not found")
-    force = req.force or (req.out is None and only_placeholders(out))
-    fsguard.check_output_dir(out, OWNER, force)
+    fsguard.check_output_dir(out, OWNER, req.force)  # the repository's figures/ (only a .gitkeep) counts as empty
     stage(f"statistics for {req.results_dir} ({req.n_boot} resamples)")
     settings = build.Settings(req.n_boot, req.seed, req.level, req.cluster)
     data = build.ReportData("", settings, warnings=warnings)
@@ -67,7 +61,7 @@ def make_figures(req: FiguresRequest, stage, warnings: list) -> list[str]:
     planned = wanted(figures.plan(data, os.path.abspath(out), formats), req.flags)
     if not planned:
         return []
-    fsguard.prepare_output_dir(out, OWNER, force)
+    fsguard.prepare_output_dir(out, OWNER, req.force)
     stage(f"figures: {len(planned)} to draw ({len(planned) * len(formats)} files) on {max(1, req.jobs)} worker(s)")
     plots.pyplot()  # imported once here, so the forked workers start with it
     with drawing.Pool(max(1, req.jobs)) as pool:

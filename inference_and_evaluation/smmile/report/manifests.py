@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 
 from smmile.scoring.judge import FAILED as FAILED_STATUS
+from smmile.scoring import naming
 from smmile.scoring.naming import evaluationllm_json_path, judgements_path
 
 NO_MANIFEST = "no manifest (produced outside smmile)"
@@ -35,13 +36,9 @@ class RunInfo:
         return os.path.splitext(self.name)[0]
 
 
-def manifest_path(csv_path: str) -> str:
-    return os.path.splitext(csv_path)[0] + ".manifest.json"
-
-
 def read_manifest(csv_path: str) -> tuple[dict | None, str | None]:
     """(manifest, None), (None, None) when there is none, or (None, reason) when it is unreadable."""
-    path = manifest_path(csv_path)
+    path = str(naming.manifest_path(csv_path))
     if not os.path.exists(path):
         return None, None
     try:

@@ -38,7 +38,6 @@ MODES = discovery.MODES
 CLUSTER_CHOICES = ("auto", "none", "base")
 COMPARE_CHOICES = ("icl", "models", "all", "none")
 KINDS = ("icl_vs_0shot", "model_vs_model")  # each kind is its own Holm family
-OWN_OUTPUTS = discovery.OWN_OUTPUTS  # written here; never read as results
 MAX_NOTES = 10  # pairing warnings printed in full; the rest are counted
 
 
@@ -64,12 +63,6 @@ def _warn_stderr(message: str) -> None:
 
 
 # -- loading (scoring.discovery finds and identifies the files, scoring.metrics scores them) -------------
-def _read(result: ResultFile):
-    """The whole CSV of a result with its metrics' columns (``integrity.read_whole``: clean parse, at
-    least one row)."""
-    return metrics.read_rows(result, metrics.metrics_for(result.fmt)[0])
-
-
 def _per_problem(scores: pd.Series, path, warn) -> pd.Series:
     """One score per problem_id: rows of a duplicated id are averaged (as evaluate_EM's and the judge's
     ``problem_accuracies`` are), with a warning naming the file."""
@@ -110,7 +103,7 @@ def file_records(path: str, warn=None) -> list[Record]:
     result = discovery.result_for_path(path, rules="variance", warn=warn)
     if result.mode not in MODES:
         raise ResultFileError(f"{path}: no 0-shot/ICL mode (file name or manifest)")
-    return result_records(result, _read(result), warn)
+    return result_records(result, metrics.read_rows(result), warn)
 
 
 def load_records(directory: str, warn=None) -> list[Record]:
@@ -126,7 +119,7 @@ def load_records(directory: str, warn=None) -> list[Record]:
             warn(f"warning: {result.path}: no 0-shot/ICL mode in the file name or manifest; skipped")
         else:
             found.append(result)
-    frames, failures = integrity.screen(found, _read, integrity.problem_count)
+    frames, failures = integrity.screen(found, metrics.read_rows, integrity.problem_count)
     for message in failures.values():
         warn(f"warning: {message.removesuffix('; not scored')}; skipped")
     records = []
