@@ -7,7 +7,6 @@ import argparse
 
 from ..analysis.analyze_run import run_analyze
 from ..analysis.variants import KINDS
-from ..scoring.bootstrap import DEFAULT_LEVEL, DEFAULT_N_BOOT
 from . import common as fd
 
 
@@ -20,10 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "order-last, permute or any name (default: read from the run manifests)")
     p.add_argument("--out", default="analysis", help="output folder (made by this command, or new/empty)")
     p.add_argument("--force", action="store_true", help="write into a non-empty --out folder not made by smmile analyze")
-    p.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT, help="bootstrap resamples")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument("--level", type=float, default=DEFAULT_LEVEL,
-                   help="confidence level; significant at Holm-adjusted p < 1 - level")
+    fd.add_resampling_flags(p, "confidence level; significant at Holm-adjusted p < 1 - level", cluster=False)
     p.add_argument("--exclude-gold-mismatch", action="store_true",
                    help="drop paired problems whose two result files have different gold answers")
     return p

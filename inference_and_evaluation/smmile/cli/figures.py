@@ -7,8 +7,6 @@ import argparse
 
 from ..report.drawing import default_workers
 from ..report.figures_only import FiguresRequest, write_figures
-from ..scoring.bootstrap import DEFAULT_LEVEL, DEFAULT_N_BOOT
-from ..scoring.stats import CLUSTER_CHOICES
 from . import common as fd
 
 INTERRUPTED = "interrupted: figure files already written are complete; run the same command again for the rest"
@@ -20,11 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("results_dir", help="folder with result_*.csv (+ *_evaluationllm.json, model_stratification_*.json)")
     parser.add_argument("--out", help="figure folder (default: figures/ beside results_dir, i.e. the repository's "
                                       "figures/ for ../results)")
-    parser.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT, help="bootstrap resamples for the CIs")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    parser.add_argument("--level", type=float, default=DEFAULT_LEVEL, help="interval level")
-    parser.add_argument("--cluster", choices=CLUSTER_CHOICES, default="auto",
-                        help="auto: resample base problems when ids end in _perm_<k>")
+    fd.add_resampling_flags(parser)
     parser.add_argument("--flags", nargs="*", help="stratification flags to plot (default: all)")
     parser.add_argument("--formats", default="png,svg", help="comma-separated: png and/or svg")
     parser.add_argument("--jobs", type=int, default=default_workers(), help="worker processes")

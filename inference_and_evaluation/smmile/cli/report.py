@@ -7,8 +7,6 @@ import argparse
 
 from ..report.drawing import default_workers
 from ..report.page import ReportRequest, run_report
-from ..scoring.bootstrap import DEFAULT_LEVEL, DEFAULT_N_BOOT
-from ..scoring.stats import CLUSTER_CHOICES
 from . import common as fd
 
 INTERRUPTED = ("interrupted: the report was not written (figure files already written are complete); "
@@ -38,12 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--analyses", action="append", default=[], metavar="DIR",
                         help="output folder of `smmile analyze` / `smmile agreement` (repeatable)")
     parser.add_argument("--title", help="page title (default: from the results folders)")
-    parser.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT, help="bootstrap resamples")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    parser.add_argument("--level", type=float, default=DEFAULT_LEVEL,
-                        help="interval level; significance is Holm-adjusted p < 1 - level with the interval excluding 0")
-    parser.add_argument("--cluster", choices=CLUSTER_CHOICES, default="auto",
-                        help="auto: resample base problems when ids end in _perm_<k> (SMMILE++)")
+    fd.add_resampling_flags(parser, "interval level; significance is Holm-adjusted p < 1 - level with the "
+                                    "interval excluding 0")
     parser.add_argument("--formats", default="png,svg", help="figure formats, comma-separated: png and/or svg")
     parser.add_argument("--jobs", type=int, default=default_workers(),
                         help="worker processes for figures and thumbnails (1: draw in this process)")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 
 from ..scoring import stats
-from ..scoring.bootstrap import DEFAULT_LEVEL, DEFAULT_N_BOOT
 from . import common as fd
 
 
@@ -19,13 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", help="output folder (default: results_dir, where only stats_* files are written)")
     parser.add_argument("--force", action="store_true",
                         help="write into a non-empty --out folder not made by smmile stats")
-    parser.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT, help="bootstrap resamples (default 10000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument("--level", type=float, default=DEFAULT_LEVEL,
-                        help="CI level; comparisons are significant at alpha = 1 - level (default 0.95)")
-    parser.add_argument("--cluster", choices=stats.CLUSTER_CHOICES, default="auto",
-                        help="auto: resample base problems when ids end in _perm_<k> (SMMILE++); "
-                             "base: always by base problem; none: rows iid")
+    fd.add_resampling_flags(parser, "CI level; comparisons are significant at alpha = 1 - level")
     parser.add_argument("--compare", choices=stats.COMPARE_CHOICES, default="icl",
                         help="icl: ICL vs 0-shot per model (default; the family of the headline claims); "
                              "models: model vs model per metric/mode; all: both (each its own Holm family); none")
