@@ -55,6 +55,16 @@ def comparisons(kind: str, labels: list[str]) -> list[tuple[str, str]]:
     return [(label, ORIGINAL) for label in others]
 
 
+def missing_order_sets(present: list[str]) -> list[str]:
+    """One note per order variant not given: what is analysed without it and how to add it."""
+    missing = [label for label in (FIRST, LAST) if label not in present]
+    if len(missing) != 1:
+        return []
+    (absent,), (there,) = missing, [label for label in (FIRST, LAST) if label in present]
+    return [f"no {absent} result set given (missing): only {there} vs original is analysed; run the models on "
+            f"`smmile data variant {absent}` and add {absent}=PATH to also compare it and last vs first"]
+
+
 def _restrict(sets: dict[str, ResultSet], key: tuple, labels: list[str]) -> dict[str, Record]:
     """The records of `key` in `labels`, cut to the problems every one of them scored."""
     records = {label: sets[label].index()[key] for label in labels if key in sets[label].index()}
@@ -106,8 +116,11 @@ def analyse(kind: str, sets: dict[str, ResultSet], n_boot: int, seed: int, level
     check_sets(kind, sets, pairs)
     by_base = kind == "permutation"
     report = Report(kind)
+    present = [label for label in (ORIGINAL, FIRST, LAST) if label in sets]
+    if kind == "order" and notes is not None:
+        notes.extend(missing_order_sets(present))
     for key in _keys(sets):
-        records = _restrict(sets, key, [ORIGINAL, FIRST, LAST]) if kind == "order" else None
+        records = _restrict(sets, key, present) if kind == "order" else None
         for variant, reference in pairs:
             pair = records or {label: sets[label].index().get(key) for label in (variant, reference)}
             if pair.get(variant) is None or pair.get(reference) is None:
