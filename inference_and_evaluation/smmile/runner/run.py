@@ -184,11 +184,29 @@ class Runner:
         ordered = [records[keys[it.index]] for it in items]
         rows, failures = self.derive_rows(items, ordered)
         previous = mf.read(self.manifest_path)
+        self._set_aside_foreign_csv(previous)
         self._note_replaced_run(previous)
         write_csv(self.csv_path, self.family.columns(s.fmt), rows)
         self._write_manifest(loaded, items, ordered, failures, len(pending), time.time() - t0, previous)
         self._report(rows, failures, loaded, len(pending))
         return RunResult(self.csv_path, rows, failures, loaded.skipped, len(pending), 1 if failures else 0)
+
+    def _set_aside_foreign_csv(self, previous: dict) -> None:
+        """A CSV already at the result's name that no smmile run wrote (no manifest naming it beside it:
+        e.g. a published result copied into the folder) is not replaced: it is renamed to
+        ``<stem>.replaced-<time>.csv`` (which no scoring command reads) with a note on stderr. Its rows are in
+        no journal, so replacing it would lose them for good."""
+        if not self.csv_path.exists() or previous.get("result_file") == self.csv_path.name:
+            return
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        aside = self.csv_path.with_name(f"{self.stem}.replaced-{stamp}.csv")
+        n = 1
+        while aside.exists():
+            n += 1
+            aside = self.csv_path.with_name(f"{self.stem}.replaced-{stamp}-{n}.csv")
+        self.csv_path.rename(aside)
+        print(f"note: {self.csv_path.name} was not written by an smmile run (no manifest); it is kept as "
+              f"{aside.name} and this run's results take its name", file=sys.stderr)
 
     def _note_replaced_run(self, previous: dict) -> None:
         """Say so when the CSV about to be written replaces one of a differently configured run (another

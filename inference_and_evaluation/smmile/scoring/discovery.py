@@ -45,6 +45,7 @@ FORMATS = ("open", "mcqa")
 RULES = ("scoring", "variance")
 OWN_OUTPUTS = ("stats_estimates.csv", "stats_comparisons.csv")
 _SHARD = re.compile(r"\.shard-\d+-of-\d+")
+_REPLACED = re.compile(r"\.replaced-\d{8}T\d{6}(-\d+)?\.csv$")  # a CSV the runner moved aside (runner.run)
 
 
 def print_to_stderr(message: str) -> None:
@@ -152,7 +153,7 @@ def result_for_path(path: str | os.PathLike, rules: str = "scoring",
 
 def _is_candidate(path: str, patterned: bool) -> bool:
     name = os.path.basename(path)
-    if _SHARD.search(name) or name in OWN_OUTPUTS:
+    if _SHARD.search(name) or _REPLACED.search(name) or name in OWN_OUTPUTS:
         return False
     return patterned or name.startswith("result_") or naming.manifest_path(path).is_file()
 
