@@ -75,6 +75,18 @@ class ResultFile:
         return self.identity.scoring_name != UNKNOWN
 
     @property
+    def unknown_reason(self) -> str:
+        """Why an unknown file (``not self.known``) is skipped and what makes it scorable, in one line."""
+        manifest = naming.manifest_path(self.path)
+        tag = self.tag or naming.result_stem(self.path.name).removeprefix("result_") or "NAME"
+        why = ("its manifest names no model" if self.manifest is not None else
+               f"no manifest beside it ({manifest.name}) and the original's file-name rules know no model in its "
+               "name")
+        return (f"{self.path.name}: not scored: {why}; to score it, write {manifest.name} holding "
+                f'{{"model": {{"model_id": "{tag}"}}}} (smmile runs write one), or rename the file after a paper '
+                "model's tag (result_<tag>_<0-shot|ICL>[_mcqa].csv, e.g. result_qwen7B_ICL_open.csv) if it is one")
+
+    @property
     def scoring_key(self) -> str:
         """``<scoring name>:<mode>``: the key of evaluate_EM's results and of stratify's JSON."""
         return f"{self.identity.scoring_name}:{self.mode}"

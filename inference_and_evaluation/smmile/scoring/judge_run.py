@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,6 +189,7 @@ def visualize_file(result: ResultFile, outcome: Outcome) -> dict | None:
     """Load ``<stem>_evaluationllm.json``; a missing/invalid one is reported and skipped."""
     if not result.known:
         print(f"Skipping: {result.path}")
+        print(f"warning: {result.unknown_reason}", file=sys.stderr)
         return None
     path = evaluationllm_json_path(result.path)
     try:
