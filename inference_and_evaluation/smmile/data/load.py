@@ -59,10 +59,13 @@ def resolve(dataset: str | None, revision: str | None = None, augmented: bool = 
 
 
 def read_records(source: Source) -> tuple[list[str], list[dict]]:
-    """Column names and row dicts, images as {bytes, path} structs (never decoded here)."""
-    if source.kind == "hub":
-        return _read_hub(source)
-    return _read_parquet(Path(source.ref))
+    """Column names and row dicts, images as {bytes, path} structs (never decoded here). A dataset without
+    a row is refused (it is empty: nothing to run, score or vary)."""
+    columns, records = _read_hub(source) if source.kind == "hub" else _read_parquet(Path(source.ref))
+    if not records:
+        raise UserError(f"dataset {source.ref} is empty: it has the SMMILE columns but no row; pass a dataset "
+                        "with problems (--dataset PATH|ID, or `demo`)")
+    return columns, records
 
 
 def _parquet_files(path: Path) -> list[Path]:
@@ -130,7 +133,7 @@ def _read_hub(source: Source) -> tuple[list[str], list[dict]]:
     return list(ds.column_names), [dict(r) for r in ds]
 
 
-def _image(value, problem_id: str) -> ImageRef | None:
+def _image(value, problem_id: str, order=None) -> ImageRef | None:
     if value is None:
         return None
     if isinstance(value, dict):
@@ -142,28 +145,42 @@ def _image(value, problem_id: str) -> ImageRef | None:
         return ImageRef(bytes(data), name=path or "")
     if isinstance(value, (bytes, bytearray)):
         return ImageRef(bytes(value))
-    raise UserError(f"problem {problem_id}: unsupported image value of type {type(value).__name__}")
+    where = f"problem {problem_id}" + (f", row order {order}" if order is not None else "")
+    raise UserError(f"{where}: the image cell holds a {type(value).__name__}, not an image (the `image` column "
+                    "holds {bytes, path} structs or encoded bytes); fix that row of the dataset")
+
+
+def _order(value, problem_id: str) -> int:
+    """A row's position in its problem as an integer: an `order` stored as text ("10") or as a whole float
+    (10.0) sorts as the number, not as the string ("10" before "9" would make row 9 the query)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return int(value.strip())
+    raise UserError(f"problem {problem_id}: order {value!r} is not an integer (the `order` column numbers the rows "
+                    "of a problem, the query last); fix that row of the dataset")
 
 
 def group(records: list[dict]) -> list[Problem]:
-    """Group by problem_id (first-appearance order), stable sort by `order` (spec §1.3)."""
+    """Group by problem_id (first-appearance order), sort by `order` as an integer (spec §1.3; an `order`
+    stored as text is read as the number it spells, anything else is refused)."""
     chunks: dict[str, list[Row]] = {}
-    seen: set[tuple[str, object]] = set()
+    seen: set[tuple[str, int]] = set()
     for rec in records:
         pid = str(rec["problem_id"])
-        if (pid, rec["order"]) in seen:
+        order = _order(rec["order"], pid)
+        if (pid, order) in seen:
             # two rows at one position: a copied file or a merged dataset; the query would also appear as
             # one of its own ICL examples (its answer given away)
-            raise UserError(f"problem {pid}: two rows with order {rec['order']}; the dataset holds this problem "
+            raise UserError(f"problem {pid}: two rows with order {order}; the dataset holds this problem "
                             "twice (a second copy of a parquet file, or two datasets merged)")
-        seen.add((pid, rec["order"]))
+        seen.add((pid, order))
         other = {k: v for k, v in rec.items() if k not in ("problem_id", "order", "question", "answer", "image", "image_url")}
-        row = Row(pid, rec["order"], rec["question"], rec["answer"], _image(rec["image"], pid), rec.get("image_url"), other)
+        row = Row(pid, order, rec["question"], rec["answer"], _image(rec["image"], pid, order), rec.get("image_url"), other)
         chunks.setdefault(pid, []).append(row)
-    try:
-        return [Problem(pid, tuple(sorted(rows, key=lambda r: r.order))) for pid, rows in chunks.items()]
-    except TypeError:
-        raise UserError("dataset column 'order' mixes types that cannot be sorted") from None
+    return [Problem(pid, tuple(sorted(rows, key=lambda r: r.order))) for pid, rows in chunks.items()]
 
 
 def fingerprint(problems: list[Problem]) -> str:
