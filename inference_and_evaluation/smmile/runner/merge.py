@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from ..errors import UserError
-from .outputs import write_csv, write_json
+from .outputs import allow_csv_fields, write_csv, write_json
 
 SHARD = re.compile(r"^(?P<stem>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.csv$")
 
@@ -27,6 +27,7 @@ def _read_shard(path: Path) -> tuple[dict, list[str], list[dict]]:
         manifest["shard"]["indices"], manifest["counts"]["failed"], manifest["dataset"]["fingerprint"]
     except (ValueError, KeyError, TypeError):
         raise UserError(f"{manifest_path} is not the manifest of a shard run (unreadable or incomplete)") from None
+    allow_csv_fields(path.stat().st_size + 1)
     with path.open(newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         rows = list(reader)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -27,6 +28,15 @@ def csv_text(columns: list[str], rows: list[dict]) -> str:
     for row in rows:
         writer.writerow([_cell(row.get(c)) for c in columns])
     return buf.getvalue()
+
+
+def allow_csv_fields(size: int) -> None:
+    """Let the ``csv`` module read back a field of ``size`` characters. Its default limit (131,072) is
+    not ours: ``csv_text`` writes answers of any length (a runaway or reasoning model) and pandas reads
+    them, so every ``csv`` reader of a result must too. The limit is process-wide, so it is only ever
+    raised, never lowered (no race between threads)."""
+    if csv.field_size_limit() < size:
+        csv.field_size_limit(min(size, sys.maxsize))
 
 
 def write_csv(path: Path, columns: list[str], rows: list[dict]) -> None:

@@ -9,17 +9,27 @@
   reference is the most common count (ties: the larger); a file with another count is flagged (a file
   cut at a line break parses cleanly, but has fewer problems than its neighbours).
 * ``screen`` — both, for a list of results, reading each file once.
+* ``check_judgement`` — a ``_evaluationllm.json`` is used only for the content it judged: its record
+  (``_evaluationllm.manifest.json``) holds the sha256 of the CSV bytes the judge read, and a CSV with other
+  bytes is refused. Without a hash (the published outputs, records of earlier smmile versions) the judged
+  problem ids and row count must be the CSV's. A judgement of other rows (the CSV rerun on another dataset
+  or by another model) is thus never scored beside the new rows.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import json
 import os
 from collections import Counter
 from typing import Callable, Sequence
 
-from smmile.scoring.exact_match import REQUIRED_COLUMNS, ResultFileError, parse_result_csv, read_csv_bytes
+from smmile.runner.outputs import allow_csv_fields
+from smmile.scoring.exact_match import (REQUIRED_COLUMNS, ResultFileError, exclude_problems, parse_result_csv,
+                                        read_csv_bytes, read_result_csv)
+from smmile.scoring.naming import judge_record_path
 
 
 def _clean_records(path: str, content: bytes) -> int:
@@ -28,6 +38,7 @@ def _clean_records(path: str, content: bytes) -> int:
         text = content.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ResultFileError(f"{path}: cannot read CSV ({exc})") from None
+    allow_csv_fields(len(text) + 1)  # an answer of any length reads back (runner.outputs)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     records = 0
     try:
@@ -49,8 +60,21 @@ def _clean_records(path: str, content: bytes) -> int:
 
 def read_whole(csv_path: str | os.PathLike, required: Sequence[str] = REQUIRED_COLUMNS):
     """Read a result CSV once (pandas defaults, as the original) and check it is whole (module docstring)."""
+    return read_whole_hashed(csv_path, required)[0]
+
+
+def content_sha256(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+def read_whole_hashed(csv_path: str | os.PathLike, required: Sequence[str] = REQUIRED_COLUMNS):
+    """``read_whole`` and the sha256 of the bytes it read: ``(frame, sha256)``."""
     path = os.fspath(csv_path)
     content = read_csv_bytes(path)
+    return _whole(path, content, required), content_sha256(content)
+
+
+def _whole(path: str, content: bytes, required: Sequence[str]):
     frame = parse_result_csv(path, content, required)
     records = _clean_records(path, content)
     if records != len(frame):
@@ -105,3 +129,36 @@ def screen(results: Sequence, read: Callable, count: Callable) -> tuple[dict, di
         failures[path] = message
         del data[path]
     return data, failures
+
+
+def check_judgement(csv_path: str | os.PathLike, judged: dict, frame=None) -> None:
+    """Raise ``ResultFileError`` (one line naming both files) unless the ``_evaluationllm.json`` dict
+    ``judged`` is a judgement of the CSV as it is now (module docstring). ``frame``: the CSV already read.
+    A CSV that cannot be read is not compared (scoring it reports its own problem)."""
+    path = os.fspath(csv_path)
+    json_name = os.path.basename(path)[:-len(".csv")] + "_evaluationllm.json"
+    try:
+        recorded = json.loads(judge_record_path(path).read_text(encoding="utf-8")).get("result_sha256")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    try:
+        content = read_csv_bytes(path) if isinstance(recorded, str) else None
+        if frame is None and content is None:
+            frame = read_result_csv(path)
+    except ResultFileError:
+        return  # no CSV to compare with (its own problem is reported where it is scored)
+    if content is not None:
+        now = content_sha256(content)
+        if now != recorded:
+            raise ResultFileError(f"{path}: its {json_name} judged other content (sha256 {recorded[:12]}, the "
+                                  f"CSV is now {now[:12]}); judge scores refused, judge it again")
+        return
+    kept, _ = exclude_problems(frame)
+    ids = {str(pid) for pid in kept["problem_id"]}
+    judged_ids = {str(pid) for pid in judged.get("problem_accuracies", {})}
+    rows = judged.get("total_examples")
+    if judged_ids != ids or (isinstance(rows, int) and rows != len(kept)):
+        other = len(judged_ids - ids)
+        raise ResultFileError(f"{path}: its {json_name} judged other rows ({len(judged_ids)} problem(s), {rows} "
+                              f"row(s), {other} not in the CSV; the CSV has {len(ids)} problem(s), {len(kept)} "
+                              "row(s)); judge scores refused, judge it again")

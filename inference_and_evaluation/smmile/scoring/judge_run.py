@@ -4,8 +4,9 @@ Faithful default: ollama, model ``llama3.3``, the verbatim prompt, strict ``1``/
 ``<stem>_evaluationllm.json`` and ``model_comparison_llm.txt``. The requests go through the inference
 API backends (``judge_backends``); replies are kept in one store (``judge_cache``) so judging the same rows
 again sends nothing. Additions: ``<stem>_judgements.jsonl`` (every raw reply) and
-``<stem>_evaluationllm.manifest.json`` (which judge wrote the JSON; another judge does not replace it
-without ``--overwrite``).
+``<stem>_evaluationllm.manifest.json`` (which judge wrote the JSON, and the sha256 of the CSV bytes it
+judged: scoring refuses the judgement once the CSV holds other content, ``integrity.check_judgement``;
+another judge does not replace it without ``--overwrite``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ from smmile.fsguard import OutputLock, atomic_write_json, atomic_write_text, che
 from smmile.scoring import comparison
 from smmile.scoring.discovery import ResultFile
 from smmile.scoring.exact_match import exclude_problems, json_text
-from smmile.scoring.integrity import problem_count, read_whole
+from smmile.scoring.integrity import check_judgement, problem_count, read_whole_hashed
 from smmile.scoring.judge import (FAILED, UNPARSEABLE, JudgeSettings, PlannedFrame, judge_identity, judge_stats,
                                   judgements, plan_frame)
-from smmile.scoring.naming import evaluationllm_json_path, judge_patterns, judgements_path, question_column
+from smmile.scoring.exact_match import ResultFileError
+from smmile.scoring.naming import (evaluationllm_json_path, judge_patterns, judge_record_path, judgements_path,
+                                   question_column)
 from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, screened
 
 TITLE, LABEL = "LLM AS A JUDGE", "LLM as a Judge"
@@ -42,12 +45,14 @@ class FileJob:
     excluded: int
     frame: object
     planned: PlannedFrame
+    sha256: str  # of the CSV bytes these rows were read from
 
 
 def plan_files(found: list[ResultFile], settings: JudgeSettings, outcome: Outcome) -> list[FileJob]:
     """The files to judge, each read once and checked whole (``scoring.integrity``); others are reported."""
     jobs = []
-    for result, raw in screened(found, lambda r: read_whole(r.path), problem_count, outcome):
+    for result, (raw, sha256) in screened(found, lambda r: read_whole_hashed(r.path),
+                                          lambda data: problem_count(data[0]), outcome):
         try:
             question_column(raw.columns)
         except KeyError as exc:
@@ -55,14 +60,13 @@ def plan_files(found: list[ResultFile], settings: JudgeSettings, outcome: Outcom
             continue
         frame, excluded = exclude_problems(raw)
         jobs.append(FileJob(result.path, result.identity.scoring_name, result.mode, len(raw), excluded, frame,
-                            plan_frame(frame, settings)))
+                            plan_frame(frame, settings), sha256))
     return jobs
 
 
 def record_path(csv_path) -> Path:
     """``<stem>_evaluationllm.manifest.json``: the judge that wrote ``<stem>_evaluationllm.json``."""
-    json_path = evaluationllm_json_path(csv_path)
-    return json_path.with_name(json_path.name[:-len(".json")] + ".manifest.json")
+    return judge_record_path(csv_path)
 
 
 def other_judge(job: FileJob, identity: dict) -> str | None:
@@ -129,6 +133,7 @@ def write_file_results(job: FileJob, judged, identity: dict, sent: int) -> dict:
     atomic_write_text(evaluationllm_json_path(job.csv_path), json_text(stats))
     atomic_write_json(record_path(job.csv_path), {
         "evaluation_file": evaluationllm_json_path(job.csv_path).name, "result_file": job.csv_path.name,
+        "result_sha256": job.sha256,  # what was judged: scoring refuses this judgement for other content
         "judge": identity, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command_line(),
         "smmile_git_revision": git_revision(),
         "counts": {"rows": len(judged), "requests_sent": sent, "cache_hits": sum(j.cached for j in judged),
@@ -197,8 +202,12 @@ def visualize_file(result: ResultFile, outcome: Outcome) -> dict | None:
             stats = json.load(handle)
         if not {"model", "inference_mode", "accuracy", "problem_accuracies"} <= set(stats):
             raise KeyError("required keys missing")
+        check_judgement(result.path, stats)
     except FileNotFoundError:
         outcome.fail(f"{path}: no LLM-judge results (run without --visualize-only first)")
+        return None
+    except ResultFileError as exc:  # a judgement of other content than the CSV holds now
+        outcome.fail(str(exc))
         return None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         outcome.fail(f"{path}: cannot read LLM-judge results ({type(exc).__name__})")

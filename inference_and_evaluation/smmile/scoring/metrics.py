@@ -97,17 +97,22 @@ def _judge_value(value, legacy_floor: bool) -> float:
     return float(value // 100) if legacy_floor else value / 100
 
 
-def judge_scores(result, legacy_floor: bool = False):
-    """``LLM``: ``problem_accuracies`` of the judge JSON (module docstring); None if there is none."""
+def judge_scores(result, legacy_floor: bool = False, frame=None):
+    """``LLM``: ``problem_accuracies`` of the judge JSON (module docstring); None if there is none. A
+    judgement of other content than the CSV now holds is refused (``integrity.check_judgement``)."""
+    from smmile.scoring.integrity import check_judgement
+
     json_path = os.fspath(evaluationllm_json_path(_csv_path(result)))
     if not os.path.exists(json_path):
         return None
     try:
         with open(json_path, encoding="utf-8") as handle:
-            accuracies = json.load(handle)["problem_accuracies"]
+            judged = json.load(handle)
+        accuracies = judged["problem_accuracies"]
         values = [_judge_value(v, legacy_floor) for v in accuracies.values()]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ResultFileError(f"{json_path}: unusable judge file ({type(exc).__name__}: {exc})") from None
+    check_judgement(_csv_path(result), judged, frame)
     return _series(accuracies.keys(), values)
 
 
@@ -121,7 +126,7 @@ def metric_scores(result, metric: Metric | str, *, legacy_floor: bool = False, f
     """
     metric = get_metric(metric)
     if metric.source == "judge":
-        return judge_scores(result, legacy_floor)
+        return judge_scores(result, legacy_floor, frame)
     if frame is None:
         frame = read_rows(result, metric)
     else:

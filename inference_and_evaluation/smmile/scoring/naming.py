@@ -10,7 +10,8 @@ Everything the original recovered from file names with if/elif chains lives here
   reads the manifest first.
 * ``em_patterns`` / ``judge_patterns`` / ``stratify_patterns`` — spec §4.2, §5, §6 glob lists
   (``scoring.discovery`` globs them; ``runs.find_result_files`` adds the current-directory fallback).
-* ``evaluation_json_path`` / ``evaluationllm_json_path`` — per-file output names (§4.5, §5);
+* ``evaluation_json_path`` / ``evaluationllm_json_path`` — per-file output names (§4.5, §5), with the
+  judge's record ``judge_record_path``;
   ``result_stem`` / ``manifest_path`` — back from any of them to the result's stem and manifest.
 * ``question_column`` — the question column of a result frame (§3.15: MedVLM-R1 uses
   ``original_question``).
@@ -231,6 +232,12 @@ def evaluation_json_path(csv_path: str | os.PathLike) -> Path:
 def evaluationllm_json_path(csv_path: str | os.PathLike) -> Path:
     """``<csv path without .csv>_evaluationllm.json`` (evaluate_LLMJudge)."""
     return Path(_stem(csv_path) + "_evaluationllm.json")
+
+
+def judge_record_path(csv_path: str | os.PathLike) -> Path:
+    """``<stem>_evaluationllm.manifest.json``: which judge wrote the ``_evaluationllm.json``, on which content
+    of the CSV (its sha256)."""
+    return Path(_stem(csv_path) + "_evaluationllm.manifest.json")
 
 
 def judgements_path(csv_path: str | os.PathLike) -> Path:

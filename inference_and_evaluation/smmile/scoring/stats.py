@@ -86,7 +86,13 @@ def result_records(result: ResultFile, frame: pd.DataFrame, warn=None) -> list[R
     warn = warn or _warn_stderr
     records, gold = [], _gold(frame)
     for metric in metrics.metrics_for(result.fmt):
-        scores = metrics.metric_scores(result, metric, frame=frame)
+        try:
+            scores = metrics.metric_scores(result, metric, frame=frame)
+        except ResultFileError as exc:
+            if metric.source != "judge":
+                raise
+            warn(f"warning: {exc}; {metric.name} skipped")  # the file's other metrics are still scored
+            continue
         if scores is not None and scores.empty:
             warn(f"warning: {evaluationllm_json_path(result.csv)}: no scored problem; {metric.name} skipped")
         elif scores is not None:

@@ -17,6 +17,7 @@ from smmile.errors import UserError
 from smmile.fsguard import check_writable_dir
 from smmile.scoring.discovery import ResultFile
 from smmile.scoring.exact_match import ResultFileError, json_text
+from smmile.scoring.integrity import check_judgement
 from smmile.scoring.naming import stratify_patterns
 from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, replace_output, screened
 from smmile.scoring.stratify import (StratifyError, format_flag_table, stratify_accuracies, stratum_intervals,
@@ -44,8 +45,13 @@ def stratify_file(result: ResultFile, problems_by_id, flags) -> tuple:
     cannot be read or does not fit the dataset."""
     try:
         with open(result.path, encoding="utf-8") as handle:
-            accuracies = json.load(handle)["problem_accuracies"]
+            evaluation = json.load(handle)
+        accuracies = evaluation["problem_accuracies"]
+        if result.path.name.endswith("_evaluationllm.json") and result.csv.exists():
+            check_judgement(result.csv, evaluation)  # a judgement of other rows than the CSV's is refused
         return stratify_accuracies(accuracies, problems_by_id, flags, result.mode), len(accuracies)
+    except ResultFileError:
+        raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         reason = exc if isinstance(exc, StratifyError) else f"cannot read ({type(exc).__name__}: {exc})"
         raise ResultFileError(f"{result.path}: {reason}") from None
