@@ -7,6 +7,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from ..errors import MissingDependency, UserError
 from ..protocol.problem import ImageRef, Problem, Row
@@ -107,6 +108,12 @@ def _read_parquet(path: Path) -> tuple[list[str], list[dict]]:
 
 
 def _read_hub(source: Source) -> tuple[list[str], list[dict]]:
+    ds = _open_hub(source)
+    return list(ds.column_names), [dict(r) for r in ds]
+
+
+def _open_hub(source: Source):
+    """The hub dataset's train split (memory-mapped by `datasets`), images left encoded."""
     try:
         import datasets
     except ImportError:
@@ -129,8 +136,42 @@ def _read_hub(source: Source) -> tuple[list[str], list[dict]]:
         first = str(exc).splitlines()[0] if str(exc) else ""
         raise UserError(f"cannot load dataset {source.ref} from the hub: {type(exc).__name__}: {first}") from None
     check_columns(ds.column_names, source.ref)
-    ds = ds.cast_column("image", datasets.Image(decode=False))
-    return list(ds.column_names), [dict(r) for r in ds]
+    return ds.cast_column("image", datasets.Image(decode=False))
+
+
+def iter_records(source: Source, batch_rows: int = 64) -> Iterator[list[dict]]:
+    """The rows of `read_records` a batch at a time (file order, at most `batch_rows` rows per batch), for a
+    caller that keeps only part of each row: the images of the whole dataset are never in memory together."""
+    if source.kind == "hub":
+        ds = _open_hub(source)
+        for start in range(0, len(ds), batch_rows):
+            batch = ds[start:start + batch_rows]
+            yield [dict(zip(batch, values)) for values in zip(*batch.values())]
+        return
+    import pyarrow.parquet as pq
+
+    for f in _parquet_files(Path(source.ref)):
+        try:  # a buffered stream: a row group is read a page at a time, not whole
+            handle = pq.ParquetFile(f, buffer_size=1 << 20)
+            check_columns(handle.schema_arrow.names, str(f))
+            batches = handle.iter_batches(batch_size=batch_rows)
+        except UserError:
+            raise
+        except Exception as exc:  # pyarrow raises several types for corrupt files
+            raise UserError(f"cannot read parquet file {f}: {str(exc).splitlines()[0]}") from None
+        while True:
+            try:
+                batch = next(batches, None)
+            except Exception as exc:
+                raise UserError(f"cannot read parquet file {f}: {str(exc).splitlines()[0]}") from None
+            if batch is None:
+                break
+            yield batch.to_pylist()
+
+
+def image_of(record: dict) -> ImageRef | None:
+    """The image of one `read_records` row (None when it has none)."""
+    return _image(record["image"], str(record["problem_id"]))
 
 
 def _image(value, problem_id: str, order=None) -> ImageRef | None:

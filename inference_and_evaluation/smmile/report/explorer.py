@@ -11,8 +11,11 @@ flags and every model's answers and scores, as one compact JSON payload for the 
   report's own ``smmile.scoring.stats`` records (each CSV read once), so the explorer counts what the
   tables count.
 * Every text is stored once (``strings``), every image once as a JPEG thumbnail (``images``, by content
-  hash, so SMMILE++ shares the images of its permutations); thumbnails are made in worker processes,
-  started as soon as the datasets are loaded (before the figures).
+  hash, so SMMILE++ shares the images of its permutations).
+* The images are streamed: ``read_dataset`` reads a dataset a batch of rows at a time and keeps only each
+  image's content hash; ``Images.make`` reads it again the same way and has the thumbnails made in worker
+  processes, a few chunks at a time; the page receives them one by one (``Images.uris``). The encoded
+  images of a whole dataset (632 MB for SMMILE++ with its real images) are never in memory together.
 """
 
 from __future__ import annotations
@@ -21,7 +24,11 @@ import base64
 import io
 import json
 import os
+from collections import deque
+from dataclasses import dataclass, replace
+from typing import Iterator
 
+from smmile.protocol.problem import Problem
 from smmile.report import names
 from smmile.report.build import model_order
 from smmile.scoring import bootstrap, stratify
@@ -31,6 +38,7 @@ THUMB_SIZE = 320  # longest side, pixels
 THUMB_QUALITY = 82
 CORRECT_AT = 0.5  # a fractional judge score (several rows of one problem) counts as correct from here
 CHUNK = 32  # images per thumbnail job
+IN_FLIGHT = 8  # thumbnail jobs submitted and not yet collected, at most (their images are held meanwhile)
 
 
 class Strings:
@@ -50,26 +58,81 @@ class Strings:
         return self._index[text]
 
 
-class Images:
-    """Each distinct image of the datasets once (by content hash, dataset order), its thumbnail made
-    on the pool as soon as the datasets are known (at construction), collected by ``uris``."""
+@dataclass(frozen=True)
+class StoredImage:
+    """An image of a dataset as the explorer keeps it: its content hash (the bytes stay in the dataset)."""
 
-    def __init__(self, datasets: list, pool):
-        refs: dict[bytes, object] = {}
-        for problems in datasets:
-            for problem in problems:
-                for row in problem.rows:
-                    if row.image is not None:
-                        refs.setdefault(row.image.digest, row.image)
-        self._index = {digest: i for i, digest in enumerate(refs)}
-        data = [ref.data for ref in refs.values()]
-        self._pending = [pool.submit(thumbnails, data[i:i + CHUNK]) for i in range(0, len(data), CHUNK)]
+    digest: bytes
+
+
+def read_dataset(source) -> list:
+    """The problems of the dataset at ``source`` (``smmile.data.load.Source``), as ``load_problems`` gives
+    them but each image a ``StoredImage``; read a batch of rows at a time."""
+    from smmile.data.load import group, image_of, iter_records
+
+    records, stored = [], {}
+    for batch in iter_records(source):
+        for record in batch:
+            ref = image_of(record)
+            if ref is not None:
+                stored[(str(record["problem_id"]), record["order"])] = StoredImage(ref.digest)
+            records.append({**record, "image": None})
+    return [Problem(p.problem_id, tuple(replace(r, image=stored.get((p.problem_id, r.order))) for r in p.rows))
+            for p in group(records)]
+
+
+class Images:
+    """Each distinct image of the datasets once (by content hash, in dataset order: problems, then rows)
+    and its thumbnail (``make``)."""
+
+    def __init__(self, datasets: list):
+        digests = (row.image.digest for problems in datasets for problem in problems for row in problem.rows
+                   if row.image is not None)
+        self._index = {digest: i for i, digest in enumerate(dict.fromkeys(digests))}
+        self._uris: dict[bytes, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._index)
 
     def index(self, ref) -> int:
         return -1 if ref is None else self._index[ref.digest]
 
-    def uris(self) -> list[str]:
-        return [uri for handle in self._pending for uri in handle.result()]
+    def make(self, sources: list, pool) -> None:
+        """The thumbnails, made on ``pool`` while the datasets at ``sources`` are read again a batch of rows
+        at a time (file order); at most IN_FLIGHT chunks of images wait for their thumbnails at once."""
+        from smmile.data.load import image_of, iter_records
+
+        pending: deque = deque()
+        chunk: dict[bytes, bytes] = {}
+        queued: set = set()
+
+        def send() -> None:
+            pending.append((list(chunk), pool.submit(thumbnails, list(chunk.values()))))
+            chunk.clear()
+            while len(pending) > IN_FLIGHT:
+                self._collect(*pending.popleft())
+
+        for source in dict.fromkeys(sources):
+            for batch in iter_records(source):
+                for record in batch:
+                    ref = image_of(record)
+                    if ref is None or ref.digest not in self._index or ref.digest in queued:
+                        continue
+                    queued.add(ref.digest)
+                    chunk[ref.digest] = ref.data
+                    if len(chunk) == CHUNK:
+                        send()
+        if chunk:
+            send()
+        while pending:
+            self._collect(*pending.popleft())
+
+    def _collect(self, digests: list, handle) -> None:
+        self._uris.update(zip(digests, handle.result()))
+
+    def uris(self) -> Iterator[str]:
+        """The thumbnails' data URIs in index order ("" for an image that could not be read or decoded)."""
+        return (self._uris.get(digest, "") for digest in self._index)
 
 
 def thumbnails(chunk: list[bytes]) -> list[str]:
@@ -201,7 +264,9 @@ def set_problems(rset, set_index: int, problems: list, flags: list[str], answers
 
 def build(sets: list, datasets: list, images: Images) -> dict:
     """The explorer payload for ``sets`` (report.build.ResultSet) with their loaded problems
-    (``datasets[i]``: a list of Problem, possibly empty) and their ``Images`` (thumbnails under way)."""
+    (``datasets[i]``: a list of Problem, possibly empty) and their ``Images``. Its ``images`` entry is
+    ``images`` itself: the page writes the thumbnails (``Images.uris``) into its JSON one at a time
+    (``explorer_page.section``)."""
     strings, models = Strings(), {}
     flags = list(dict.fromkeys(f for problems in datasets for f in stratify.valid_flags(problems)))
     results, problems = [], []
@@ -221,7 +286,7 @@ def build(sets: list, datasets: list, images: Images) -> dict:
             "metrics": {m: names.metric(m) for m in names.METRICS},
             "flags": [{"name": f, "label": names.flag(f)} for f in flags],
             "results": results, "problems": problems, "strings": strings.items,
-            "images": images.uris()}
+            "images": images}
 
 
 def names_order(models: dict) -> list[str]:

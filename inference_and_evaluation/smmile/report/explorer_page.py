@@ -7,6 +7,7 @@ main-table cell links to the problems behind it and a filtered view can be bookm
 from __future__ import annotations
 
 import json
+from typing import Iterator
 
 from smmile.report.html import esc
 
@@ -343,8 +344,21 @@ def data_json(payload: dict) -> str:
     return text.replace("</", "<\\/").replace("<!--", "<\\!--")
 
 
-def section(payload: dict) -> str:
+def images_json(uris) -> Iterator[str]:
+    """The JSON array of the thumbnails ``uris`` in pieces, as ``data_json`` writes it."""
+    yield "["
+    for i, uri in enumerate(uris):
+        yield ("," if i else "") + data_json(uri)
+    yield "]"
+
+
+def section(payload: dict, images_slot: str) -> str:
+    """The section with the payload's JSON, whose ``images`` array is left to the page's writer: the text
+    ``images_slot`` stands where ``images_json`` of the thumbnails goes (``images`` is last in the payload)."""
     n = len(payload["problems"])
+    head = data_json({**payload, "images": 0})
+    assert list(payload)[-1] == "images" and head.endswith('"images":0}')
+    data = head[:-len("0}")] + images_slot + "}"
     note = ("Every problem of the dataset: the query image and question, the ICL examples in order, the gold answer, "
             "the flags, and every model's answers per mode — the open answer with exact match (EM) and the judge's "
             "verdict (its raw reply under 'reply'), and the MCQA letter with its option. ✓ correct, ✗ wrong, a "
@@ -356,7 +370,7 @@ def section(payload: dict) -> str:
             '<div id="ex-list"></div><div class="pager"><button type="button" data-step="-1">previous</button>'
             '<span id="ex-page"></span> <button type="button" data-step="1">next</button></div>'
             '<div id="zoom"><img alt="enlarged image"></div>'
-            f'<script type="application/json" id="explorer-data">{data_json(payload)}</script></section>')
+            f'<script type="application/json" id="explorer-data">{data}</script></section>')
 
 
 def script() -> str:

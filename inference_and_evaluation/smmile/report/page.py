@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 from dataclasses import dataclass, field
 
 from smmile import fsguard
@@ -24,6 +25,7 @@ from smmile.scoring import bootstrap, plots
 from smmile.scoring.stats import check_resampling
 
 OWNER = "smmile report"
+IMAGES_SLOT = f"<!--smmile report: the explorer's thumbnails {uuid.uuid4().hex}-->"  # see render
 PAGE_NAME = "index.html"
 DATA_NAME = "report_data.json"
 
@@ -80,26 +82,31 @@ def dataset_for(rset, req: ReportRequest) -> str | None:
     return (mine or plain or [None])[0]
 
 
-def load_datasets(sets, req: ReportRequest, stage) -> list[list]:
-    """Each folder's problems (SMMILE++ folders get the SMMILE++ counterpart of a plain --dataset)."""
-    from smmile.data.load import load_problems, resolve
+def load_datasets(sets, req: ReportRequest, stage) -> tuple[list, list[list]]:
+    """Each folder's dataset (``data.load.Source``, None without one; SMMILE++ folders get the SMMILE++
+    counterpart of a plain --dataset) and its problems, each image kept as its content hash
+    (``explorer.read_dataset``: read a batch of rows at a time, each dataset once)."""
+    from smmile.data.load import resolve
 
-    found = []
+    sources, found, read = [], [], {}
     for rset in sets:
         dataset = dataset_for(rset, req)
         if dataset is None:
+            sources.append(None)
             found.append([])
             continue
         try:
             source = resolve(dataset, req.revision, augmented=rset.permuted)
-            problems = load_problems(dataset, req.revision, augmented=rset.permuted)
+            if source not in read:
+                read[source] = explorer.read_dataset(source)
         except UserError:
             raise
         except Exception as exc:  # hub/network/parquet problems: one line
             raise UserError(f"cannot load dataset {dataset}: {type(exc).__name__}: {exc}") from None
-        stage(f"dataset for {rset.label}: {source.kind} {source.ref} ({len(problems)} problems)")
-        found.append(problems)
-    return found
+        stage(f"dataset for {rset.label}: {source.kind} {source.ref} ({len(read[source])} problems)")
+        sources.append(source)
+        found.append(read[source])
+    return sources, found
 
 
 # -- the page --------------------------------------------------------------------------------------------
@@ -114,6 +121,8 @@ def nav(data, with_explorer: bool) -> list[tuple[str, str]]:
 
 
 def render(data, figs, page_dir: str) -> str:
+    """The page; with the explorer, its thumbnails are not in it yet: ``IMAGES_SLOT`` stands where
+    ``write_page`` puts them."""
     payload = data.explorer
     linked = payload is not None
     body = [sections.warnings(data)]
@@ -122,10 +131,24 @@ def render(data, figs, page_dir: str) -> str:
     body += [sections.gain_section(data, s, figs, page_dir) for s in data.sets]
     body += [strata.strat_section(data, s, figs, page_dir) for s in data.sets]
     body.append(analysis_section.analyses_section(data, figs, page_dir))
-    body.append(explorer_page.section(payload) if linked else "")
+    body.append(explorer_page.section(payload, IMAGES_SLOT) if linked else "")
     body += [sections.runs_section(s) for s in data.sets]
     return html.page(data.title, sections.header(data), nav(data, linked), "".join(body),
                      explorer_page.script() if linked else "", explorer_page.CSS if linked else "")
+
+
+def write_page(path: str, text: str, images) -> None:
+    """``text`` (``render``'s) written atomically; with ``images`` (``explorer.Images``) its thumbnails go
+    into the slot one at a time, so the page as one string never holds them."""
+    with fsguard.atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        if images is None:
+            handle.write(text.encode("utf-8"))
+            return
+        head, tail = text.split(IMAGES_SLOT)
+        handle.write(head.encode("utf-8"))
+        for piece in explorer_page.images_json(images.uris()):
+            handle.write(piece.encode("utf-8"))
+        handle.write(tail.encode("utf-8"))
 
 
 def can_draw(warnings: list) -> bool:
@@ -155,7 +178,7 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
     out, fig_dir = check_outputs(req)
     stage(f"statistics for {len(specs)} results folder(s) ({settings.n_boot} resamples)")
     data = build.gather(specs, req.analyses, settings, req.title)
-    datasets = load_datasets(data.sets, req, stage) if req.datasets else None
+    sources, datasets = load_datasets(data.sets, req, stage) if req.datasets else (None, None)
     fsguard.prepare_output_dir(out, OWNER, req.force)
     if req.figures:
         fsguard.prepare_output_dir(fig_dir, OWNER, req.force)
@@ -163,18 +186,19 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
     if planned and not can_draw(data.warnings):
         planned = []
     with fsguard.OutputLock(out, f"the report in {out}"), drawing.Pool(max(1, req.jobs)) as pool:
-        images = explorer.Images(datasets, pool) if datasets is not None else None
         stage(f"figures: {len(planned)} to draw ({len(planned) * len(formats)} files) on {max(1, req.jobs)} worker(s)")
         submitted = figures.submit(pool, planned)
+        images = explorer.Images(datasets) if datasets is not None else None
         if images is not None:
-            stage("problem explorer: answers, scores and thumbnails")
+            stage("problem explorer: answers and scores")
             data.explorer = explorer.build(data.sets, datasets, images)
-            stage(f"problem explorer: {len(data.explorer['problems'])} problems, {len(data.explorer['images'])} images")
+            stage(f"problem explorer: {len(data.explorer['problems'])} problems, {len(images)} images; thumbnails")
             data.warnings += explorer.unmatched(data.explorer)
+            images.make([source for source in sources if source is not None], pool)
         figs = figures.collect(submitted)
         stage("figures drawn; writing the page")
         page_path = os.path.join(out, PAGE_NAME)
-        fsguard.atomic_write_text(page_path, render(data, figs, out))
+        write_page(page_path, render(data, figs, out), images)
         fsguard.atomic_write_json(os.path.join(out, DATA_NAME), json_safe(build.to_json(data)), allow_nan=False)
     stage(f"page written: {page_path} ({os.path.getsize(page_path) / 1e6:.1f} MB)")
     return page_path, data.warnings
