@@ -13,7 +13,7 @@ from smmile.analysis import results as rs
 from smmile.cli.analyze import main as analyze_main
 from smmile.analysis.variants import analyse
 from smmile.errors import UserError
-from smmile.scoring.bootstrap import binomial_two_sided, holm
+from smmile.scoring.bootstrap import holm
 
 N_BOOT = 500
 
@@ -62,7 +62,9 @@ def test_noise_summary_has_the_known_numbers(tmp_path):
         assert row["relative_change"] == pytest.approx(-20 / 60 * 100)
         assert (row["gained"], row["lost"], row["n_pairs"], row["n_problems"]) == (1, 3, 10, 10)
         assert row["ci_low"] <= row["difference"] <= row["ci_high"]
-        assert row["p_value"] == pytest.approx(binomial_two_sided(1, 3)) and row["p_method"] == "exact McNemar"
+        # issue #20: McNemar's score statistic (b − c)²/(b + c) = (1 − 3)²/4 = 1 on χ²₁, the test its interval inverts
+        assert row["p_value"] == pytest.approx(2 * (1 - NormalDist().cdf(1.0)))
+        assert row["p_method"] == "McNemar score test (asymptotic)"
         assert row["significant"] is False
     assert [r["p_holm"] for r in report.summary] == pytest.approx(holm([r["p_value"] for r in report.summary]))
     flips = pd.concat(report.flips)
@@ -110,10 +112,15 @@ def test_permutation_pairs_by_base_problem_with_clusters(tmp_path):
     assert row["accuracy_reference"] == pytest.approx(100 * 4 / 7)  # each perm row paired with its base
     assert row["accuracy_variant"] == pytest.approx(100 * 4 / 7)
     assert (row["gained"], row["lost"]) == (1, 1)
-    assert row["p_method"] == "cluster-adjusted McNemar (Durkalski 2003)"
+    # row-weighted (issue #20, the default): per base problem S = gained - lost: a -1, b +1, c 0;
+    # X² = (-1 + 1)² / (1 + 1) = 0, p = 1
+    assert row["p_method"].startswith("cluster score test, row-weighted") and row["p_value"] == pytest.approx(1.0)
+    (by_problem,) = analyse("permutation", sets, N_BOOT, 0, 0.95, weight="problem").summary
+    assert by_problem["p_method"] == "cluster-adjusted McNemar (Durkalski 2003)"
     # Durkalski: per base problem d = (gained - lost) / orders: a -1/2, b +1/3, c 0
     # X² = (-1/2 + 1/3)² / (1/4 + 1/9) = 1/13; p = P(χ²₁ ≥ 1/13) = P(|Z| ≥ √(1/13))
-    assert row["p_value"] == pytest.approx(2 * (1 - NormalDist().cdf((1 / 13) ** 0.5)), abs=1e-12)
+    assert by_problem["p_value"] == pytest.approx(2 * (1 - NormalDist().cdf((1 / 13) ** 0.5)), abs=1e-12)
+    assert by_problem["difference"] == pytest.approx(100 * (-1 / 2 + 1 / 3 + 0) / 3)
     (cons,) = report.extra["consistency"]
     assert (cons["n_base"], cons["order_sensitive"]) == (3, 2)
     by = {r["base_problem_id"]: r for r in report.extra["by_problem"]}

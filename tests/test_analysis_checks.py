@@ -73,11 +73,14 @@ def test_clustered_rows_get_the_clustered_test_in_every_analysis(tmp_path):
     sets = rs.load_sets([f"original={tmp_path / 'o'}", f"noise-random={tmp_path / 'v'}"])
     (row,) = analyse("noise", sets, 500, 0, 0.95).summary
     assert (row["n_pairs"], row["n_problems"], row["clustered"]) == (1038, 86, True)
-    assert row["p_method"] == bs.DURKALSKI
-    d = pd.Series(noisy - original).groupby(base_of(ids)).mean()
+    assert row["p_method"] == bs.SCORE_ROW
     from statistics import NormalDist
+    s = pd.Series(noisy - original).groupby(base_of(ids)).sum()  # issue #20: row-weighted cluster score test
+    assert abs(row["p_value"] - 2 * (1 - NormalDist().cdf(abs(s.sum()) / np.sqrt((s ** 2).sum())))) < 1e-9
+    (alt,) = analyse("noise", sets, 500, 0, 0.95, weight="problem").summary
+    d = pd.Series(noisy - original).groupby(base_of(ids)).mean()
     reference = 2 * (1 - NormalDist().cdf(abs(d.sum()) / np.sqrt((d ** 2).sum())))  # Durkalski (2003)
-    assert abs(row["p_value"] - reference) < 1e-9
+    assert alt["p_method"] == bs.DURKALSKI and abs(alt["p_value"] - reference) < 1e-9
     assert row["significant"] == (row["p_holm"] < 0.05 and (row["ci_low"] > 0 or row["ci_high"] < 0))
 
 
@@ -90,11 +93,11 @@ def test_permutation_pairs_with_base_problems_and_checks_gold(tmp_path, capsys):
                          "--out", str(out), "--n-boot", "100"]) == 0
     assert "2 paired problem(s) have different gold answers (first: b_perm_1)" in capsys.readouterr().err
     summary = json.loads((out / "permutation.json").read_text())["summary"][0]
-    assert (summary["n_pairs"], summary["n_problems"], summary["gold_mismatches"]) == (4, 2, 2)
+    assert (summary["n_pairs"], summary["n_problems"], summary["gold_mismatches"]) == (2, 1, 2)  # excluded (#20)
     assert analyze_main(["permutation", f"original={tmp_path / 'o'}", f"permute={tmp_path / 'p'}",
-                         "--out", str(out), "--n-boot", "100", "--exclude-gold-mismatch"]) == 0
+                         "--out", str(out), "--n-boot", "100", "--include-gold-mismatch"]) == 0
     summary = json.loads((out / "permutation.json").read_text())["summary"][0]
-    assert (summary["n_pairs"], summary["n_problems"]) == (2, 1)
+    assert (summary["n_pairs"], summary["n_problems"], summary["gold_mismatches"]) == (4, 2, 2)
 
 
 def test_output_folder_is_checked_before_loading(tmp_path, capsys, monkeypatch):

@@ -103,18 +103,31 @@ def test_plusplus_estimates_count_base_problems_and_never_have_zero_width(pluspl
     nothing, everything = cells.loc[("medgemma_4b", "EM", "0-shot")], cells.loc[("medgemma_4b", "EM", "ICL")]
     assert (nothing.ci_low, nothing.ci_high) == pytest.approx((0.0, bound))
     assert (everything.ci_low, everything.ci_high) == pytest.approx((100 - bound, 100.0))
-    assert nothing.ci_method == bs.BOUND
+    assert nothing.ci_method == bs.WILSON_DEFF and nothing.n_eff == 86  # issue #20: Wilson on n_eff
+
+
+def row_weighted_reference(a, b, clusters) -> float:
+    """The cluster score test of the row-weighted difference (issue #20): with S_k = Σ_{i∈k}(a_i − b_i),
+    X² = (Σ_k S_k)² / Σ_k S_k², p = 2(1 − Φ(√X²)); Durkalski's statistic with weights n_k."""
+    sums = {}
+    for x, y, k in zip(a, b, clusters):
+        sums[k] = sums.get(k, 0) + (x - y)
+    denominator = sum(v * v for v in sums.values())
+    if denominator == 0:
+        return 1.0
+    return 2 * (1 - NormalDist().cdf(math.sqrt(sum(sums.values()) ** 2 / denominator)))
 
 
 def test_plusplus_comparisons_are_cluster_aware_and_never_significant_with_zero_inside(plusplus):
     truth, _, comp = plusplus
     scores = truth["scores"]
-    assert (comp.p_method == bs.DURKALSKI).all() and (comp.n_pairs == 1038).all() and (comp.n_problems == 86).all()
+    assert (comp.p_method == bs.SCORE_ROW).all() and (comp.n_pairs == 1038).all() and (comp.n_problems == 86).all()
     assert (comp.ci_high > comp.ci_low).all()
     for row in comp.itertuples():
         a = scores[(row.model_a, row.metric, row.mode_a)]  # these models' keys are their file tags
         b = scores[(row.model_b, row.metric, row.mode_b)]
-        assert abs(row.p_value - durkalski_reference(a, b, base_of(truth["ids"]))) < 1e-9
+        assert abs(row.p_value - row_weighted_reference(a, b, base_of(truth["ids"]))) < 1e-9
+        assert (row.p_value < 0.05) == (row.ci_low > 0 or row.ci_high < 0)  # one test, its own interval
         if row.significant:
             assert row.p_holm < 0.05 and (row.ci_low > 0 or row.ci_high < 0)
     for kind, family in comp.groupby("kind"):  # Holm within each family
@@ -142,33 +155,41 @@ def published_stats(tmp_path_factory):
     return PUBLISHED, pd.read_csv(out / "stats_estimates.csv"), pd.read_csv(out / "stats_comparisons.csv")
 
 
-def test_published_smmile_is_unchanged_for_independent_problems(published_stats):
-    """Values of the code before issue #12 (same seed and resamples); only the 0 % cells moved."""
-    _, est, comp = published_stats
+def wilson_cc(k: int, n: int) -> tuple[float, float]:
+    """Newcombe (1998) method 4, the continuity-corrected Wilson interval, written out for k of n."""
+    p, z = k / n, Z95
+    low = 0.0 if k == 0 else (2 * n * p + z * z - 1 - z * math.sqrt(z * z - 2 - 1 / n + 4 * p * (n * (1 - p) + 1))) / (2 * (n + z * z))
+    high = 1.0 if k == n else (2 * n * p + z * z + 1 + z * math.sqrt(z * z + 2 - 1 / n + 4 * p * (n * (1 - p) - 1))) / (2 * (n + z * z))
+    return 100 * low, 100 * high
+
+
+def test_published_smmile_estimates_are_wilson_intervals_of_the_counts(published_stats):
+    """Independent problems: the continuity-corrected Wilson interval of k of 111 (issue #20; before, a
+    percentile bootstrap), the plain Wilson bound at 0 %."""
+    root, est, comp = published_stats
     cells = est.set_index(["model", "metric", "mode"])
-    before = {("qwen72B", "LLM", "ICL"): (43.24324324324324, 33.33333333333333, 52.25225225225225),
-              ("gpt-4o", "MCQA", "ICL"): (58.55855855855856, 49.549549549549546, 68.46846846846847),
-              ("text only", "MCQA", "0-shot"): (38.73873873873874, 29.72972972972973, 47.74774774774775),
-              ("llava_7b", "EM", "ICL"): (16.216216216216218, 9.00900900900901, 23.423423423423422)}
-    for key, values in before.items():
-        assert tuple(cells.loc[key, ["accuracy", "ci_low", "ci_high"]]) == pytest.approx(values, abs=1e-12)
+    for (model, metric, mode), tag in ((("gpt-4o", "MCQA", "ICL"), "gpt-4o"), (("qwen72B", "MCQA", "0-shot"), "qwen72B")):
+        correct = pd.read_csv(root / f"result_{tag}_{mode}_mcqa.csv")["is_correct"].astype(str).str.lower().eq("true")
+        k = int(correct.sum())
+        row = cells.loc[(model, metric, mode)]
+        assert row.accuracy == pytest.approx(100 * k / 111)
+        assert (row.ci_low, row.ci_high) == pytest.approx(wilson_cc(k, 111), abs=1e-9)
     assert (~est.clustered).all() and (est.n_rows == 111).all() and (est.n_problems == 111).all()
     zero = est[est.accuracy == 0]
     assert len(zero) == 16 and (zero.ci_low == 0).all()
     assert zero.ci_high.tolist() == pytest.approx([100 * Z95 ** 2 / (111 + Z95 ** 2)] * 16)  # 3.35
-    assert (comp.p_method == bs.EXACT_MCNEMAR).all()
+    assert (comp.p_method == bs.SCORE_IID).all()
 
 
-def test_published_smmile_iid_p_values_are_the_exact_mcnemar_of_the_files(published_stats):
+def test_published_smmile_iid_p_values_are_mcnemar_of_the_files(published_stats):
     root, _, comp = published_stats
     for tag, model in (("qwen72B", "qwen72B"), ("gpt-4o", "gpt-4o"), ("llava_7b", "llava_7b")):
         icl = pd.read_csv(root / f"result_{tag}_ICL_mcqa.csv").set_index("problem_id")["is_correct"]
         zero = pd.read_csv(root / f"result_{tag}_0-shot_mcqa.csv").set_index("problem_id")["is_correct"]
         zero = zero.reindex(icl.index)
         b, c = int((icl & ~zero).sum()), int((~icl & zero).sum())
-        m = b + c
-        p = min(1.0, 2 * sum(math.comb(m, k) for k in range(min(b, c) + 1)) / 2 ** m)
+        p = 2 * (1 - NormalDist().cdf(abs(b - c) / math.sqrt(b + c))) if b + c else 1.0
         row = comp[(comp.model_a == model) & (comp.metric == "MCQA")].iloc[0]
         assert (row.only_a_correct, row.only_b_correct) == (b, c)
-        assert row.p_value == pytest.approx(p, rel=1e-12)
+        assert row.p_value == pytest.approx(p, rel=1e-9)
         assert row.n_pairs == 111 and row.significant == (row.p_holm < 0.05 and (row.ci_low > 0 or row.ci_high < 0))

@@ -49,15 +49,16 @@ def test_different_gold_answers_warn_and_can_be_excluded(tmp_path, capsys):
     other = TRUTH[:6] + ["Maybe", "Perhaps"]
     write_mcqa(tmp_path / "r", "qwen7B", "ICL", IDS, TRUTH, [1] * 8)
     write_mcqa(tmp_path / "r", "gpt-4o", "ICL", IDS, other, [0] * 6 + [1, 1])
+    # issue #20 item 3: excluded by default (and counted), kept only with --include-gold-mismatch
     assert _run(tmp_path / "r", tmp_path / "o", "--compare", "models") == 0
-    assert "2 paired problem(s) have different gold answers (first: p6); kept" in capsys.readouterr().err
-    kept = pd.read_csv(tmp_path / "o" / "stats_comparisons.csv").iloc[0]
-    assert (kept.n_pairs, kept.gold_mismatches, kept.gold_mismatches_excluded) == (8, 2, False)
-    assert _run(tmp_path / "r", tmp_path / "o", "--compare", "models", "--exclude-gold-mismatch") == 0
-    assert "excluded" in capsys.readouterr().err
+    assert "2 paired problem(s) have different gold answers (first: p6); excluded" in capsys.readouterr().err
     dropped = pd.read_csv(tmp_path / "o" / "stats_comparisons.csv").iloc[0]
-    assert (dropped.n_pairs, dropped.gold_mismatches, dropped.gold_mismatches_excluded) == (6, 2, True)
+    assert (dropped.n_pairs, dropped.gold_mismatches, dropped.gold_mismatches_included) == (6, 2, False)
     assert abs(dropped.difference) == pytest.approx(100.0)  # p0..p5: one always right, the other never
+    assert _run(tmp_path / "r", tmp_path / "o", "--compare", "models", "--include-gold-mismatch") == 0
+    assert "kept" in capsys.readouterr().err
+    kept = pd.read_csv(tmp_path / "o" / "stats_comparisons.csv").iloc[0]
+    assert (kept.n_pairs, kept.gold_mismatches, kept.gold_mismatches_included) == (8, 2, True)
 
 
 def test_header_only_and_duplicated_ids_are_named(tmp_path, capsys):

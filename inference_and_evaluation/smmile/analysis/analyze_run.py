@@ -27,24 +27,28 @@ def console(report: Report) -> str:
                      f"{fmt(r['accuracy_reference'], '.1f'):>6} {fmt(r['accuracy_variant'], '.1f'):>6} "
                      f"{fmt(r['difference'], '+.2f'):>8} {ci:<17} {fmt(r['relative_change'], '+.1f'):>7} "
                      f"{r['gained']:>3}/{r['lost']:<3} {r['n_pairs']:>5} {r['n_problems']:>6}")
-    lines.append("* significant: Holm-adjusted p (exact McNemar, or cluster-adjusted McNemar for clustered rows) "
-                 "below 1 - level and the interval excludes 0")
+    if report.summary:
+        first = report.summary[0]
+        lines.append(f"* significant: Holm-adjusted p below 1 - level ({first['p_method']}; the interval inverts the "
+                     f"same test). Estimand: {first['estimand']}; failed/refused/empty rows: {first['failures']}")
     for a in report.averages:
         lines.append(f"mean over {a['n_models']} model(s): {a['variant']} vs {a['reference']} {a['metric']} {a['mode']}: "
                      f"{fmt(a['mean_difference'], '+.2f')} pp, relative change of the mean accuracy "
-                     f"{fmt(a['relative_change'], '+.1f')}%")
+                     f"{fmt(a['relative_change'], '+.1f')}% (mean of per-model relative changes over "
+                     f"{a['n_models_relative']} of {a['n_models']} model(s))")
     return "\n".join(lines)
 
 
 def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", force: bool = False,
                 n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL,
-                exclude_gold_mismatch: bool = False) -> int:
+                include_gold_mismatch: bool = False, weight: str = "row", failures: str = "wrong") -> int:
     """Compare each model's accuracy on the original and on its variants (``analysis``: one of ``KINDS``;
     ``results``: ``[LABEL=]PATH`` folders or CSVs) and write the tables to ``out`` (made by this command,
     or new/empty; ``force``: any allowed folder), holding the folder's lock. Returns 0."""
     check_resampling(n_boot, level)
     folder = fsguard.prepare_output_dir(out, "smmile analyze", force=force)
-    settings = {"n_boot": n_boot, "seed": seed, "level": level, "exclude_gold_mismatch": exclude_gold_mismatch}
+    settings = {"n_boot": n_boot, "seed": seed, "level": level, "include_gold_mismatch": include_gold_mismatch,
+                "weight": weight, "failures": failures}
     with fsguard.OutputLock(folder, f"the analysis folder {folder}"):
         return _analyse_into(analysis, results, settings, folder)
 
@@ -59,7 +63,7 @@ def _analyse_into(analysis: str, results: list[str], settings: dict, out) -> int
     sets = load_sets(results, warn)
     notes: list[str] = []
     report = analyse(analysis, sets, settings["n_boot"], settings["seed"], settings["level"],
-                     settings["exclude_gold_mismatch"], notes)
+                     settings["include_gold_mismatch"], notes, settings["weight"], settings["failures"])
     for note in notes:
         warn(f"warning: {note}")
     flips = pd.concat(report.flips, ignore_index=True)

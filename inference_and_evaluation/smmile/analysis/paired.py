@@ -1,22 +1,21 @@
-"""One paired comparison: a model's scores on a variant against its scores on a reference set.
+"""A model's scores on a variant against its scores on a reference set, through ``stats.paired``.
 
 Rows pair by problem_id (``scoring.pairing``); with ``by_base`` a variant row ``<id>_perm_<k>`` pairs
 with the reference's ``<id>``. Whenever the paired rows come in clusters (``by_base``, or ids that
-carry ``_perm_<k>`` on both sides) the bootstrap resamples whole base problems and the test is the
-cluster-adjusted McNemar (``bootstrap.paired_test``); independent 0/1 rows get the exact McNemar.
-Differences are variant − reference, in percentage points.
+carry ``_perm_<k>``) the clusters are the base problems. The statistics are those of ``smmile stats``
+(``stats.paired``: one estimand — row-weighted by default —, its inverted-score interval and the
+cluster score test of the same difference; gold mismatches excluded unless asked). Differences are
+variant − reference, in percentage points; this module adds the flips and the relative change.
 """
 
 from __future__ import annotations
 
-import math
 import os
 
 import pandas as pd
 
 from ..scoring import bootstrap
-from ..scoring.pairing import pair_scores, pairing_notes
-from ..scoring.stats import Record
+from ..scoring.stats import Record, paired
 
 FLIP_COLUMNS = ["problem_id", "base_problem_id", "score_reference", "score_variant", "flip"]
 
@@ -40,41 +39,29 @@ def flips(frame: pd.DataFrame) -> pd.DataFrame:
     return out[FLIP_COLUMNS]
 
 
-def _pct(value: float) -> float:
-    return value * 100 if not math.isnan(value) else float("nan")
-
-
 def _base(problem_id: str) -> str:
     return bootstrap.base_problem_ids([problem_id])[0]
 
 
 def compare(reference: Record, variant: Record, by_base: bool, n_boot: int, seed: int, level: float,
-            exclude_gold_mismatch: bool = False, notes: list | None = None) -> tuple[dict, pd.DataFrame]:
-    """Summary row (accuracies, difference with its paired bootstrap CI, relative change, flips, the
-    paired test) and the per-problem flip table; what the pairing left out is appended to ``notes``."""
-    pairing = pair_scores(variant.scores, reference.scores, variant.gold, reference.gold,
-                          key=_base if by_base else None, exclude_gold_mismatch=exclude_gold_mismatch)
-    if notes is not None:
-        notes.extend(pairing_notes(pairing, f"{variant.model} {variant.metric} {variant.mode}"))
-    frame = pairing.frame
-    var, ref = frame["a"].to_numpy(), frame["b"].to_numpy()
-    ids = frame["problem_id"].tolist()
-    clustered = by_base or bootstrap.has_permutations(ids)
-    clusters = bootstrap.base_problem_ids(ids) if clustered else None
-    diff = bootstrap.paired_difference_ci(var, ref, clusters, n_boot, seed, level)
-    test = bootstrap.paired_test(var, ref, clusters)
+            include_gold_mismatch: bool = False, notes: list | None = None, weight: str = "row",
+            failures: str = "wrong") -> tuple[dict, pd.DataFrame]:
+    """Summary row (accuracies, difference with its interval and test, relative change, flips) and the
+    per-problem flip table; what the pairing left out is appended to ``notes``."""
+    label = f"{variant.model} {variant.metric} {variant.mode}"
+    core, frame = paired(variant, reference, label, key=_base if by_base else None,
+                         cluster="base" if by_base else "auto", weight=weight, level=level, n_boot=n_boot, seed=seed,
+                         include_gold_mismatch=include_gold_mismatch, failures=failures, notes=notes)
     table = flips(frame)
     counts = table["flip"].value_counts()
-    acc_ref = _pct(float(ref.mean())) if len(ref) else float("nan")
-    acc_var = _pct(float(var.mean())) if len(var) else float("nan")
+    acc_ref, acc_var = core.pop("accuracy_b"), core.pop("accuracy_a")
+    renamed = {"n_a": "n_variant", "n_b": "n_reference", "n_failed_a": "n_failed_variant",
+               "n_failed_b": "n_failed_reference"}
+    core = {renamed.get(k, k): v for k, v in core.items()}
     row = {"model": variant.model, "metric": variant.metric, "mode": variant.mode,
-           "n_reference": pairing.n_b, "n_variant": pairing.n_a, "n_pairs": diff.n, "n_problems": diff.n_clusters,
-           "clustered": clustered, "gold_mismatches": len(pairing.gold_mismatches),
+           "n_reference": core.pop("n_reference"), "n_variant": core.pop("n_variant"),
            "accuracy_reference": acc_ref, "accuracy_variant": acc_var,
-           "difference": _pct(diff.estimate), "ci_low": _pct(diff.low), "ci_high": _pct(diff.high),
-           "ci_method": diff.method,
            "relative_change": (acc_var - acc_ref) / acc_ref * 100 if acc_ref else float("nan"),
-           "gained": int(counts.get("gained", 0)), "lost": int(counts.get("lost", 0)),
-           "p_value": test.p_value, "p_method": test.method, "p_holm": float("nan"), "significant": False,
+           "gained": int(counts.get("gained", 0)), "lost": int(counts.get("lost", 0)), **core,
            "source_reference": os.path.basename(reference.source), "source_variant": os.path.basename(variant.source)}
     return row, table

@@ -4,12 +4,14 @@
 * ``order``: order-first and order-last against the original, and order-last against order-first, on
   the problems all of them scored (the recency table lists the three accuracies side by side).
 * ``permutation``: every permuted set (ids ``<id>_perm_<k>``) against the original, paired by base
-  problem with a cluster bootstrap and the cluster-adjusted McNemar; plus how consistent each model is
-  across the orders of a problem.
+  problem, clustered by base problem (``stats.paired``); plus how consistent each model is across the
+  orders of a problem.
 
 Sets that cannot be compared are refused before any statistic: a variant set of another analysis's
-kind, a permutation set without ``_perm_<k>`` rows, and two sets that share no problem. Holm's family
-is every comparison of one run; ``significant`` also needs the interval to exclude 0.
+kind, a permutation set without ``_perm_<k>`` rows, and two sets that share no problem. A result found
+in only one of the two sets of a comparison is named in a note (nothing is left out silently). Holm's
+family is every comparison of one run (``stats.apply_holm``); ``significant`` also needs the interval to
+exclude 0.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pandas as pd
 from ..data.variants import KINDS as VARIANT_KINDS
 from ..errors import UserError
 from ..scoring import bootstrap
-from ..scoring.stats import Record
+from ..scoring.stats import Record, apply_holm
 from .paired import compare
 from .results import ORIGINAL, ResultSet
 
@@ -71,7 +73,8 @@ def _restrict(sets: dict[str, ResultSet], key: tuple, labels: list[str]) -> dict
     if len(records) < 2:
         return records
     common = set.intersection(*(set(r.scores.index) for r in records.values()))
-    return {label: Record(r.model, r.metric, r.mode, r.source, r.scores[r.scores.index.isin(common)])
+    return {label: Record(r.model, r.metric, r.mode, r.source, r.scores[r.scores.index.isin(common)], r.gold,
+                          r.result, r.frame, r.failures)
             for label, r in records.items()}
 
 
@@ -107,15 +110,33 @@ def check_sets(kind: str, sets: dict[str, ResultSet], pairs: list[tuple[str, str
                             "were they run on the same dataset?")
 
 
+def unmatched(sets: dict[str, ResultSet], pairs: list[tuple[str, str]]) -> list[str]:
+    """Notes naming each (model, metric, mode) scored in only one set of a comparison."""
+    notes = []
+    for variant, reference in pairs:
+        have_v, have_r = sets[variant].index(), sets[reference].index()
+        for label, own, other, other_label in ((variant, have_v, have_r, reference),
+                                               (reference, have_r, have_v, variant)):
+            for key in own:
+                if key not in other:
+                    notes.append(f"{' '.join(key)}: scored in {label!r} ({own[key].source}) but not in "
+                                 f"{other_label!r}; no {variant} vs {reference} comparison for it")
+    return list(dict.fromkeys(notes))
+
+
 def analyse(kind: str, sets: dict[str, ResultSet], n_boot: int, seed: int, level: float,
-            exclude_gold_mismatch: bool = False, notes: list | None = None) -> Report:
-    """Every comparison of ``kind``; what pairing left out is appended to ``notes``."""
+            include_gold_mismatch: bool = False, notes: list | None = None, weight: str = "row",
+            failures: str = "wrong") -> Report:
+    """Every comparison of ``kind``; what pairing left out, and results without a partner, are
+    appended to ``notes``."""
     if kind not in KINDS:
         raise UserError(f"unknown analysis {kind!r}; choose one of {', '.join(KINDS)}")
     pairs = comparisons(kind, list(sets))
     check_sets(kind, sets, pairs)
     by_base = kind == "permutation"
     report = Report(kind)
+    if notes is not None:
+        notes.extend(unmatched(sets, pairs))
     present = [label for label in (ORIGINAL, FIRST, LAST) if label in sets]
     if kind == "order" and notes is not None:
         notes.extend(missing_order_sets(present))
@@ -126,7 +147,7 @@ def analyse(kind: str, sets: dict[str, ResultSet], n_boot: int, seed: int, level
             if pair.get(variant) is None or pair.get(reference) is None:
                 continue
             row, table = compare(pair[reference], pair[variant], by_base, n_boot, seed, level,
-                                 exclude_gold_mismatch, notes)
+                                 include_gold_mismatch, notes, weight, failures)
             row = {"analysis": kind, "variant": variant, "reference": reference, **row}
             report.summary.append(row)
             labels = {"model": row["model"], "metric": row["metric"], "mode": row["mode"],
@@ -134,9 +155,7 @@ def analyse(kind: str, sets: dict[str, ResultSet], n_boot: int, seed: int, level
             report.flips.append(pd.concat([pd.DataFrame([labels] * len(table)), table], axis=1))
     if not report.summary:
         raise UserError("no model/metric/mode was scored in both the original and a variant set")
-    for row, adjusted in zip(report.summary, bootstrap.holm([r["p_value"] for r in report.summary])):
-        row["p_holm"] = adjusted
-        row["significant"] = bootstrap.is_significant(adjusted, row["ci_low"], row["ci_high"], 1 - level)
+    apply_holm(report.summary, level)
     report.averages = averages(report.summary)
     if kind == "order":
         report.extra["recency"] = recency(report.summary)
@@ -149,16 +168,20 @@ def averages(rows: list[dict]) -> list[dict]:
     """Per (variant, reference, metric, mode), over models: the mean difference and the relative change
     of the mean accuracies, (mean variant − mean reference) / mean reference (the paper's "−9.1% on
     average"). The mean of the per-model relative changes, which one model near 0 % can dominate, is
-    kept as a secondary column with its range."""
+    kept as a secondary column with its range; it leaves out models whose reference accuracy is 0 (no
+    relative change), so ``n_models_relative`` says how many models it covers and
+    ``models_without_relative_change`` names the others."""
     frame = pd.DataFrame(rows)
     out = []
     for (variant, reference, metric, mode), g in frame.groupby(["variant", "reference", "metric", "mode"], sort=False):
         rel = g["relative_change"].dropna()
+        missing = g.loc[g["relative_change"].isna(), "model"].tolist()
         ref, var = float(g["accuracy_reference"].mean()), float(g["accuracy_variant"].mean())
         out.append({"variant": variant, "reference": reference, "metric": metric, "mode": mode,
                     "n_models": len(g), "mean_accuracy_reference": ref, "mean_accuracy_variant": var,
                     "mean_difference": float(g["difference"].mean()),
                     "relative_change": (var - ref) / ref * 100 if ref else float("nan"),
+                    "n_models_relative": len(rel), "models_without_relative_change": ", ".join(missing),
                     "mean_of_relative_changes": float(rel.mean()) if len(rel) else float("nan"),
                     "min_relative_change": float(rel.min()) if len(rel) else float("nan"),
                     "max_relative_change": float(rel.max()) if len(rel) else float("nan")})

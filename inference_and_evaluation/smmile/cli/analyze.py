@@ -8,6 +8,7 @@ import argparse
 from ..analysis.analyze_run import run_analyze
 from ..analysis.variants import KINDS
 from . import common as fd
+from . import stats as fd_stats
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,13 +21,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="analysis", help="output folder (made by this command, or new/empty)")
     p.add_argument("--force", action="store_true", help="write into a non-empty --out folder not made by smmile analyze")
     fd.add_resampling_flags(p, "confidence level; significant at Holm-adjusted p < 1 - level", cluster=False)
-    p.add_argument("--exclude-gold-mismatch", action="store_true",
-                   help="drop paired problems whose two result files have different gold answers")
+    fd_stats.add_estimand_flags(p)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     return fd.guarded(lambda: run_analyze(a.analysis, a.results, out=a.out, force=a.force, n_boot=a.n_boot,
-                                          seed=a.seed, level=a.level, exclude_gold_mismatch=a.exclude_gold_mismatch),
+                                          seed=a.seed, level=a.level, include_gold_mismatch=a.include_gold_mismatch,
+                                          weight=a.weight, failures=a.failures),
                       interrupted="interrupted: smmile analyze stopped; nothing half-written")

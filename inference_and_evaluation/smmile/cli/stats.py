@@ -11,9 +11,10 @@ from . import common as fd
 
 def build_parser() -> argparse.ArgumentParser:
     parser = fd.parser(
-        "Accuracy with seeded percentile bootstrap CIs per model/metric/mode, and paired comparisons (bootstrap CI "
-        "of the difference; exact McNemar for independent problems, cluster-adjusted McNemar (Durkalski 2003) for "
-        "SMMILE++; Holm within each family).", prog="smmile stats")
+        "Accuracy per model/metric/mode with continuity-corrected Wilson intervals on the effective sample size "
+        "(design effect of the SMMILE++ orders of a base problem), and paired comparisons: the difference, its "
+        "interval and the cluster score test of that same difference (Holm within each family). Failed, refused "
+        "and empty rows are counted beside every number.", prog="smmile stats")
     parser.add_argument("results_dir", help="directory with result_*.csv (+ *_evaluationllm.json)")
     parser.add_argument("--out", help="output folder (default: results_dir, where only stats_* files are written)")
     parser.add_argument("--force", action="store_true",
@@ -22,9 +23,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--compare", choices=stats.COMPARE_CHOICES, default="icl",
                         help="icl: ICL vs 0-shot per model (default; the family of the headline claims); "
                              "models: model vs model per metric/mode; all: both (each its own Holm family); none")
-    parser.add_argument("--exclude-gold-mismatch", action="store_true",
-                        help="drop paired problems whose two files have different gold answers (true_answer)")
+    add_estimand_flags(parser)
     return parser
+
+
+def add_estimand_flags(parser: argparse.ArgumentParser) -> None:
+    """--weight, --failures and --include-gold-mismatch (``smmile stats`` and ``smmile analyze``)."""
+    parser.add_argument("--weight", choices=stats.WEIGHT_CHOICES, default="row",
+                        help="row: every row (SMMILE++ order) counts, as in the paper's tables (default); problem: "
+                             "every base problem counts once (test: cluster-adjusted McNemar, Durkalski 2003)")
+    parser.add_argument("--failures", choices=stats.FAILURE_CHOICES, default="wrong",
+                        help="failed, refused (content filter) and empty responses: wrong = scored as wrong, the "
+                             "paper's rule (default); exclude = left out. Counted in the output either way")
+    parser.add_argument("--include-gold-mismatch", action="store_true",
+                        help="keep paired problems whose two files have different gold answers (true_answer); by "
+                             "default they are excluded and counted")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,5 +45,6 @@ def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     return fd.guarded(lambda: stats.run_stats(a.results_dir, out=a.out, force=a.force, n_boot=a.n_boot, seed=a.seed,
                                               level=a.level, cluster=a.cluster, compare=a.compare,
-                                              exclude_gold_mismatch=a.exclude_gold_mismatch),
+                                              include_gold_mismatch=a.include_gold_mismatch, weight=a.weight,
+                                              failures=a.failures),
                       interrupted="interrupted: smmile stats stopped; nothing half-written")

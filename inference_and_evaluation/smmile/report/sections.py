@@ -67,18 +67,30 @@ def _n_tip(cell: dict) -> str:
     return f"n = {cell.get('n_problems', cell.get('n_rows'))} problems"
 
 
+def _failures_note(cell: dict) -> tuple[str, str]:
+    """(tooltip text, visible marker) for the failed / refused / empty rows behind a cell (issue #20 item 4)."""
+    counts = {kind: cell.get(f"n_{kind}") for kind in ("refused", "failed", "empty")}
+    if any(v is None for v in counts.values()):
+        return "failed/refused/empty rows unknown (judge JSON without its CSV)", ' <small class="fail">(failures ?)</small>'
+    total = sum(int(v) for v in counts.values())
+    rule = "scored wrong" if cell.get("failures", "wrong") == "wrong" else "excluded"
+    text = ", ".join(f"{v} {kind}" for kind, v in counts.items()) + f" ({rule})"
+    return text, (f' <small class="fail">({total} failed)</small>' if total else "")
+
+
 def _estimate_cell(rset, cell, best, explorer: bool) -> str:
     if cell is None or math.isnan(cell["accuracy"]):
         return '<td class="missing">–</td>'
     source = cell["source"]
     status = manifests.summary(rset.runs[source])["status"] if source in rset.runs else manifests.NO_MANIFEST
     verb = "click for these problems" if explorer else "click for the run"
-    tip = f"{_n_tip(cell)}; {source}; {status}; {verb}"
+    failures, marker = _failures_note(cell)
+    tip = f"{_n_tip(cell)}; {failures}; {source}; {status}; {verb}"
     cls = ' class="best"' if best is not None and cell["accuracy"] == best else ""
     href = (problems_href(rset.slug, model=cell["model"], metric=cell["metric"], mode=cell["mode"]) if explorer
             else "#" + anchor(f"run-{rset.slug}", source))
     return (f'<td{cls} title="{esc(tip)}"><a href="{esc(href)}">{fmt_number(cell["accuracy"])} '
-            f"{fmt_ci(cell['ci_low'], cell['ci_high'])}</a></td>")
+            f"{fmt_ci(cell['ci_low'], cell['ci_high'])}</a>{marker}</td>")
 
 
 def main_table(rset, explorer: bool = False) -> str:
@@ -105,8 +117,10 @@ def main_section(data, rset, figs, page_dir: str, explorer: bool) -> str:
     level = f"{data.settings.level:.0%}"
     click = ("Click a cell for the problems behind it (problem explorer below); hover for n and the file."
              if explorer else "Hover a cell for n and the file; click it for the run that produced it.")
-    note = (f"Accuracy (%) with its {level} percentile bootstrap interval (cluster bootstrap by base problem for "
-            f"SMMILE++). Rows and names as in the paper's table (baselines first); bold = best model per column. "
+    method = rset.estimates[0].get("ci_method", "interval") if rset.estimates else "interval"
+    note = (f"Accuracy (%) with its {level} interval ({esc(method)}; for SMMILE++ the design effect of the orders "
+            f"of a base problem). Beside a cell: its failed, refused or empty responses, scored wrong as in the paper. "
+            f"Rows and names as in the paper's table (baselines first); bold = best model per column. "
             f"{click} LLM-as-a-judge and exact match score the open-format answers, MCQA the letter chosen. The "
             "point estimate is the raw accuracy (variance_analysis reports the bootstrap mean ± std instead).")
     faithful = ""
@@ -141,7 +155,8 @@ def gain_section(data, rset, figs, page_dir: str) -> str:
     body = [f'<tr><td class="name">{names.html(model)}</td>' +
             "".join(_gain_cell(cells.get(m)) for m in metrics) + "</tr>" for model, cells in rows]
     methods = ", ".join(sorted({str(r.get("p_method")) for r in rset.gains if r.get("p_method")})) or "McNemar"
-    note = (f"Paired difference on the problems both runs share, with a paired bootstrap interval; test: {esc(methods)}; "
+    note = (f"Paired difference on the problems both runs share (gold-answer mismatches excluded), with the interval "
+            f"that inverts the test; test: {esc(methods)}; "
             f"Holm-adjusted over the {len(rset.gains)} ICL − 0-shot comparisons. Shaded: significant (Holm-adjusted "
             f"p &lt; {1 - data.settings.level:g} and the interval excludes 0): blue gain, orange loss.")
     return (f'{heading}<p class="note">{note}</p>{table(head, body)}{markers_note([m for m, _ in rows])}'

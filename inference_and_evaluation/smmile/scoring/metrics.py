@@ -11,6 +11,11 @@
   problem (all published files) both rules agree.
 * ``MCQA`` — ``str(is_correct).lower() == "true"`` per row of a ``_mcqa`` result CSV (spec §7.2).
 
+``row_failures(frame)`` says which rows hold no real answer: ``refused`` (a content-filter refusal,
+e.g. Azure's ``ResponsibleAIPolicyViolation``), ``failed`` (the original's ``ERROR: ...`` rows, MCQA
+``selected_option`` ``ERROR``) or ``empty`` (nothing generated). Every metric scores them as wrong, as
+the original did; the statistics count them and can exclude them (``smmile stats --failures``).
+
 ``metric_scores(result, metric)`` returns a float Series in [0, 1] indexed by problem_id (as text) in
 file order, one value per row (duplicated ids are kept; average them for per-problem statistics), or
 None when the judge has not been run on that file. ``metrics_for(fmt)`` gives a format's metrics in the
@@ -89,6 +94,47 @@ def read_rows(result, metric: Metric | str | None = None):
 
     metric = metrics_for(result.fmt)[0] if metric is None else get_metric(metric)
     return read_whole(_csv_path(result), metric.columns)
+
+
+FAILURE_KINDS = ("refused", "failed", "empty")
+REFUSAL_MARKERS = ("responsibleaipolicyviolation", "content_filter", "content management policy")
+
+
+def _text(value) -> str:
+    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
+
+
+def row_failures(frame) -> list[str]:
+    """Per CSV row: ``refused``, ``failed``, ``empty`` or ``""`` (a real answer), in that precedence.
+
+    refused: any response column mentions a content filter (``REFUSAL_MARKERS``, case-insensitive);
+    failed: ``generated_answer`` or ``full_response`` starts with ``ERROR`` (spec §3: every front door
+    stores ``ERROR: <e>``), or ``selected_option`` is ``ERROR``; empty: the model's response
+    (``full_response``, else ``generated_answer``) is empty or blank."""
+    columns = [c for c in ("generated_answer", "full_response", "selected_option") if c in frame.columns]
+    response = "full_response" if "full_response" in frame.columns else "generated_answer"
+    kinds = []
+    for row in frame[columns].itertuples(index=False):
+        texts = dict(zip(columns, (_text(v) for v in row)))
+        lowered = " ".join(texts.values()).lower()
+        if any(marker in lowered for marker in REFUSAL_MARKERS):
+            kinds.append("refused")
+        elif any(texts.get(c, "").lstrip().startswith("ERROR") for c in ("generated_answer", "full_response")) \
+                or texts.get("selected_option", "").strip() == "ERROR":
+            kinds.append("failed")
+        elif response in texts and not texts[response].strip():
+            kinds.append("empty")
+        else:
+            kinds.append("")
+    return kinds
+
+
+def failure_series(frame):
+    """``row_failures`` as a Series indexed by problem_id (text), file order."""
+    import pandas as pd
+
+    return pd.Series(row_failures(frame), index=pd.Index([str(i) for i in frame["problem_id"]], name="problem_id"),
+                     dtype=object)
 
 
 def _judge_value(value, legacy_floor: bool) -> float:

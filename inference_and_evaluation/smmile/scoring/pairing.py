@@ -4,7 +4,8 @@ Every paired statistic (``smmile stats`` comparisons, ``smmile analyze``) pairs 
 ``pair_scores``: an inner join on problem_id (or on a key such as the base problem of a SMMILE++ row),
 with the number of pairs beside each side's number of problems, and the paired problems whose gold
 answers differ (e.g. the published SMMILE qwen3B/qwen7B files use another ``true_answer`` on 18 of
-111 problems, spec §9 item 38). ``exclude_gold_mismatch`` drops those pairs.
+111 problems, spec §9 item 38). Such pairs compare answers to different questions: they are dropped by
+default (``exclude_gold_mismatch=True``) and counted; ``--include-gold-mismatch`` keeps them.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def _same_gold(left, right) -> bool:
 
 
 def pair_scores(a: pd.Series, b: pd.Series, gold_a: pd.Series | None = None, gold_b: pd.Series | None = None,
-                key: Callable[[str], str] | None = None, exclude_gold_mismatch: bool = False) -> Pairing:
+                key: Callable[[str], str] | None = None, exclude_gold_mismatch: bool = True) -> Pairing:
     """Pair A's problems with B's: A's id ``i`` pairs with B's ``key(i)`` (default ``i``).
 
     Scores are Series indexed by problem_id (unique); gold answers likewise (None: not checked).
@@ -78,7 +79,7 @@ def pairing_notes(pairing: Pairing, what: str) -> list[str]:
         notes.append(f"{what}: {pairing.n_joined} pairs from {pairing.n_a} and {pairing.n_b} problems{used}; "
                      "the difference uses the paired problems only")
     if pairing.gold_mismatches:
-        action = "excluded" if pairing.excluded else "kept (--exclude-gold-mismatch drops them)"
+        action = "excluded (--include-gold-mismatch keeps them)" if pairing.excluded else "kept (--include-gold-mismatch)"
         notes.append(f"{what}: {len(pairing.gold_mismatches)} paired problem(s) have different gold answers "
                      f"(first: {pairing.gold_mismatches[0]}); {action}")
     return notes

@@ -1,21 +1,30 @@
-"""The work of ``smmile stats``: point estimates with percentile CIs and paired comparisons for a results directory.
+"""The work of ``smmile stats``: accuracies with intervals and paired comparisons for a results directory.
 
-Per (model, metric, mode) — metric LLM (judge), EM (flexible exact match) or MCQA — the accuracy,
-``n_rows`` and ``n_problems`` and a seeded percentile bootstrap CI (cluster bootstrap by base
-problem for SMMILE++, whose ``<uuid>_perm_<k>`` rows are permutations of one problem and not
-independent). Paired comparisons (ICL vs 0-shot per model and metric; model vs model within a metric
-and mode) are computed on the problems both sides share (``scoring.pairing``) with a paired bootstrap
-CI of the difference and one paired test (``bootstrap.paired_test``: exact McNemar for independent
-problems, the cluster-adjusted McNemar of Durkalski et al. 2003 for clustered rows), Holm-corrected
-within each kind of comparison; ``significant`` needs both the Holm-adjusted p < 1 − level and an
-interval that excludes 0.
+One estimand per number, stated in the output (``estimand``; issue #20): by default **row-weighted**
+(every row counts — every SMMILE++ order, as in the paper's tables); ``weight="problem"`` (``--weight
+problem``) is the labelled alternative where every base problem counts once. Per (model, metric, mode)
+— metric LLM (judge), EM (flexible exact match) or MCQA — the accuracy with the continuity-corrected
+Wilson interval on the effective sample size (``bootstrap.proportion_interval``: the design effect
+comes from the intraclass correlation of the orders of a base problem), ``n_rows``, ``n_problems``,
+``n_eff`` and the failed / refused / empty rows (``metrics.row_failures``; ``failures="wrong"`` scores
+them wrong as the paper did, ``"exclude"`` leaves them out). Paired comparisons (ICL vs 0-shot per model
+and metric; model vs model within a metric and mode) pair problems through ``scoring.pairing``
+(gold-answer mismatches excluded unless ``include_gold_mismatch``) and go through ``paired``, the one
+paired comparison of the package (``smmile analyze`` uses it too): the weighted difference, its
+inverted-score interval and the cluster score test of that same difference
+(``bootstrap.paired_score``), so ``p < 1 − level`` exactly when the interval excludes 0. Holm within
+each kind of comparison (``apply_holm``); ``significant`` = Holm-adjusted p < 1 − level and the interval
+excludes 0. ``se_bootstrap`` is a seeded cluster-bootstrap standard error of the same estimand, shown as a
+cross-check of the interval's width.
 
-Model keys are the variance_analysis ones (``qwen72B``, ``text only``; spec §7.2). Every estimate
-uses the same seed, so results do not depend on file order.
+A judge JSON without its result CSV is scored from its own ``problem_accuracies`` (failures and gold
+answers then unknown), with a warning. Model keys are the variance_analysis ones (``qwen72B``,
+``text only``; spec §7.2). Every estimate uses the same seed, so results do not depend on file order.
 """
 
 from __future__ import annotations
 
+import glob
 import math
 import os
 import sys
@@ -36,6 +45,8 @@ from smmile.scoring.pairing import pair_scores, pairing_notes
 METRICS = tuple(metrics.METRICS)  # LLM, EM, MCQA: the tables' column order
 MODES = discovery.MODES
 CLUSTER_CHOICES = ("auto", "none", "base")
+WEIGHT_CHOICES = bootstrap.WEIGHTS  # row (default, the paper's tables), problem
+FAILURE_CHOICES = ("wrong", "exclude")  # wrong: the paper's rule
 COMPARE_CHOICES = ("icl", "models", "all", "none")
 KINDS = ("icl_vs_0shot", "model_vs_model")  # each kind is its own Holm family
 MAX_NOTES = 10  # pairing warnings printed in full; the rest are counted
@@ -45,8 +56,9 @@ MAX_NOTES = 10  # pairing warnings printed in full; the rest are counted
 class Record:
     """One scored result: per-problem correctness in [0, 1] indexed by problem_id (file order; the
     rows of a duplicated id averaged), the gold answer per problem_id when the CSV has a
-    ``true_answer`` column, the ``ResultFile`` it came from (its identity, tag, manifest) and the CSV
-    as read (the records of one file share it; the report's problem explorer shows its answers)."""
+    ``true_answer`` column, the ``ResultFile`` it came from (its identity, tag, manifest), the CSV
+    as read (the records of one file share it; the report's problem explorer shows its answers) and
+    each problem's failure kind (``metrics.row_failures``; None for a judge JSON without its CSV)."""
 
     model: str
     metric: str
@@ -56,6 +68,7 @@ class Record:
     gold: pd.Series | None = None
     result: ResultFile | None = None
     frame: pd.DataFrame | None = None
+    failures: pd.Series | None = None  # per problem_id: "refused", "failed", "empty" or ""; None: unknown
 
 
 def _warn_stderr(message: str) -> None:
@@ -81,10 +94,16 @@ def _gold(frame: pd.DataFrame) -> pd.Series | None:
     return pd.Series(frame["true_answer"].to_numpy(), index=ids).groupby(level=0, sort=False).first()
 
 
+def _failures(frame: pd.DataFrame) -> pd.Series:
+    """Failure kind per problem_id (the first row of a duplicated id)."""
+    kinds = metrics.failure_series(frame)
+    return kinds.groupby(level=0, sort=False).first()
+
+
 def result_records(result: ResultFile, frame: pd.DataFrame, warn=None) -> list[Record]:
     """The records of one result: MCQA, or EM plus the judge when it was run."""
     warn = warn or _warn_stderr
-    records, gold = [], _gold(frame)
+    records, gold, failures = [], _gold(frame), _failures(frame)
     for metric in metrics.metrics_for(result.fmt):
         try:
             scores = metrics.metric_scores(result, metric, frame=frame)
@@ -99,7 +118,37 @@ def result_records(result: ResultFile, frame: pd.DataFrame, warn=None) -> list[R
             scores = _per_problem(scores, result.csv if metric.source == "csv" else
                                   evaluationllm_json_path(result.csv), warn)
             records.append(Record(result.identity.key, metric.name, result.mode, os.fspath(result.csv),
-                                  scores, gold, result, frame))
+                                  scores, gold, result, frame, failures))
+    return records
+
+
+def judge_only_records(directory: str, found: list[ResultFile], warn, inform=None) -> list[Record]:
+    """Judge JSONs (``*_evaluationllm.json``) whose result CSV is missing: scored from the JSON's own
+    ``problem_accuracies`` (its per-problem records), with a warning that failures and gold answers are
+    unknown; a JSON without them is named as left out. Issue #20 item 5: nothing dropped silently."""
+    have = {os.path.abspath(evaluationllm_json_path(r.csv)) for r in found}
+    records = []
+    for json_path in sorted(glob.glob(os.path.join(directory, "*_evaluationllm.json"))):
+        if os.path.abspath(json_path) in have:
+            continue
+        csv = json_path[: -len("_evaluationllm.json")] + ".csv"
+        if os.path.exists(csv):
+            continue  # a CSV that was skipped for its own reason (already named)
+        result = discovery.result_for_path(csv, rules="variance", warn=warn)
+        try:
+            scores = metrics.judge_scores(result)
+        except ResultFileError as exc:
+            warn(f"warning: {json_path}: judge results without their result CSV, and no usable per-problem "
+                 f"scores ({exc}); left out")
+            continue
+        if result.mode not in MODES or scores is None or scores.empty:
+            warn(f"warning: {json_path}: judge results without their result CSV "
+                 f"({'no 0-shot/ICL mode' if result.mode not in MODES else 'no problem_accuracies'}); left out")
+            continue
+        (inform or warn)(f"warning: {json_path}: no result CSV ({os.path.basename(csv)}); the judge metric is scored from the "
+             f"JSON's problem_accuracies ({len(scores)} problems); failures and gold answers unknown")
+        scores = _per_problem(scores, json_path, warn)
+        records.append(Record(result.identity.key, metrics.LLM.name, result.mode, json_path, scores, None, result))
     return records
 
 
@@ -112,7 +161,7 @@ def file_records(path: str, warn=None) -> list[Record]:
     return result_records(result, metrics.read_rows(result), warn)
 
 
-def load_records(directory: str, warn=None) -> list[Record]:
+def load_records(directory: str, warn=None, inform=None) -> list[Record]:
     """All scorable results of ``directory`` (``discovery.find_results``, variance_analysis's naming
     rules for files without a manifest; of two files for one result, one is used and both named).
     A file that does not parse cleanly or has no rows, a file without a mode, and a result with
@@ -135,7 +184,7 @@ def load_records(directory: str, warn=None) -> list[Record]:
                 records += result_records(result, frames[result.path], warn)
             except ResultFileError as exc:
                 warn(f"warning: {exc}; skipped")
-    return records
+    return records + judge_only_records(directory, found, warn, inform or warn)
 
 
 # -- estimates ---------------------------------------------------------------------------------------
@@ -152,20 +201,47 @@ def _pct(value: float) -> float:
     return value * 100 if not math.isnan(value) else float("nan")
 
 
-def estimate(record: Record, n_boot: int, seed: int, cluster: str, level: float) -> dict:
-    """One row of ``stats_estimates``: accuracy, CI and se in percent; n_rows and n_problems."""
-    clusters = clusters_for(record.scores.index, cluster)
-    ci = bootstrap.percentile_ci(record.scores.to_numpy(), clusters, n_boot, seed, level)
+def failure_counts(kinds: pd.Series | None) -> dict:
+    """``n_refused``, ``n_failed``, ``n_empty`` (None each when unknown: a judge JSON without its CSV)."""
+    if kinds is None:
+        return {f"n_{kind}": None for kind in metrics.FAILURE_KINDS}
+    counts = kinds.value_counts()
+    return {f"n_{kind}": int(counts.get(kind, 0)) for kind in metrics.FAILURE_KINDS}
+
+
+def _failed(record: Record, ids) -> np.ndarray:
+    """True for each id whose row failed, was refused or empty (False when unknown)."""
+    if record.failures is None:
+        return np.zeros(len(ids), dtype=bool)
+    kinds = pd.Series([str(i) for i in ids], dtype=object).map(record.failures).fillna("").astype(str)
+    return (kinds != "").to_numpy(dtype=bool)
+
+
+def estimate(record: Record, n_boot: int, seed: int, cluster: str, level: float, weight: str = "row",
+             failures: str = "wrong") -> dict:
+    """One row of ``stats_estimates``: the ``weight``-ed accuracy with its Wilson interval on the effective
+    sample size, se and the bootstrap se in percent; n_rows, n_problems, n_eff; failure counts (of the
+    whole result) and the rule applied to them."""
+    scores = record.scores
+    counts = failure_counts(record.failures)
+    if failures == "exclude":
+        scores = scores[~_failed(record, scores.index)]
+    clusters = clusters_for(scores.index, cluster)
+    ci = bootstrap.proportion_interval(scores.to_numpy(), clusters, weight, level)
+    se_boot = bootstrap.bootstrap_se(scores.to_numpy(), clusters, weight, n_boot, seed)
     return {"model": record.model, "metric": record.metric, "mode": record.mode,
-            "n_rows": ci.n, "n_problems": ci.n_clusters, "clustered": clusters is not None,
+            "estimand": bootstrap.ESTIMANDS[weight] if clusters is not None else "per problem (independent rows)",
+            "weight": weight, "n_rows": ci.n, "n_problems": ci.n_clusters, "clustered": clusters is not None,
             "accuracy": _pct(ci.estimate), "ci_low": _pct(ci.low), "ci_high": _pct(ci.high),
-            "ci_method": ci.method, "se": _pct(ci.se), "level": level, "n_boot": n_boot, "seed": seed,
-            "source": os.path.basename(record.source)}
+            "ci_method": ci.method, "n_eff": ci.n_eff, "icc": ci.icc, "se": _pct(ci.se),
+            "se_bootstrap": _pct(se_boot), **counts, "failures": failures, "level": level, "n_boot": n_boot,
+            "seed": seed, "source": os.path.basename(record.source)}
 
 
-def estimates(records: list[Record], n_boot: int, seed: int, cluster: str, level: float) -> list[dict]:
+def estimates(records: list[Record], n_boot: int, seed: int, cluster: str, level: float, weight: str = "row",
+              failures: str = "wrong") -> list[dict]:
     """Estimates in table order: model rows as in evaluation_results.txt, then metric, then mode."""
-    rows = [estimate(r, n_boot, seed, cluster, level) for r in records]
+    rows = [estimate(r, n_boot, seed, cluster, level, weight, failures) for r in records]
     return sorted(rows, key=_table_order(rows))
 
 
@@ -205,46 +281,95 @@ def _label(kind: str, a: Record, b: Record) -> str:
     return f"{a.metric} {a.mode}: {a.model} vs {b.model}"
 
 
-def compare_pair(kind: str, a: Record, b: Record, n_boot: int, seed: int, cluster: str, level: float,
-                 exclude_gold_mismatch: bool = False, notes: list | None = None) -> dict:
-    """Paired bootstrap CI of A − B (percentage points) and the paired test on the shared problems;
-    what the pairing left out is appended to ``notes``. ``p_holm``/``significant`` are set by
-    ``comparisons`` (they depend on the family)."""
-    pairing = pair_scores(a.scores, b.scores, a.gold, b.gold, exclude_gold_mismatch=exclude_gold_mismatch)
+def weighted_mean(values: np.ndarray, clusters, weight: str) -> float:
+    """Mean of ``values`` with the weighting of the estimand (row: plain mean; problem: mean of clusters)."""
+    if not len(values):
+        return float("nan")
+    if clusters is None or weight == "row":
+        return float(np.mean(values))
+    return float(pd.Series(values).groupby(np.asarray(clusters, dtype=object)).mean().mean())
+
+
+def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto", weight: str = "row",
+           level: float = bootstrap.DEFAULT_LEVEL, n_boot: int = bootstrap.DEFAULT_N_BOOT, seed: int = 0,
+           include_gold_mismatch: bool = False, failures: str = "wrong",
+           notes: list | None = None) -> tuple[dict, pd.DataFrame]:
+    """The one paired comparison (``smmile stats``, ``smmile analyze``): A − B in percentage points.
+
+    A's problem ``i`` pairs with B's ``key(i)`` (``scoring.pairing``); pairs with different gold answers
+    are dropped unless ``include_gold_mismatch``; with ``failures="exclude"`` a pair goes when either side
+    failed, was refused or is empty. ``cluster`` as ``clusters_for`` on A's ids. Returns the row and the
+    paired frame (``problem_id``, ``key``, ``a``, ``b``); what was left out is appended to ``notes``.
+    ``p_holm``/``significant`` are set by ``apply_holm`` (they depend on the family)."""
+    pairing = pair_scores(a.scores, b.scores, a.gold, b.gold, key=key, exclude_gold_mismatch=not include_gold_mismatch)
+    frame = pairing.frame
+    failed_a, failed_b = _failed(a, frame["problem_id"]), _failed(b, frame["key"])
     if notes is not None:
-        notes.extend(pairing_notes(pairing, _label(kind, a, b)))
-    left, right = pairing.frame["a"].to_numpy(), pairing.frame["b"].to_numpy()
-    clusters = clusters_for(pairing.frame["problem_id"], cluster)
-    diff = bootstrap.paired_difference_ci(left, right, clusters, n_boot, seed, level)
-    test = bootstrap.paired_test(left, right, clusters)
-    return {"kind": kind, "metric": a.metric, "model_a": a.model, "mode_a": a.mode,
-            "model_b": b.model, "mode_b": b.mode, "n_a": len(a.scores), "n_b": len(b.scores),
-            "n_pairs": diff.n, "n_problems": diff.n_clusters, "clustered": clusters is not None,
-            "gold_mismatches": len(pairing.gold_mismatches), "gold_mismatches_excluded": pairing.excluded,
-            "accuracy_a": _pct(float(left.mean())) if len(left) else float("nan"),
-            "accuracy_b": _pct(float(right.mean())) if len(right) else float("nan"),
-            "difference": _pct(diff.estimate), "ci_low": _pct(diff.low), "ci_high": _pct(diff.high),
-            "ci_method": diff.method, "only_a_correct": test.only_a, "only_b_correct": test.only_b,
-            "p_value": test.p_value, "p_method": test.method, "p_holm": float("nan"), "significant": False,
-            "level": level, "n_boot": n_boot, "seed": seed}
+        notes.extend(pairing_notes(pairing, label))
+    dropped = 0
+    if failures == "exclude":
+        keep = ~(failed_a | failed_b)
+        dropped = int((~keep).sum())
+        frame, failed_a, failed_b = frame.loc[keep].reset_index(drop=True), failed_a[keep], failed_b[keep]
+        if dropped and notes is not None:
+            notes.append(f"{label}: {dropped} pair(s) with a failed, refused or empty response excluded (--failures exclude)")
+    left, right = frame["a"].to_numpy(), frame["b"].to_numpy()
+    clusters = clusters_for(frame["problem_id"], cluster)
+    result = bootstrap.paired_score(left, right, clusters, weight, level)
+    diff = result.interval
+    se_boot = bootstrap.bootstrap_se(left - right, clusters, weight, n_boot, seed)
+    row = {"estimand": bootstrap.ESTIMANDS[weight] if clusters is not None else "per problem (independent rows)",
+           "weight": weight, "n_a": len(a.scores), "n_b": len(b.scores), "n_pairs": diff.n,
+           "n_problems": diff.n_clusters, "clustered": clusters is not None,
+           "gold_mismatches": len(pairing.gold_mismatches), "gold_mismatches_included": bool(include_gold_mismatch),
+           "n_failed_a": None if a.failures is None else int(failed_a.sum()),
+           "n_failed_b": None if b.failures is None else int(failed_b.sum()),
+           "failures": failures, "failure_pairs_excluded": dropped,
+           "accuracy_a": _pct(weighted_mean(left, clusters, weight)),
+           "accuracy_b": _pct(weighted_mean(right, clusters, weight)),
+           "difference": _pct(diff.estimate), "ci_low": _pct(diff.low), "ci_high": _pct(diff.high),
+           "ci_method": diff.method, "se": _pct(diff.se), "se_bootstrap": _pct(se_boot),
+           "only_a_correct": result.only_a, "only_b_correct": result.only_b, "statistic": result.statistic,
+           "p_value": result.p_value, "p_method": result.method, "p_holm": float("nan"), "significant": False,
+           "level": level, "n_boot": n_boot, "seed": seed}
+    return row, frame
 
 
-def adjust(rows: list[dict], level: float) -> None:
-    """Holm within each kind of comparison (its family), then ``significant`` = Holm-adjusted
-    p < 1 − level AND the interval excludes 0."""
-    for kind in KINDS:
-        family = [row for row in rows if row["kind"] == kind]
-        for row, adjusted in zip(family, bootstrap.holm([row["p_value"] for row in family])):
+def compare_pair(kind: str, a: Record, b: Record, n_boot: int, seed: int, cluster: str, level: float,
+                 include_gold_mismatch: bool = False, notes: list | None = None, weight: str = "row",
+                 failures: str = "wrong") -> dict:
+    """One row of ``stats_comparisons``: ``paired`` on the problems A and B share."""
+    row, _ = paired(a, b, _label(kind, a, b), cluster=cluster, weight=weight, level=level, n_boot=n_boot, seed=seed,
+                    include_gold_mismatch=include_gold_mismatch, failures=failures, notes=notes)
+    return {"kind": kind, "metric": a.metric, "model_a": a.model, "mode_a": a.mode, "model_b": b.model,
+            "mode_b": b.mode, **row}
+
+
+def apply_holm(rows: list[dict], level: float, family=lambda row: None) -> None:
+    """Holm within each family (``family(row)``; default: all rows one family), then ``significant`` =
+    Holm-adjusted p < 1 − level AND the interval excludes 0 (the interval inverts the same test, so the
+    second condition only matters where the interval is the whole range)."""
+    families: dict = {}
+    for row in rows:
+        families.setdefault(family(row), []).append(row)
+    for members in families.values():
+        for row, adjusted in zip(members, bootstrap.holm([row["p_value"] for row in members])):
             row["p_holm"] = adjusted
             row["significant"] = bootstrap.is_significant(adjusted, row["ci_low"], row["ci_high"], 1 - level)
 
 
+def adjust(rows: list[dict], level: float) -> None:
+    """Holm within each kind of comparison (its family)."""
+    apply_holm(rows, level, family=lambda row: row["kind"])
+
+
 def comparisons(records: list[Record], compare: str, n_boot: int, seed: int, cluster: str, level: float,
-                exclude_gold_mismatch: bool = False, warn=None) -> list[dict]:
+                include_gold_mismatch: bool = False, warn=None, weight: str = "row",
+                failures: str = "wrong") -> list[dict]:
     """All requested comparisons with Holm-adjusted p-values and ``significant``; pairing warnings go
     to ``warn`` (the first ``MAX_NOTES`` in full, then a count)."""
     notes: list[str] = []
-    rows = [compare_pair(kind, a, b, n_boot, seed, cluster, level, exclude_gold_mismatch, notes)
+    rows = [compare_pair(kind, a, b, n_boot, seed, cluster, level, include_gold_mismatch, notes, weight, failures)
             for kind, a, b in comparison_pairs(records, compare)]
     adjust(rows, level)
     warn = warn or _warn_stderr
@@ -274,13 +399,25 @@ def write_rows(rows: list[dict], stem: str, settings: dict) -> list[str]:
     return [stem + ".csv", stem + ".json"]
 
 
+def _failure_note(row: dict) -> str:
+    counts = [row.get(f"n_{kind}") for kind in metrics.FAILURE_KINDS]
+    if any(c is None for c in counts):
+        return "unknown"
+    return "/".join(str(c) for c in counts)
+
+
 def console_table(rows: list[dict]) -> str:
-    """Human-readable estimates: ``model  metric mode  acc [low, high]  n_rows  n_problems``."""
-    lines = [f"{'model':<22} {'metric':<5} {'mode':<7} {'acc %':>7}  {'95% CI':<17} {'rows':>6} {'probl.':>6}"]
+    """Human-readable estimates: ``model  metric mode  acc [low, high]  n_rows  n_problems  n_eff  fail``."""
+    level = rows[0]["level"] if rows else bootstrap.DEFAULT_LEVEL
+    lines = [f"{'model':<22} {'metric':<5} {'mode':<7} {'acc %':>7}  {f'{level:.0%} CI':<17} {'rows':>6} {'probl.':>6} "
+             f"{'n_eff':>6}  refused/failed/empty"]
     for row in rows:
         ci = f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
         lines.append(f"{row['model']:<22} {row['metric']:<5} {row['mode']:<7} {row['accuracy']:>7.2f}  "
-                     f"{ci:<17} {row['n_rows']:>6} {row['n_problems']:>6}")
+                     f"{ci:<17} {row['n_rows']:>6} {row['n_problems']:>6} {row['n_eff']:>6.0f}  {_failure_note(row)}")
+    if rows:
+        lines.append(f"estimand: {rows[0]['estimand']}; interval: {rows[0]['ci_method']}; failed, refused and empty "
+                     f"rows: {'scored wrong (the paper)' if rows[0]['failures'] == 'wrong' else 'excluded'}")
     return "\n".join(lines)
 
 
@@ -291,13 +428,15 @@ def comparison_summary(rows: list[dict], level: float = bootstrap.DEFAULT_LEVEL)
         family = [r for r in rows if r["kind"] == kind]
         if family:
             lines.append(f"{len(family)} {kind} comparison(s); {sum(r['significant'] for r in family)} significant "
-                         f"(Holm-adjusted p < {alpha:.2g} within this family and the {level:.0%} CI excludes 0)")
+                         f"(Holm-adjusted p < {alpha:.2g} within this family; the {level:.0%} interval inverts the "
+                         f"same test); estimand: {family[0]['estimand']}; test: {family[0]['p_method']}")
     for r in rows:
         if r["kind"] == "icl_vs_0shot":
             mark = " *" if r["significant"] else ""
             lines.append(f"  ICL - 0-shot  {r['model_a']:<22} {r['metric']:<5} {r['difference']:+7.2f} pp "
                          f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]  p={r['p_value']:.3g}  p_holm={r['p_holm']:.3g}  "
-                         f"n_pairs={r['n_pairs']} ({r['n_problems']} problems){mark}")
+                         f"n_pairs={r['n_pairs']} ({r['n_problems']} problems, {r['gold_mismatches']} gold "
+                         f"mismatch(es) {'kept' if r['gold_mismatches_included'] else 'excluded'}){mark}")
     return "\n".join(lines)
 
 
@@ -311,7 +450,9 @@ class StatsSettings:
     level: float = bootstrap.DEFAULT_LEVEL
     cluster: str = "auto"
     compare: str = "icl"
-    exclude_gold_mismatch: bool = False
+    include_gold_mismatch: bool = False
+    weight: str = "row"
+    failures: str = "wrong"
 
 
 def run_stats(results_dir: str, *, out: str | None = None, force: bool = False, **settings) -> int:
@@ -340,6 +481,10 @@ def _check(results_dir: str, out: str | None, force: bool, s: StatsSettings) -> 
     if not os.path.isdir(results_dir):
         raise UserError(f"results directory {results_dir} not found")
     check_resampling(s.n_boot, s.level)
+    if s.weight not in WEIGHT_CHOICES:
+        raise UserError(f"--weight must be one of {', '.join(WEIGHT_CHOICES)}")
+    if s.failures not in FAILURE_CHOICES:
+        raise UserError(f"--failures must be one of {', '.join(FAILURE_CHOICES)}")
     if out:
         return os.fspath(fsguard.prepare_output_dir(out, "smmile stats", force=force))
     fsguard.check_writable_dir(results_dir, "results directory")
@@ -353,18 +498,18 @@ def _compute_into(results_dir: str, out: str, s: StatsSettings) -> int:
         print(message, file=sys.stderr)
         problems.append(message)
 
-    records = load_records(results_dir, warn)
+    records = load_records(results_dir, warn, inform=_warn_stderr)
     if not records:
         raise UserError(f"no scorable result files in {results_dir}")
     settings = {"results_dir": os.path.abspath(results_dir), **asdict(s)}
-    rows = estimates(records, s.n_boot, s.seed, s.cluster, s.level)
+    rows = estimates(records, s.n_boot, s.seed, s.cluster, s.level, s.weight, s.failures)
     written = write_rows(rows, os.path.join(out, "stats_estimates"), settings)
     fsguard.atomic_write_text(os.path.join(out, "stats_table.tex"), tables.ci_latex_table(rows))
     written.append(os.path.join(out, "stats_table.tex"))
     print(console_table(rows))
     if s.compare != "none":
-        pairs = comparisons(records, s.compare, s.n_boot, s.seed, s.cluster, s.level, s.exclude_gold_mismatch,
-                            _warn_stderr)
+        pairs = comparisons(records, s.compare, s.n_boot, s.seed, s.cluster, s.level, s.include_gold_mismatch,
+                            _warn_stderr, s.weight, s.failures)
         written += write_rows(pairs, os.path.join(out, "stats_comparisons"), settings)
         print(comparison_summary(pairs, s.level))
     print("Written: " + ", ".join(written))
