@@ -46,6 +46,7 @@ class Cell:
     mean: float
     std: float | None
     n: float
+    meaning: str = ""  # for the original's "inf ± inf" line: what it means, printed beside it (stderr)
 
 
 @dataclass
@@ -93,9 +94,11 @@ def _score(result: ResultFile, metric: Metric, inputs: Inputs, mean_only: bool, 
     except ResultFileError as exc:
         return _failed(analysis, metric.name, str(exc))
     if scores is None:
-        _warn(analysis.notes, f"note: {evaluationllm_json_path(result.path)}: not found (judge not run?); "
-                              f"{metric.name} cell left as '-'")
-        return Cell(metric.name, INF, INF, INF)
+        path = evaluationllm_json_path(result.path)
+        meaning = (f"note: 'inf ± inf' above is the original's way of printing \"no judge result\": {path.name} "
+                   f"not found (evaluate_LLMJudge.py not run on it); its {metric.name} cell shows '-'")
+        analysis.notes.append(meaning)
+        return Cell(metric.name, INF, INF, INF, meaning)
     values = scores.to_numpy()
     if mean_only:
         return Cell(metric.name, bootstrap.mean_only(values), None, len(values))
@@ -113,6 +116,9 @@ def analyse_file(result: ResultFile, inputs: Inputs, mean_only: bool, rng, analy
     for cell in cells:
         model_results.setdefault(cell.metric, {})[result.mode] = (cell.mean, cell.std)
         print(_console_line(cell, mean_only))
+        if cell.meaning:
+            sys.stdout.flush()
+            print(f"  {cell.meaning}", file=sys.stderr)
     return cells
 
 
