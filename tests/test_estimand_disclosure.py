@@ -1,0 +1,140 @@
+"""Issue #20 items 3-5: gold mismatches excluded by default, failures disclosed, nothing dropped silently."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from smmile.analysis import results as rs
+from smmile.analysis.variants import analyse
+from smmile.cli import stats as stats_cli
+from smmile.cli.analyze import main as analyze_main
+from smmile.scoring import metrics
+from stats_fixtures import write_mcqa, write_open
+
+IDS = [f"p{i}" for i in range(10)]
+TRUTH = ["Yes", "No"] * 5
+REFUSAL = ("ERROR: API Request Failed - Error code: 400 - {'error': {'inner_error': {'code': "
+           "'ResponsibleAIPolicyViolation', 'content_filter_results': {}}}}")
+
+
+def _stats(root, out, *extra):
+    return stats_cli.main([str(root), "--out", str(out), "--n-boot", "100", *extra])
+
+
+# -- item 3 -------------------------------------------------------------------------------------------
+def test_gold_mismatches_are_excluded_by_default_in_analyze_and_stats(tmp_path, capsys):
+    other = TRUTH[:7] + ["Maybe"] * 3
+    for label, truth, em in (("o", TRUTH, [1] * 10), ("v", other, [1] * 7 + [0] * 3)):
+        write_open(tmp_path / label, "qwen7B", "ICL", IDS, truth, em)
+    out = tmp_path / "a"
+    assert analyze_main(["noise", f"original={tmp_path / 'o'}", f"noise-random={tmp_path / 'v'}", "--out", str(out),
+                         "--n-boot", "100"]) == 0
+    doc = json.loads((out / "noise.json").read_text())
+    row = doc["summary"][0]
+    assert (row["n_pairs"], row["gold_mismatches"], row["gold_mismatches_included"]) == (7, 3, False)
+    assert row["difference"] == 0.0 and doc["settings"]["include_gold_mismatch"] is False
+    assert analyze_main(["noise", f"original={tmp_path / 'o'}", f"noise-random={tmp_path / 'v'}", "--out", str(out),
+                         "--n-boot", "100", "--include-gold-mismatch"]) == 0
+    row = json.loads((out / "noise.json").read_text())["summary"][0]
+    assert (row["n_pairs"], row["gold_mismatches_included"]) == (10, True)
+    assert row["difference"] == pytest.approx(-30.0)
+
+
+# -- item 4 -------------------------------------------------------------------------------------------
+def _with_failures(root: Path) -> None:
+    """gpt-4o ICL open: rows 0-1 content-filter refusals, row 2 an API error, row 3 empty; rows 4-9 answered
+    (4, 5, 6 right). MCQA: row 0 refused (selected ERROR), row 1 EXTRACTION_FAILED with an empty response."""
+    path = write_open(root, "gpt-4o", "ICL", IDS, TRUTH, [0, 0, 0, 0, 1, 1, 1, 0, 0, 0])
+    frame = pd.read_csv(path, keep_default_na=False)
+    frame.loc[0:1, ["generated_answer", "full_response"]] = REFUSAL
+    frame.loc[2, ["generated_answer", "full_response"]] = "ERROR: CUDA OOM"
+    frame.loc[3, ["generated_answer", "full_response"]] = ""
+    frame.to_csv(path, index=False)
+    write_open(root, "gpt-4o", "0-shot", IDS, TRUTH, [0, 0, 0, 0, 1, 0, 0, 0, 0, 0])
+    mcqa = write_mcqa(root, "gpt-4o", "ICL", IDS, TRUTH, [0, 0, 1, 1, 1, 1, 0, 0, 0, 0])
+    frame = pd.read_csv(mcqa, keep_default_na=False)
+    frame.loc[0, ["generated_answer", "selected_option"]] = [REFUSAL, "ERROR"]
+    frame.loc[1, ["generated_answer", "selected_option"]] = ["INVALID_OPTION:EXTRACTION_FAILED", "EXTRACTION_FAILED"]
+    frame["full_response"] = frame["generated_answer"]
+    frame.loc[1, "full_response"] = ""
+    frame.to_csv(mcqa, index=False)
+
+
+def test_row_failures_by_hand(tmp_path):
+    _with_failures(tmp_path)
+    frame = pd.read_csv(tmp_path / "result_gpt-4o_ICL_open.csv", keep_default_na=False)
+    assert metrics.row_failures(frame) == ["refused", "refused", "failed", "empty"] + [""] * 6
+    frame = pd.read_csv(tmp_path / "result_gpt-4o_ICL_mcqa.csv", keep_default_na=False)
+    assert metrics.row_failures(frame) == ["refused", "empty"] + [""] * 8
+
+
+def test_every_estimate_counts_failures_and_the_rule_is_recorded(tmp_path):
+    _with_failures(tmp_path / "r")
+    assert _stats(tmp_path / "r", tmp_path / "o") == 0
+    est = pd.read_csv(tmp_path / "o" / "stats_estimates.csv").set_index(["model", "metric", "mode"])
+    em = est.loc[("gpt-4o", "EM", "ICL")]
+    assert (em.n_refused, em.n_failed, em.n_empty, em.failures) == (2, 1, 1, "wrong")
+    assert em.accuracy == pytest.approx(30.0)  # the paper's rule: failures are wrong
+    mcqa = est.loc[("gpt-4o", "MCQA", "ICL")]
+    assert (mcqa.n_refused, mcqa.n_failed, mcqa.n_empty) == (1, 0, 1)
+    settings = json.loads((tmp_path / "o" / "stats_estimates.json").read_text())["settings"]
+    assert settings["failures"] == "wrong"
+
+    assert _stats(tmp_path / "r", tmp_path / "x", "--failures", "exclude", "--compare", "icl") == 0
+    est = pd.read_csv(tmp_path / "x" / "stats_estimates.csv").set_index(["model", "metric", "mode"])
+    em = est.loc[("gpt-4o", "EM", "ICL")]
+    assert em.accuracy == pytest.approx(100 * 3 / 6) and em.n_rows == 6 and em.n_refused == 2
+    assert json.loads((tmp_path / "x" / "stats_estimates.json").read_text())["settings"]["failures"] == "exclude"
+    comp = pd.read_csv(tmp_path / "x" / "stats_comparisons.csv").set_index("metric")
+    assert comp.loc["EM", "n_pairs"] == 6 and comp.loc["EM", "failure_pairs_excluded"] == 4
+    assert comp.loc["EM", "n_failed_a"] == 0  # counted among the pairs kept
+
+
+def test_report_cell_shows_the_failures(tmp_path):
+    from smmile.report import sections
+
+    cell = {"n_refused": 45, "n_failed": 2, "n_empty": 0, "failures": "wrong"}
+    tip, marker = sections._failures_note(cell)
+    assert "45 refused" in tip and "scored wrong" in tip and "47 failed" in marker
+    assert sections._failures_note({**cell, "n_refused": 0, "n_failed": 0})[1] == ""
+
+
+# -- item 5 -------------------------------------------------------------------------------------------
+def test_judge_json_without_its_csv_is_scored_from_the_json(tmp_path, capsys):
+    write_open(tmp_path / "r", "llama33textonly", "ICL", IDS, TRUTH, [1] * 10, [1] * 5 + [0] * 5)
+    zero = {"problem_accuracies": {pid: 100.0 * ok for pid, ok in zip(IDS, [1, 1, 0, 0, 0, 0, 0, 0, 0, 0])}}
+    (tmp_path / "r" / "result_llama33textonly_0-shot_evaluationllm.json").write_text(json.dumps(zero))
+    assert _stats(tmp_path / "r", tmp_path / "o") == 0
+    err = capsys.readouterr().err
+    assert "result_llama33textonly_0-shot_evaluationllm.json: no result CSV" in err
+    est = pd.read_csv(tmp_path / "o" / "stats_estimates.csv").set_index(["model", "metric", "mode"])
+    cell = est.loc[("text only", "LLM", "0-shot")]
+    assert cell.accuracy == pytest.approx(20.0) and pd.isna(cell.n_refused)
+    comp = pd.read_csv(tmp_path / "o" / "stats_comparisons.csv").set_index("metric")
+    assert comp.loc["LLM", "difference"] == pytest.approx(50.0 - 20.0)
+
+
+def test_judge_json_without_scores_is_a_warning(tmp_path, capsys):
+    write_mcqa(tmp_path / "r", "qwen7B", "ICL", IDS, TRUTH, [1] * 10)
+    (tmp_path / "r" / "result_qwen7B_0-shot_open_evaluationllm.json").write_text(json.dumps({"accuracy": 7.34}))
+    assert _stats(tmp_path / "r", tmp_path / "o") == 1
+    assert "judge results without their result CSV" in capsys.readouterr().err
+
+
+def test_analyze_names_results_in_one_set_only_and_averages_say_how_many_models(tmp_path):
+    for model, ref, var in (("qwen7B", [1] * 5 + [0] * 5, [1] * 6 + [0] * 4), ("llava_7b", [0] * 10, [1] + [0] * 9)):
+        write_mcqa(tmp_path / "o", model, "ICL", IDS, TRUTH, ref)
+        write_mcqa(tmp_path / "v", model, "ICL", IDS, TRUTH, var)
+    write_mcqa(tmp_path / "v", "gpt-4o", "ICL", IDS, TRUTH, [1] * 10)
+    sets = rs.load_sets([f"original={tmp_path / 'o'}", f"noise-random={tmp_path / 'v'}"])
+    notes: list[str] = []
+    report = analyse("noise", sets, 100, 0, 0.95, notes=notes)
+    assert any("gpt-4o MCQA ICL: scored in 'noise-random'" in n and "but not in 'original'" in n for n in notes)
+    (average,) = report.averages
+    assert (average["n_models"], average["n_models_relative"]) == (2, 1)
+    assert average["models_without_relative_change"] == "llava_7b"
+    assert average["mean_of_relative_changes"] == pytest.approx(20.0)  # qwen7B only: 50 -> 60
