@@ -185,3 +185,13 @@ def test_an_order_that_is_not_an_integer_is_refused_in_one_line(tmp_path, capsys
     assert run_baseline(data, tmp_path / "res") == 2
     line = one_error_line(capsys.readouterr().err)
     assert "problem a" in line and "'first'" in line and "integer" in line
+
+
+# -- smmile agreement with nothing to compare ------------------------------------------------------------------
+def test_agreement_with_nothing_to_compare_says_what_to_add(tmp_path, capsys):
+    from smmile.cli import main as smmile
+
+    write_open(tmp_path / "res", "qwen7B", ORIGINAL)  # no judge results, no human labels
+    assert smmile(["agreement", str(tmp_path / "res"), "--out", str(tmp_path / "agr")]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert "--labels" in line and "evaluate_LLMJudge.py" in line

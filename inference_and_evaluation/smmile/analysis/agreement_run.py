@@ -113,7 +113,9 @@ def _agreement_into(results: list[str], labels_path: str | None, judge_rater: st
     summary, tables = human_tables(labels, records, judge_rater, warn) if labels_path else ({}, {})
     tables.update(em_tables(records, warn))
     if not summary and not tables:
-        raise UserError("nothing to compare: no human labels and no result judged by the LLM judge")
+        raise UserError("nothing to compare: no human labels and no result judged by the LLM judge; pass --labels "
+                        "HUMAN_LABELS.csv (problem_id, model, mode, rater, label) and/or run evaluate_LLMJudge.py on the "
+                        "result folders first")
     meta = {"settings": {"labels": labels_path, "results": [str(Path(p).resolve()) for p in results],
                          "judge_rater": judge_rater}, **summary, "warnings": warnings}
     written = write_tables(out, "agreement", tables, meta)
