@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-python -c "import torch, sys; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), file=sys.stderr)"
+python -m smmile.cli env >&2 || python -c "import torch, sys; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), file=sys.stderr)"
 status=0
 python benchmarks/gpu_check.py "$@" || status=1
 # any checkpoint, no code: --model hf:<path> (batch 1, batched) and vllm:<path> (LLM.chat), probe recorded

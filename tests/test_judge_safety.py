@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from childproc import default_signals
 
 from api_server import FakeApi
 from smmile.fsguard import OutputLock
@@ -45,7 +46,7 @@ def test_ctrl_c_no_traceback_nothing_half_written_and_resume(tmp_path, monkeypat
         url = ["--judge-base-url", api.url + "/v1"]
         monkeypatch.delenv("OPENAI_COMPATIBLE_API_KEY", raising=False)
         proc = subprocess.Popen(argv + url, cwd=FRONT_DOORS, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+                                text=True, preexec_fn=default_signals)
         deadline = time.monotonic() + 60
         while len(api.requests()) < 3 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)

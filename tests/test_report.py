@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
 import pytest
+from childproc import default_signals
 
 from report_fixtures import N_BOOT, demo_reports, rendered_pt, svg_texts
 from smmile.cli import main as smmile
@@ -405,6 +406,7 @@ def test_sigint_while_drawing(reports, tmp_path, signame, status):
     out = tmp_path / "o"
     command = [sys.executable, "-m", "smmile.cli", "report", str(reports["res"]), "--out", str(out), "--n-boot", "50"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=default_signals,
                                cwd=Path(__file__).resolve().parents[1] / "inference_and_evaluation")
     lines = []
     for line in process.stderr:

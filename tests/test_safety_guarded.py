@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 
 import pytest
+from childproc import default_signals
 
 from smmile.cli import common as fd
 from smmile.errors import UserError
@@ -64,7 +65,7 @@ def test_a_real_signal_gives_the_message_its_exit_status_and_no_traceback(signam
 
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "inference_and_evaluation"))
     proc = subprocess.Popen([sys.executable, "-c", SLEEPER], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+                            text=True, env=env, preexec_fn=default_signals)
     assert proc.stdout.readline() == "ready\n"
     proc.send_signal(getattr(signal, signame))
     _, err = proc.communicate(timeout=30)
@@ -124,7 +125,7 @@ def test_a_signal_to_the_whole_process_group_leaves_no_worker_traceback(signame,
 
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "inference_and_evaluation"))
     proc = subprocess.Popen([sys.executable, "-c", POOL], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True)
+                            env=env, start_new_session=True, preexec_fn=default_signals)
     assert proc.stdout.readline() == "ready\n" and proc.stdout.readline() == "ready\n"
     time.sleep(0.3)  # the quick job's worker is back waiting for work
     os.killpg(proc.pid, getattr(signal, signame))
@@ -171,7 +172,8 @@ def test_sigterm_during_a_run_keeps_the_journal_and_the_rerun_resumes(tmp_path):
     script.write_text(SLOW_RUN)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "inference_and_evaluation"))
     cmd = [sys.executable, str(script), str(out), str(calls)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=default_signals)
     deadline = time.monotonic() + 60
     while (not calls.exists() or len(calls.read_text().split()) < 5) and time.monotonic() < deadline:
         time.sleep(0.02)

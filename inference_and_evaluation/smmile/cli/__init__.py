@@ -23,6 +23,7 @@ COMMANDS = {
     "report": "self-contained HTML report: tables with CIs, figures, analyses, SMMILE vs SMMILE++, problem explorer",
     "analyze": "compare accuracy on the original vs noise/order/permutation variants",
     "agreement": "judge reliability: inter-rater, judge vs humans, EM vs judge",
+    "env": "installed versions that can change results, beside the paper's pins",
 }
 
 

@@ -3,24 +3,12 @@
 from __future__ import annotations
 
 import json
-import platform
 import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
 
-PACKAGES = ("smmile", "numpy", "pandas", "pyarrow", "pillow", "datasets", "torch", "transformers", "accelerate",
-            "vllm", "openai", "anthropic", "ollama", "flash-attn")
-
-
-def package_versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for name in PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
+from ..environment import package_versions  # noqa: F401  (the manifest's "packages"; `smmile env` shows the same)
 
 
 def git_revision() -> str | None:

@@ -1,0 +1,92 @@
+"""The installed versions that can change results, and the paper's pins beside them.
+
+One table of the packages a run depends on (recorded in every run manifest and shown by `smmile env`), the
+accelerator, and, for each version the paper pinned, what `--protocol paper` does when another version is
+installed. Imports nothing heavy until asked (torch only for the accelerator).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import platform
+from dataclasses import dataclass
+from importlib import metadata
+
+# distributions whose version a run records (manifest "packages"), in the order `smmile env` lists them
+PACKAGES = ("smmile", "torch", "transformers", "tokenizers", "qwen-vl-utils", "pillow", "torchvision", "accelerate",
+            "datasets", "numpy", "pandas", "pyarrow", "vllm", "flash-attn", "openai", "anthropic", "ollama")
+
+
+@dataclass(frozen=True)
+class Pin:
+    package: str
+    paper: str  # the version the original harness pinned (its README / requirements.txt / script headers)
+    under_paper: str  # what `--protocol paper` does when another version is installed
+
+
+# The original's pins (spec §8); requirements-paper.txt pins the same versions (tests/test_locks.py checks it).
+PAPER_PINS = (
+    Pin("python", "3.10", "nothing to compensate: no result depends on the Python version"),
+    Pin("torch", "2.5.1", "not compensated: kernels and bf16/fp16 arithmetic may differ in the last bits, which can "
+                          "flip a near-tie in greedy decoding; use locks/paper-gpu.txt for the paper's build"),
+    Pin("transformers", "4.51.0", "each family re-states 4.51.0's image steps (docs/images.md: alpha dropped, not "
+                                  "composited) and Llama-3.2's double BOS; token ids and pixel values are checked "
+                                  "against 4.51.0 recordings (tests/test_hf_reference.py); the LLaVA scripts' 4.46.3 "
+                                  "anyres padding differs by a pixel on odd padding (docs/deviations.md L3)"),
+    Pin("tokenizers", "0.21.1", "nothing needed: token ids are checked against the 4.51.0/0.21.1 recordings"),
+    Pin("qwen-vl-utils", "0.0.11", "not imported: MedVLM-R1's to_rgb and smart resize of 0.0.11 are re-stated in "
+                                   "smmile/models/hf/imageprep.py"),
+    Pin("accelerate", "1.6.0", "nothing needed: it places weights on devices only"),
+    Pin("datasets", "3.5.1", "its image decoding (EXIF orientation, mode kept) is re-stated in ImageRef.load"),
+    Pin("torchvision", "0.20.1", "not used: the PIL image processors the paper's transformers used are loaded "
+                                 "whatever is installed (--image-backend pil)"),
+    Pin("flash-attn", "any", "used where installed with a GPU by the presets that asked for flash_attention_2 "
+                             "(Qwen2.5-VL, MedVLM-R1); else sdpa, recorded in the manifest"),
+)
+
+
+def version(package: str) -> str | None:
+    if package == "python":
+        return platform.python_version()
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def package_versions() -> dict[str, str]:
+    """Python and every installed package of PACKAGES: the manifest's record."""
+    out = {"python": platform.python_version()}
+    out.update({name: v for name in PACKAGES if (v := version(name)) is not None})
+    return out
+
+
+def accelerator() -> dict:
+    """torch's CUDA build and the GPUs it sees ({} without torch)."""
+    if importlib.util.find_spec("torch") is None:
+        return {}
+    import torch
+
+    out = {"torch_cuda": torch.version.cuda, "cuda_available": torch.cuda.is_available(), "gpus": []}
+    if out["cuda_available"]:
+        out["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return out
+
+
+def same_release(installed: str, pinned: str) -> bool:
+    """2.13.0+cpu is release 2.13.0; a pin of "3.10" matches any 3.10.x; "any" matches anything installed."""
+    if pinned == "any":
+        return True
+    release = installed.split("+")[0].split(".")
+    return release[:len(pinned.split("."))] == pinned.split(".")
+
+
+def torchvision_usable() -> bool:
+    """transformers' own test: a torchvision that imports (a CUDA-only build beside a CPU torch does not)."""
+    if importlib.util.find_spec("torchvision") is None:
+        return False
+    try:
+        import torchvision  # noqa: F401
+    except Exception:  # a broken build raises RuntimeError/ImportError/OSError on import
+        return False
+    return True

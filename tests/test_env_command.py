@@ -1,0 +1,55 @@
+"""`smmile env`: installed versions that can change results beside the paper's pins, from the manifest's code."""
+
+import json
+import re
+from importlib import metadata
+from pathlib import Path
+
+from smmile.cli import main as smmile
+from smmile.runner import manifest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def paper_pins_from_requirement_file() -> dict[str, str]:
+    pins = {}
+    for line in (REPO / "requirements-paper.txt").read_text().splitlines():
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)==(\S+)", line.split("#")[0].strip())
+        if match:
+            pins[match[1].lower()] = match[2]
+    return pins
+
+
+def test_env_lists_installed_versions_beside_the_papers_and_what_paper_does(capsys):
+    assert smmile(["env", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = {r["package"]: r for r in data["packages"]}
+    for name in ("torch", "transformers", "tokenizers", "pillow"):
+        assert rows[name]["installed"] == metadata.version(name)
+    expected = paper_pins_from_requirement_file()  # the paper's environment as locks/paper-gpu.txt installs it
+    for name in ("torch", "transformers", "tokenizers", "qwen-vl-utils", "accelerate", "datasets", "torchvision"):
+        assert rows[name]["paper"] == expected[name], name
+    transformers = rows["transformers"]  # 5.x installed here, 4.51.0 pinned by the paper
+    assert transformers["differs"] and "docs/images.md" in transformers["under_protocol_paper"]
+    assert rows["qwen-vl-utils"]["installed"] is None and rows["qwen-vl-utils"]["differs"]
+    assert rows["pillow"]["paper"] is None and not rows["pillow"]["differs"]  # the original did not pin it
+    backends = {r["family"]: r for r in data["image_backend"]}
+    assert {"QwenFamily", "Llama32VFamily", "LlavaFamily", "MedGemmaFamily", "MedR1Family"} <= set(backends)
+    assert {r["paper"] for r in backends.values()} == {"pil"}
+    assert "accelerator" in data and data["accelerator"]["cuda_available"] in (True, False)
+
+
+def test_env_text_marks_each_difference(capsys):
+    assert smmile(["env"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("transformers "))
+    assert metadata.version("transformers") in line and re.search(r"4\.51\.0 +! ", line)
+    assert "accelerator:" in out and "--protocol corrected" in out
+
+
+def test_manifests_record_the_same_versions_env_shows():
+    """One record of versions: the manifest's `packages` is what `smmile env` reads."""
+    recorded = manifest.package_versions()
+    assert recorded["transformers"] == metadata.version("transformers")
+    assert recorded["tokenizers"] == metadata.version("tokenizers")
+    assert recorded["python"] and "qwen-vl-utils" not in recorded  # not installed here
