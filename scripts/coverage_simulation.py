@@ -40,7 +40,6 @@ def draw(p: float, rho: float, rng: np.random.Generator, sizes=SIZES, latent=Non
     """One data set of 0/1 rows; ``latent`` (uniforms per problem) couples two models' problem effects."""
     a, b = p * (1 - rho) / rho, (1 - p) * (1 - rho) / rho
     u = rng.random(len(sizes)) if latent is None else latent
-    from statistics import NormalDist  # noqa: F401  (documentation: the Beta quantile below is numpy's)
     p_k = _beta_quantile(u, a, b, rng)
     return (rng.random(int(sizes.sum())) < np.repeat(p_k, sizes)).astype(float)
 
