@@ -151,8 +151,8 @@ def iter_records(source: Source, batch_rows: int = 64) -> Iterator[list[dict]]:
     import pyarrow.parquet as pq
 
     for f in _parquet_files(Path(source.ref)):
-        try:  # a buffered stream: a row group is read a page at a time, not whole
-            handle = pq.ParquetFile(f, buffer_size=1 << 20)
+        try:  # a buffered stream without pre-buffering: a row group is read a page at a time, not whole
+            handle = pq.ParquetFile(f, pre_buffer=False, buffer_size=1 << 20)
             check_columns(handle.schema_arrow.names, str(f))
             batches = handle.iter_batches(batch_size=batch_rows)
         except UserError:
