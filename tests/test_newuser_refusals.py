@@ -99,6 +99,16 @@ def test_skipping_says_why_and_the_advice_makes_the_file_scorable(tmp_path, caps
     assert scored["accuracy"] == pytest.approx(60.0)
 
 
+def test_judge_visualize_only_on_unknown_files_is_refused_saying_why(tmp_path, capsys):
+    from smmile.cli.judge import main as judge_main
+
+    csv = write_open(tmp_path, "mymodel", ORIGINAL)
+    assert judge_main([str(tmp_path), "--visualize-only"]) == 2
+    captured = capsys.readouterr()
+    assert f"Skipping: {csv}" in captured.out
+    assert "result_mymodel_ICL_open.manifest.json" in one_error_line(captured.err)
+
+
 def test_skipping_beside_scorable_files_still_says_why(tmp_path, capsys):
     csv = write_open(tmp_path, "mymodel", ORIGINAL)
     write_open(tmp_path, "qwen7B", LAST)

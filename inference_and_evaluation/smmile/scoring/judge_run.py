@@ -29,7 +29,7 @@ from smmile.scoring.judge import (FAILED, UNPARSEABLE, JudgeSettings, PlannedFra
 from smmile.scoring.exact_match import ResultFileError
 from smmile.scoring.naming import (evaluationllm_json_path, judge_patterns, judge_record_path, judgements_path,
                                    question_column)
-from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, screened
+from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, refuse_if_none_known, screened
 
 TITLE, LABEL = "LLM AS A JUDGE", "LLM as a Judge"
 
@@ -229,6 +229,7 @@ def run_judge(results_dir: str | os.PathLike, settings: JudgeSettings, *, model:
         return 1
     outcome = Outcome()
     if visualize_only:
+        refuse_if_none_known(found)
         results = {}
         for result in found:
             stats = visualize_file(result, outcome)

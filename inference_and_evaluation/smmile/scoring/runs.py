@@ -109,26 +109,36 @@ class Outcome:
         return f"{len(self.failed)} file(s) skipped or output(s) kept because of errors (see above)."
 
 
+def refuse_if_none_known(found: list[ResultFile]) -> None:
+    """Raise ``UserError`` (exit 2: nothing to score, not a run that did nothing) when no file of ``found``
+    names a model the original's rules or a manifest know; each is first printed as ``Skipping: <path>``."""
+    if not found or any(r.known for r in found):
+        return
+    for result in found:
+        print(f"Skipping: {result.path}")
+    if len(found) == 1:
+        raise UserError(found[0].unknown_reason)
+    for result in found:
+        print(f"warning: {result.unknown_reason}", file=sys.stderr)
+    raise UserError(f"nothing scored: none of the {len(found)} result files names a model (see the warnings above)")
+
+
 def screened(found: list[ResultFile], read: Callable, count: Callable, outcome: "Outcome") -> list[tuple]:
     """``(result, what read returned)`` for the results worth scoring, each file read once: a model the
     original's rules do not know is ``Skipping: <path>`` (as the original) with the reason and what makes it
-    scorable on stderr (``ResultFile.unknown_reason``; a ``UserError``, exit 2, when no file is known), a file
-    that is not whole (``scoring.integrity.screen``) is reported through ``outcome``."""
+    scorable on stderr (``ResultFile.unknown_reason``; ``refuse_if_none_known`` when no file is known), a
+    file that is not whole (``scoring.integrity.screen``) is reported through ``outcome``."""
     from smmile.scoring.integrity import screen
 
+    refuse_if_none_known(found)
     data, failures = screen([r for r in found if r.known], read, count)
-    unknown = [r for r in found if not r.known]
     usable = []
     for result in found:
         if not result.known:
             print(f"Skipping: {result.path}")
-            if len(unknown) < len(found) or len(unknown) > 1:
-                print(f"warning: {result.unknown_reason}", file=sys.stderr)
+            print(f"warning: {result.unknown_reason}", file=sys.stderr)
         elif result.path in failures:
             outcome.fail(failures[result.path])
         else:
             usable.append((result, data[result.path]))
-    if unknown and len(unknown) == len(found):  # nothing to score: a refusal, not a run that did nothing
-        raise UserError(unknown[0].unknown_reason if len(unknown) == 1 else
-                        f"nothing scored: none of the {len(found)} result files names a model (see the warnings above)")
     return usable
