@@ -7,7 +7,9 @@
   command's marker (`.smmile-output.json`); folders such as `.`, `..`, `/`, the home folder or one containing
   the project are refused even with force.
 - `OutputLock`: one process per output; a second one gets a one-line error naming the holder; the lock of a
-  killed process is taken over (an flock is released by the kernel when its process dies).
+  killed process is taken over (an flock is released by the kernel when its process dies; forked children do
+  not keep it, and one still held after its recorded holder died is taken over too).
+- `DiskFull`: a full disk while writing an output is one line naming the file and what is kept (exit 2).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import socket
 import tempfile
 import time
+import weakref
 from pathlib import Path
 from typing import Iterator
 
@@ -32,6 +35,23 @@ _PACKAGE = Path(__file__).resolve().parent
 
 
 # ---------------------------------------------------------------- atomic writes
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFull(UserError):
+    """No space left (or over quota) while writing `path`; `kept` says what the user still has, `then` what
+    to do once there is space."""
+
+    def __init__(self, path: str | os.PathLike, kept: str, then: str = "rerun"):
+        super().__init__(f"no space left on the device to write {path}: {kept}; free some space and {then}")
+
+
+def _kept_by_atomic_write(path: Path) -> str:
+    if path.exists():
+        return "the file there is kept as it was"
+    return "nothing was written there"
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
@@ -50,6 +70,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         _keep_mode(path, tmp)
         os.replace(tmp, path)
         _fsync_dir(path.parent)
+    except OSError as exc:
+        if exc.errno in _FULL:  # a writer's OSError rarely names the file: say which, and what is kept
+            raise DiskFull(path, _kept_by_atomic_write(path)) from None
+        raise
     finally:
         # BaseException too: a Ctrl-C during the write leaves neither half a file nor the temp file.
         with contextlib.suppress(FileNotFoundError):
@@ -218,7 +242,10 @@ class OutputLock:
     `beside=True` always puts it beside (for a folder that may not exist yet: every process must pick the
     same file). It holds the holder's PID, host and command (for the message) and is removed on release.
     The flock is dropped by the kernel when the holder dies, so a lock left by a killed process is simply
-    taken over.
+    taken over. A forked child (a drawing worker) closes its copy of the lock at once, so it never keeps the
+    lock alive after its parent; a lock still held although the process it names has died on this host (a
+    child of an earlier smmile kept it) is taken over as well. A lock file that is a symbolic link is
+    refused: it is never followed, truncated or written through.
     """
 
     def __init__(self, path: str | os.PathLike, what: str, *, beside: bool = False):
@@ -238,15 +265,26 @@ class OutputLock:
     def acquire(self) -> None:
         import fcntl
 
+        stale_seen = None
         while True:
-            fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
                 os.close(fd)
-                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise UserError(f"cannot lock {self.file} for {self.what}: {exc.strerror or exc}") from None
+                stale = self._stale_holder()
+                if stale is None:
                     raise UserError(self._held_message()) from None
-                raise UserError(f"cannot lock {self.file} for {self.what}: {exc.strerror or exc}") from None
+                if stale != stale_seen:  # seen once: look again shortly (a new holder may be writing its pid)
+                    stale_seen = stale
+                    time.sleep(0.2)
+                    continue
+                with contextlib.suppress(FileNotFoundError):  # its holder is dead: lock a new file instead
+                    if os.stat(self.file, follow_symlinks=False).st_ino == stale[1]:
+                        self.file.unlink()
+                continue
             if self._same_file(fd):
                 break
             os.close(fd)  # the holder removed the file between our open and our flock: lock the new one
@@ -255,18 +293,50 @@ class OutputLock:
         os.ftruncate(fd, 0)
         os.write(fd, (json.dumps(holder) + "\n").encode())
         self._fd = fd
+        _HELD.add(self)
+
+    def _open(self) -> int:
+        try:
+            return os.open(self.file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise UserError(f"the lock file {self.file} is a symbolic link; smmile does not write through "
+                                "one: remove the link and rerun") from None
+            raise
+
+    def _stale_holder(self) -> tuple | None:
+        """(pid, inode) of the lock file when the process it names ran on this host and is gone, else None."""
+        try:
+            st = os.stat(self.file, follow_symlinks=False)
+            holder = json.loads(self.file.read_text() or "{}")
+        except (OSError, ValueError):
+            return None
+        pid = holder.get("pid") if isinstance(holder, dict) else None
+        if not isinstance(pid, int) or pid <= 0 or holder.get("host") != socket.gethostname() or _alive(pid):
+            return None
+        return pid, st.st_ino
 
     def release(self) -> None:
         if self._fd is None:
             return
-        with contextlib.suppress(FileNotFoundError):
-            self.file.unlink()
+        _HELD.discard(self)
+        if self._same_file(self._fd):  # the file is still ours (not taken over by another process)
+            with contextlib.suppress(FileNotFoundError):
+                self.file.unlink()
         os.close(self._fd)
         self._fd = None
 
+    def _forget_in_child(self) -> None:
+        """In a forked child: close the inherited descriptor (the parent still holds the lock) and never
+        remove the parent's lock file."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
     def _same_file(self, fd: int) -> bool:
         try:
-            st = os.stat(self.file)
+            st = os.stat(self.file, follow_symlinks=False)
         except FileNotFoundError:
             return False
         mine = os.fstat(fd)
@@ -283,3 +353,26 @@ class OutputLock:
         if holder.get("command"):
             who += f" (`{holder['command']}`)"
         return f"{self.what} is being written by {who}; wait for it to finish or stop it (lock: {self.file})"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+_HELD: "weakref.WeakSet[OutputLock]" = weakref.WeakSet()  # the locks this process holds
+
+
+def _close_inherited_locks() -> None:
+    for lock in list(_HELD):
+        lock._forget_in_child()
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_inherited_locks)

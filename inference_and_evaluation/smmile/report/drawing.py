@@ -1,22 +1,56 @@
 """Run picklable jobs (figure drawing, image thumbnails) in worker processes while the caller goes on.
 
 Workers are forked (Linux, macOS with fork) and ignore Ctrl-C and SIGTERM: the parent alone handles an interrupt,
-cancels what has not started and leaves no traceback from the workers. Where fork is unavailable, or
-with one worker, jobs run in the calling process when their results are asked for.
+cancels what has not started and leaves no traceback from the workers. They die with their parent however it
+ends (a SIGKILL, the kernel's out-of-memory killer): on Linux the kernel kills them when the parent dies, and
+everywhere each one watches for its parent to disappear. They do not hold the parent's output lock (see
+fsguard.OutputLock). Where fork is unavailable, or with one worker, jobs run in the calling process when their
+results are asked for.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import signal
+import sys
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_WATCH_SECONDS = 0.2
 
-def _ignore_interrupts() -> None:
+
+def _start_worker(parent: int, kernel_watch: bool) -> None:
+    """Initializer of each worker: leave interrupts to `parent`, and end when `parent` ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if kernel_watch:
+        _kill_me_with_my_parent()
+    if os.getppid() != parent:  # the parent died before (or while) this worker started
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), name="smmile-parent-watch", daemon=True).start()
+
+
+def _kill_me_with_my_parent() -> None:
+    """Linux: have the kernel send SIGKILL to this process when the thread that forked it ends."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # no libc to call: the watching thread alone does it
+        pass
+
+
+def _watch_parent(parent: int) -> None:
+    """A worker's daemon thread: once the parent is gone (this process was handed to another), exit at once."""
+    while os.getppid() == parent:
+        time.sleep(_WATCH_SECONDS)
+    os._exit(1)
 
 
 def default_workers() -> int:
@@ -25,17 +59,23 @@ def default_workers() -> int:
 
 class Pool:
     """``submit(fn, arg)`` returns a handle whose ``result()`` gives ``fn(arg)``; ``close()`` waits for
-    the workers, ``cancel()`` drops pending work. Used as a context manager: an exception cancels."""
+    the workers, ``cancel()`` drops pending work. Used as a context manager: an exception cancels.
+
+    The workers are forked by the first ``submit``. Forked by the main thread, they are also tied to the
+    parent by the kernel (on Linux that ties a child to the thread that forked it, so a pool first used by
+    another thread relies on the workers' watching thread alone)."""
 
     def __init__(self, workers: int):
+        self._workers = workers if "fork" in multiprocessing.get_all_start_methods() else 1
         self._executor = None
-        if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
-            self._executor = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                                                 initializer=_ignore_interrupts)
 
     def submit(self, fn: Callable, arg):
-        if self._executor is None:
+        if self._workers <= 1:
             return _Later(fn, arg)
+        if self._executor is None:
+            main = threading.current_thread() is threading.main_thread()
+            self._executor = ProcessPoolExecutor(self._workers, mp_context=multiprocessing.get_context("fork"),
+                                                 initializer=_start_worker, initargs=(os.getpid(), main))
         return self._executor.submit(fn, arg)
 
     def close(self) -> None:
