@@ -16,27 +16,42 @@ API_FLAGS = ("concurrency", "max_retries", "timeout", "max_cost", "price", "base
 def add_api_flags(p: argparse.ArgumentParser) -> None:
     """Transport and accounting flags shared by the API front doors and `smmile run`."""
     g = p.add_argument_group("API / server models")
-    g.add_argument("--concurrency", type=int, default=None, help="requests in flight at once (default 8)")
-    g.add_argument("--max-retries", type=int, default=None,
+    g.add_argument("--concurrency", type=fd.positive_int, default=None,
+                   help="requests in flight at once (default 8)")
+    g.add_argument("--max-retries", type=fd.non_negative_int, default=None,
                    help="retries per request on 429/5xx/timeouts/connection errors (default 5; exponential "
                         "backoff with jitter, Retry-After honoured)")
-    g.add_argument("--timeout", type=float, default=None, help="seconds per request (default 120)")
-    g.add_argument("--max-cost", type=float, default=None,
+    g.add_argument("--timeout", type=fd.positive_number, default=None, help="seconds per request (default 120)")
+    g.add_argument("--max-cost", type=fd.non_negative_number, default=None,
                    help="stop launching new requests once the estimated cost (USD) reaches this")
-    g.add_argument("--max-consecutive-failures", type=int, default=None, metavar="N",
+    g.add_argument("--max-consecutive-failures", type=fd.positive_int, default=None, metavar="N",
                    help="stop launching requests after N problems in a row failed on transient errors even after "
                         "all retries (server down); nothing final is written and a rerun resumes (default 8)")
-    g.add_argument("--price", default=None, metavar="IN:OUT",
+    g.add_argument("--price", type=price, default=None, metavar="IN:OUT",
                    help="USD per million input:output tokens (default: the table in smmile/models/api/accounting.py)")
     g.add_argument("--base-url", default=None,
                    help="server URL (OpenAI-compatible: e.g. http://127.0.0.1:8000/v1; ollama: http://host:11434); "
                         "keys come from the environment, never from flags")
     g.add_argument("--api-model", default=None, help="model / deployment name sent to the server (default: the preset's)")
-    g.add_argument("--max-image-side", type=int, default=None,
+    g.add_argument("--max-image-side", type=fd.positive_int, default=None,
                    help="--protocol corrected only: downscale images whose longer side exceeds this (default: "
                         "1568 for Claude, 2048 for OpenAI); provider size limits are checked before sending")
-    g.add_argument("--max-tokens", type=int, default=None,
+    g.add_argument("--max-tokens", type=fd.positive_int, default=None,
                    help="override the preset's output-token limit (the ollama scripts used server defaults)")
+
+
+def price(text: str) -> str:
+    """argparse type of --price: `IN:OUT` (or one price for both), USD per million tokens, kept as written."""
+    parts = text.split(":")
+    try:
+        if len(parts) > 2:
+            raise argparse.ArgumentTypeError()
+        for part in parts:
+            fd.non_negative_number(part)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not IN:OUT, two prices in USD per million input and output "
+                                         "tokens, such as 2.5:10") from None
+    return text
 
 
 def api_settings(args: argparse.Namespace) -> dict:

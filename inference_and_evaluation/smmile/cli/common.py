@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import math
+import os
 import signal
 import sys
 from pathlib import Path
@@ -81,6 +83,23 @@ positive_int = _int_at_least(1)  # argparse type: batch sizes, concurrency, coun
 non_negative_int = _int_at_least(0)  # argparse type: retries
 
 
+def _number(positive: bool) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value) or value < 0 or (positive and value == 0):
+            raise argparse.ArgumentTypeError(f"must be {'above' if positive else 'at least'} 0, not {text}")
+        return value
+
+    return parse
+
+
+positive_number = _number(positive=True)  # argparse type: seconds
+non_negative_number = _number(positive=False)  # argparse type: costs, prices
+
+
 def parsed_main(parser: argparse.ArgumentParser, argv: list[str] | None,
                 body: Callable[[argparse.Namespace], int]) -> int:
     """``body(parser.parse_args(argv))``, with argparse's own exit (``--help``: 0, a bad command line: 2)
@@ -143,9 +162,11 @@ INTERRUPTED = "interrupted; files already written are complete (each is written 
 INTERRUPTED_RUN = "interrupted: finished problems are kept in the journal; rerun the same command to resume"
 
 # OS errors about a path the user named (a read-only or full disk, a file where a folder is expected):
-# one line instead of a traceback. Other OS errors stay tracebacks: they are more likely bugs.
-_PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EISDIR, errno.ENOTDIR,
-                errno.ENAMETOOLONG}
+# one line and exit 2 instead of a traceback (1 means a problem failed). Other OS errors stay tracebacks:
+# they are more likely bugs. A full disk is one line even when the error names no file.
+_FULL = {errno.ENOSPC, errno.EDQUOT}
+_PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.EISDIR, errno.ENOTDIR, errno.ENAMETOOLONG,
+                *_FULL}
 
 
 class Terminated(KeyboardInterrupt):
@@ -171,9 +192,9 @@ def _sigterm_as_interrupt():
 
 
 def guarded(main: Callable[[], int], interrupted: str = INTERRUPTED) -> int:
-    """Run a CLI entry point: user mistakes become one line on stderr and exit status 2; Ctrl-C prints
-    `interrupted` (a message fitting the command) and exits 130, SIGTERM the same and exits 143 (128 + 15),
-    without a traceback."""
+    """Run a CLI entry point: user mistakes (and an unwritable or full disk) become one line on stderr and exit
+    status 2; Ctrl-C prints `interrupted` (a message fitting the command) and exits 130, SIGTERM the same and
+    exits 143 (128 + 15), without a traceback."""
     try:
         with _sigterm_as_interrupt():
             return main()
@@ -184,7 +205,11 @@ def guarded(main: Callable[[], int], interrupted: str = INTERRUPTED) -> int:
         print(f"\n{interrupted}", file=sys.stderr)
         return 143 if isinstance(exc, Terminated) else 130
     except OSError as exc:
+        if exc.errno in _FULL:  # never a bug; a writer's error rarely names its file (fsguard's writes do)
+            where = f": {exc.filename}" if exc.filename else ""
+            print(f"error: {exc.strerror or os.strerror(exc.errno)}{where}; free some space and rerun", file=sys.stderr)
+            return 2
         if exc.errno not in _PATH_ERRNOS or not exc.filename:
             raise
         print(f"error: {exc.strerror}: {exc.filename}", file=sys.stderr)
-        return 1 if exc.errno in (errno.ENOSPC, errno.EDQUOT) else 2
+        return 2
