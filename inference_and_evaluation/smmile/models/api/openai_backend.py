@@ -98,7 +98,8 @@ class AzureOpenAIBackend(OpenAIChatBackend):
         key, endpoint = os.environ.get("AZURE_OPENAI_API_KEY"), os.environ.get("AZURE_OPENAI_ENDPOINT")
         if not key or not endpoint:
             raise UserError("AZURE_OPENAI_API_KEY and AZURE_OPENAI_ENDPOINT must be set (and optionally "
-                            "AZURE_OPENAI_API_VERSION; default " + AZURE_API_VERSION + ")")
+                            "AZURE_OPENAI_API_VERSION; default " + AZURE_API_VERSION + "), or OPENAI_API_KEY to use "
+                            "OpenAI instead (--provider openai)")
         self.scrub.add(key)
         self.base_url = endpoint
         return {"api_key": key, "azure_endpoint": endpoint,
