@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from ..models import registry
 from ..models.base import Backend, Family, Response, resolve_settings
 from ..protocol.items import SEED, Item, Rngs
 from . import manifest as mf
+from .executor import Executor, Work
 from .journal import RESPONSES_FORMAT, Journal
 from .keys import digest, journal_key
 from ..fsguard import OutputLock, atomic_write_text, check_writable_dir
@@ -130,29 +131,18 @@ class Runner:
         cls = registry.load_symbol(self.spec.backend or self.preset.backend)
         return cls(self.preset, self.spec, self.settings, self.generation)
 
-    def execute(self, pending: list[Item], keys: dict[int, str], requests: dict[int, object],
-                records: dict[str, dict]) -> None:
-        """Run `pending`; each response is journaled and added to `records` as it completes."""
+    def execute(self, executor: Executor) -> None:
+        """Run what `executor` has pending; each response is journaled as it completes."""
         backend = self.build_backend()
         self.backend_info = backend.describe()
-        bar = Progress(total=len(self._items), done=len(self._items) - len(pending), desc=self.stem)
-
-        def on_done(item: Item, response: Response) -> None:
-            failed = response.error is not None
-            record = {"v": RESPONSES_FORMAT, "key": keys[item.index], "index": item.index,
-                      "problem_id": item.problem_id, "status": "error" if failed else "ok",
-                      "response": response_record(response), "item": planned_record(item), "time": time.time()}
-            self.journal.append(record)
-            records[record["key"]] = record
-            bar.update(failed)
-
+        pending = len(executor.pending)
+        bar = Progress(total=len(self._items), done=len(self._items) - pending, desc=self.stem)
         try:
-            backend.generate([(it, requests[it.index]) for it in pending], on_done)
+            executor.run(backend, lambda record: bar.update(record["status"] == "error"))
         finally:
             self.backend_info = backend.describe()  # again: counters (retries, tokens, cost) are final now
             bar.close()
             backend.close()
-            self.journal.close()
 
     def run(self) -> RunResult:
         check_writable_dir(self.spec.output_dir, "output folder")  # before loading data or a model
@@ -170,12 +160,14 @@ class Runner:
         self._items = items = self.plan(loaded)
         requests = {it.index: self.family.request(it) for it in items}
         keys = self.keys(items, requests)
-        records = self.journal.records()
-        pending = [it for it in items if records.get(keys[it.index], {}).get("status") != "ok"]
+        executor = Executor(self.journal, {keys[it.index]: Work(requests[it.index], planned_record(it), it)
+                                           for it in items}, empty_is_answer=True)
+        pending = [executor.work[k].item for k in executor.pending]
         verify_images([it.problem for it in pending])
         self.backend_info: dict = {}
         if pending:
-            self.execute(pending, keys, requests, records)
+            self.execute(executor)
+        records = executor.records
         not_run = [it.problem_id for it in items if keys[it.index] not in records]
         if not_run:  # the backend stopped early (e.g. --max-cost): no final CSV from an incomplete run
             print(f"{len(not_run)} problem(s) were not run; rerun the same command to continue. "
@@ -296,16 +288,11 @@ class Runner:
                 print(f"  {pid}: {err}", file=sys.stderr)
 
 
-def response_record(response: Response) -> dict:
-    record = asdict(response)
-    record["seconds"] = round(response.seconds, 4)
-    return record
-
-
 def planned_record(item: Item) -> dict:
-    """The planned item as journaled: what the model was asked and what counts as correct."""
-    return {"mode": item.mode, "format": item.fmt, "target": item.target, "options": item.options,
-            "correct": item.correct, "true_answer": item.problem.query.answer, "extra": item.extra}
+    """The planned fields of an item's journal record: what the model was asked and what counts as correct."""
+    return {"index": item.index, "problem_id": item.problem_id,
+            "item": {"mode": item.mode, "format": item.fmt, "target": item.target, "options": item.options,
+                     "correct": item.correct, "true_answer": item.problem.query.answer, "extra": item.extra}}
 
 
 def run(spec: RunSpec, rngs: Rngs | None = None) -> RunResult:

@@ -1,0 +1,79 @@
+"""The one journaled executor of inference and judging: plan, skip what is journaled, run the rest, append.
+
+`Executor(journal, work)` reads the journal once; `pending` are the planned keys it cannot answer; `run(backend)`
+sends them through `backend.generate(work, on_done)` (concurrency, retries, batching are the backend's) and
+appends one `RESPONSES_FORMAT` record per reply as it comes. A batch API fits behind the same `generate`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+from ..models.base import Response
+from .journal import RESPONSES_FORMAT, Journal
+
+
+@dataclass(frozen=True)
+class Work:
+    """One planned request. `planned`: the journal record's planned fields (`index`, `problem_id`, `item`);
+    `item`: what the backend is handed with the request and hands back (the runner's Item; default the key)."""
+
+    request: Any
+    planned: dict
+    item: Any = None
+
+
+def response_record(response: Response) -> dict:
+    record = asdict(response)
+    record["seconds"] = round(response.seconds, 4)
+    return record
+
+
+class Executor:
+    """`work`: key -> Work. `empty_is_answer`: whether an ok record with an empty reply is reused (a local
+    model's empty answer is its answer; a judge's empty reply is asked again)."""
+
+    def __init__(self, journal: Journal | None, work: dict[str, Work], empty_is_answer: bool = False):
+        self.journal, self.work, self.empty_is_answer = journal, work, empty_is_answer
+        journaled = journal.records() if journal is not None else {}
+        self.records = {k: journaled[k] for k in work if k in journaled and self.reusable(journaled[k])}
+        self.fresh: set[str] = set()  # keys answered by the backend in this run
+
+    def reusable(self, record: dict) -> bool:
+        return record["status"] == "ok" and (self.empty_is_answer or bool(record["response"].get("text")))
+
+    @property
+    def pending(self) -> list[str]:
+        return [k for k in self.work if k not in self.records]
+
+    def run(self, backend, on_record: Callable[[dict], None] | None = None) -> dict[str, dict]:
+        """Records by key of every planned key answered, journaled before or now; a key the backend never
+        answered (it stopped early) is absent."""
+        pending = self.pending
+        by_item = {id(self._item(k)): k for k in pending}
+
+        def on_done(item, response: Response) -> None:
+            key = by_item[id(item)]
+            record = {"v": RESPONSES_FORMAT, "key": key, **self.work[key].planned,
+                      "status": "error" if response.error is not None else "ok",
+                      "response": response_record(response), "time": time.time()}
+            if self.journal is not None:
+                self.journal.append(record)
+            self.records[key] = record
+            self.fresh.add(key)
+            if on_record is not None:
+                on_record(record)
+
+        try:
+            if pending:
+                backend.generate([(self._item(k), self.work[k].request) for k in pending], on_done)
+        finally:
+            if self.journal is not None:
+                self.journal.close()
+        return self.records
+
+    def _item(self, key: str):
+        item = self.work[key].item
+        return key if item is None else item
