@@ -180,6 +180,16 @@ def test_order_stored_as_text_sorts_as_numbers(tmp_path):
     assert [r.answer for r in problem.examples] == [f"answer {i}" for i in range(10)]
 
 
+def test_order_stored_as_text_keeps_every_image_in_the_report_explorer(tmp_path):
+    from smmile.data.load import resolve
+    from smmile.report.explorer import read_dataset
+
+    rows = [row("a", str(i), f"answer {i}") for i in range(11)]
+    data = write_parquet(tmp_path / "text-order", rows, order_type=pa.string())
+    (problem,) = read_dataset(resolve(str(data)))
+    assert problem.query.answer == "answer 10" and all(r.image is not None for r in problem.rows)
+
+
 def test_order_stored_as_text_gives_the_right_query_in_a_run(tmp_path, capsys):
     rows = [row("a", str(i), f"answer {i}") for i in range(11)]
     data = write_parquet(tmp_path / "text-order", rows, order_type=pa.string())

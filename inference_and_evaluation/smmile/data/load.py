@@ -171,7 +171,7 @@ def iter_records(source: Source, batch_rows: int = 64) -> Iterator[list[dict]]:
 
 def image_of(record: dict) -> ImageRef | None:
     """The image of one `read_records` row (None when it has none)."""
-    return _image(record["image"], str(record["problem_id"]))
+    return _image(record["image"], str(record["problem_id"]), record.get("order"))
 
 
 def _image(value, problem_id: str, order=None) -> ImageRef | None:
@@ -191,7 +191,7 @@ def _image(value, problem_id: str, order=None) -> ImageRef | None:
                     "holds {bytes, path} structs or encoded bytes); fix that row of the dataset")
 
 
-def _order(value, problem_id: str) -> int:
+def row_order(value, problem_id: str) -> int:
     """A row's position in its problem as an integer: an `order` stored as text ("10") or as a whole float
     (10.0) sorts as the number, not as the string ("10" before "9" would make row 9 the query)."""
     if isinstance(value, int) and not isinstance(value, bool):
@@ -211,7 +211,7 @@ def group(records: list[dict]) -> list[Problem]:
     seen: set[tuple[str, int]] = set()
     for rec in records:
         pid = str(rec["problem_id"])
-        order = _order(rec["order"], pid)
+        order = row_order(rec["order"], pid)
         if (pid, order) in seen:
             # two rows at one position: a copied file or a merged dataset; the query would also appear as
             # one of its own ICL examples (its answer given away)

@@ -68,14 +68,15 @@ class StoredImage:
 def read_dataset(source) -> list:
     """The problems of the dataset at ``source`` (``smmile.data.load.Source``), as ``load_problems`` gives
     them but each image a ``StoredImage``; read a batch of rows at a time."""
-    from smmile.data.load import group, image_of, iter_records
+    from smmile.data.load import group, image_of, iter_records, row_order
 
     records, stored = [], {}
     for batch in iter_records(source):
         for record in batch:
             ref = image_of(record)
             if ref is not None:
-                stored[(str(record["problem_id"]), record["order"])] = StoredImage(ref.digest)
+                pid = str(record["problem_id"])
+                stored[(pid, row_order(record["order"], pid))] = StoredImage(ref.digest)  # as group() orders
             records.append({**record, "image": None})
     return [Problem(p.problem_id, tuple(replace(r, image=stored.get((p.problem_id, r.order))) for r in p.rows))
             for p in group(records)]
