@@ -84,8 +84,9 @@ def test_retry_after_and_500_use_the_inference_retry_policy(env, tmp_path, monke
     backend = built[0]
     assert isinstance(backend, OpenAICompatibleBackend) and isinstance(backend.policy, RetryPolicy)
     assert backend.stats["retries"] == 2 and backend.policy.max_retries == 3
-    store = [json.loads(x) for x in (d / ".smmile" / "judge_cache.jsonl").read_text().splitlines()]
-    assert store[0]["attempts"] == 3 and store[0]["status"] == "ok"
+    (journal,) = (d / ".smmile" / "judge").glob("openai-compatible-m-*.journal.jsonl")
+    store = [json.loads(x) for x in journal.read_text().splitlines()]
+    assert store[0]["response"]["extra"]["attempts"] == 3 and store[0]["status"] == "ok"
 
 
 def test_concurrency_is_the_backends(env, tmp_path):
@@ -108,7 +109,7 @@ def test_secrets_are_scrubbed(env, tmp_path, capsys):
     captured = capsys.readouterr()
     assert rc == 1 and "bad credentials Bearer ***" in captured.err
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert any(p.name == "judge_cache.jsonl" for p in written)
+    assert any(p.name.endswith(".journal.jsonl") and p.parent.name == "judge" for p in written)
     for p in written:
         assert SENTINEL not in p.read_text(errors="replace"), p  # ...and never written
     assert SENTINEL not in captured.out + captured.err

@@ -57,7 +57,8 @@ def test_ctrl_c_no_traceback_nothing_half_written_and_resume(tmp_path, monkeypat
         assert "Traceback" not in err and "interrupted: replies received so far are kept" in err
         assert not list(d.glob("*_evaluationllm*.json")) and not list(d.glob("*_judgements.jsonl"))
         assert not [p for p in d.rglob("*") if ".tmp" in p.name or p.name.endswith(".lock")]
-        stored = [json.loads(x) for x in (d / ".smmile" / "judge_cache.jsonl").read_text().splitlines()]
+        (journal,) = (d / ".smmile" / "judge").glob("openai-compatible-m-*.journal.jsonl")
+        stored = [json.loads(x) for x in journal.read_text().splitlines()]
         assert 2 <= len(stored) <= sent_before < 8 and {r["status"] for r in stored} == {"ok"}
         assert judge_cli.main([*argv[2:], *url]) == 0
         assert len(api.requests()) - sent_before == 8 - len(stored)  # only what was not stored is asked

@@ -1,5 +1,7 @@
-"""LLM judge (spec §5) with a fake backend: prompt, parsing, store, CLI, refusal to replace another judge's results."""
+"""LLM judge (spec §5) with a fake backend: prompt, parsing, keys, journal, CLI, refusal to replace another judge's
+results."""
 
+import hashlib
 import json
 import shutil
 
@@ -9,7 +11,9 @@ import pytest
 from smmile.models.base import Response
 from smmile.cli import judge as judge_cli
 from smmile.scoring import judge, judge_backends
-from smmile.scoring.judge_cache import JudgeStore, fetch
+from smmile.runner.executor import Executor
+from smmile.runner.journal import RESPONSES_FORMAT, Journal
+from smmile.scoring.judge_run import judge_journal_path
 
 OPEN_HEADER = "problem_id,final_question,true_answer,generated_answer,full_response\n"
 LLM_KEYS = ["model", "inference_mode", "total_examples", "original_count", "excluded_count", "llm_err_count",
@@ -39,10 +43,15 @@ def test_settings_options_and_keys():
     corrected = judge.JudgeSettings(protocol="corrected", seed=7, max_tokens=3)
     assert paper.options() == {}
     assert corrected.options() == {"temperature": 0.0, "seed": 7, "max_tokens": 3}
-    keys = {paper.cache_key("p"), corrected.cache_key("p"), judge.JudgeSettings(model="x").cache_key("p"),
-            judge.JudgeSettings(backend="openai").cache_key("p"), paper.cache_key("q")}
-    assert len(keys) == 5
-    assert paper.cache_key("p") == judge.JudgeSettings(base_url="http://elsewhere").cache_key("p")
+    row = {"question": "q", "true_answer": "a", "generated_answer": "r"}
+    keys = {paper.key(row, "p"), corrected.key(row, "p"), judge.JudgeSettings(model="x").key(row, "p"),
+            judge.JudgeSettings(backend="openai").key(row, "p"), paper.key(row, "q"),
+            paper.key({**row, "generated_answer": "s"}, "p")}
+    assert len(keys) == 6
+    assert paper.key(row, "p") == judge.JudgeSettings(base_url="http://elsewhere").key(row, "p")
+    assert paper.journal_name() == judge.JudgeSettings(base_url="http://elsewhere").journal_name()
+    assert paper.journal_name().startswith("ollama-llama3.3-") and paper.journal_name() != corrected.journal_name()
+    assert judge.JudgeSettings(model="org/m:7b").journal_name().startswith("ollama-org_m_7b-")
 
 
 def test_requests_carry_the_protocols_options():
@@ -72,41 +81,44 @@ class FakeBackend:
         return "http://judge.invalid:1"
 
 
-def _requests(prompts, settings=judge.JudgeSettings()):
-    return {settings.cache_key(p): judge_backends.judge_request(p, settings) for p in prompts}
+def _planned(prompts, settings=judge.JudgeSettings()):
+    frame = pd.DataFrame({"problem_id": [f"p{i}" for i in range(len(prompts))], "final_question": prompts,
+                          "true_answer": "t", "generated_answer": "g"})
+    return judge.plan_frame(frame, settings)
 
 
-def test_store_answers_again_without_requests(tmp_path):
-    fake = FakeBackend(lambda p: "1" if "a" in p else "")
-    reqs = _requests(["a1", "a2", "b"])
-    got, sent = fetch(reqs, judge.JudgeSettings(), fake, JudgeStore(tmp_path / "s.jsonl"))
-    assert sent == 3 and fake.calls == 3 and not any(f.cached for f in got.values())
-    again, sent = fetch(reqs, judge.JudgeSettings(), fake, JudgeStore(tmp_path / "s.jsonl"))
-    assert fake.calls == 4 and sent == 1  # the empty reply is asked again; the two answers come from the store
-    assert [again[k].cached for k in reqs] == [True, True, False]
-    assert [again[k].reply for k in reqs] == ["1", "1", ""]
+def _run(planned, backend, journal, settings=judge.JudgeSettings()):
+    from pathlib import Path
+    from smmile.scoring.judge_run import FileJob, judge_work
+
+    job = FileJob(Path("result.csv"), "m", "ICL", 0, 0, None, planned, "")
+    executor = Executor(journal, judge_work([job], settings))
+    executor.run(backend)
+    return judge.judgements(planned, executor.records, executor.fresh, settings, set())
+
+
+def test_journal_answers_again_without_requests(tmp_path):
+    fake = FakeBackend(lambda p: "1" if '"a' in p else "")
+    planned = _planned(["a1", "a2", "b"])
+    journal = tmp_path / "j.jsonl"
+    got = _run(planned, fake, Journal(journal, version=RESPONSES_FORMAT))
+    assert fake.calls == 3 and not any(j.cached for j in got)
+    again = _run(planned, fake, Journal(journal, version=RESPONSES_FORMAT))
+    assert fake.calls == 4  # the empty reply is asked again; the two answers come from the journal
+    assert [j.cached for j in again] == [True, True, False]
+    assert [j.reply for j in again] == ["1", "1", ""]
 
 
 def test_failures_are_recorded_not_reused(tmp_path):
     def flaky(prompt):
-        if prompt == "bad":
+        if '"bad"' in prompt:
             raise RuntimeError("boom")
         return "0"
-    reqs = _requests(["bad", "good"])
-    got, _ = fetch(reqs, judge.JudgeSettings(), FakeBackend(flaky), JudgeStore(tmp_path / "s.jsonl"))
-    bad, good = (got[k] for k in reqs)
-    assert bad.error == "boom" and bad.reply is None and good.reply == "0"
-    lines = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
+    got = _run(_planned(["bad", "good"]), FakeBackend(flaky), Journal(tmp_path / "j.jsonl", version=RESPONSES_FORMAT))
+    assert got[0].error == "boom" and got[0].reply is None and got[1].reply == "0"
+    lines = [json.loads(x) for x in (tmp_path / "j.jsonl").read_text().splitlines()]
     assert sorted(r["status"] for r in lines) == ["error", "ok"]
-    assert len(JudgeStore(tmp_path / "s.jsonl")) == 1
-
-
-def test_store_reads_the_earlier_cache_format_and_ignores_torn_lines(tmp_path):
-    path = tmp_path / "judge_cache.jsonl"
-    path.write_text(json.dumps({"key": "k1", "reply": "1", "backend": "ollama", "model": "llama3.3", "options": {},
-                                "time": 0}) + "\n" + '{"key": "k3", "rep')
-    store = JudgeStore(path)
-    assert len(store) == 1 and store.get("k1") == "1"
+    assert {r["item"]["question"] for r in lines} == {"bad", "good"} and lines[0]["item"]["result_file"] == "result.csv"
 
 
 def test_not_started_requests_are_failures(tmp_path):
@@ -114,10 +126,9 @@ def test_not_started_requests_are_failures(tmp_path):
         def generate(self, work, on_done):  # stops after the first request, as a tripped circuit breaker does
             on_done(work[0][0], Response(error="Connection error."))
 
-    reqs = _requests(["a", "b", "c"])
-    got, sent = fetch(reqs, judge.JudgeSettings(), Breaker(None), None)
-    assert sent == 1 and [got[k].error for k in reqs][0] == "Connection error."
-    assert all(got[k].error.startswith("not sent") for k in list(reqs)[1:])
+    got = _run(_planned(["a", "b", "c"]), Breaker(None), None)
+    assert got[0].error == "Connection error." and not any(j.cached for j in got)
+    assert all(j.error.startswith("not sent: the judge stopped launching requests") for j in got[1:])
 
 
 def _results_dir(tmp_path):
@@ -188,6 +199,46 @@ def test_identical_rows_are_sent_once(tmp_path, fake_judge):
     second = [json.loads(x) for x in (tmp_path / "result_llava_7b_ICL_judgements.jsonl").read_text().splitlines()]
     assert [j["cached"] for j in first] == [False, False, True, True] and all(j["cached"] for j in second)
     assert [j["row"] for j in first] == [0, 1, 2, 3] and {j["value"] for j in first + second} == {1}
+
+
+def _legacy_key(prompt):  # the earlier store's key, as it was written: sha256 over the sorted-keys JSON
+    payload = {"prompt": prompt, "backend": "ollama", "model": "llama3.3", "options": {}}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def test_the_earlier_judge_cache_still_answers(tmp_path, fake_judge, capsys):
+    d = _results_dir(tmp_path)
+    llava = pd.read_csv(d / "result_llava_7b_ICL.csv")
+    medvlm = pd.read_csv(d / "result_MedVLM-R1_0-shot_open.csv")
+    lines = [{"key": _legacy_key(judge.build_prompt(llava.iloc[0], "final_question")), "reply": "1",
+              "backend": "ollama", "model": "llama3.3", "options": {}, "time": 0},  # the first format: no status
+             {"key": _legacy_key(judge.build_prompt(llava.iloc[1], "final_question")), "status": "error",
+              "reply": None, "error": "boom"},
+             {"key": _legacy_key(judge.build_prompt(medvlm.iloc[0], "original_question")), "status": "ok",
+              "reply": "0", "usage": {"output_tokens": 1}, "seconds": 0.5}]
+    legacy = d / ".smmile" / "judge_cache.jsonl"
+    legacy.parent.mkdir()
+    legacy.write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"key": "k3", "rep')
+    before = legacy.read_bytes()
+    fake = fake_judge(lambda p: "1")
+    assert judge_cli.main([str(d)]) == 0
+    assert fake.calls == 2 and legacy.read_bytes() == before  # two replies adopted; the old store only read
+    assert capsys.readouterr().out.count("Judge requests sent: 1; cache hits: 1") == 2
+    medvlm_json = json.loads((d / "result_MedVLM-R1_0-shot_open_evaluationllm.json").read_text())
+    assert medvlm_json["correct_examples"] == 1  # p1 kept its stored "0"
+    journal = Journal(judge_journal_path(d, judge.JudgeSettings()), version=RESPONSES_FORMAT).records()
+    adopted = [r for r in journal.values() if r["response"]["extra"].get("adopted_from") == "judge_cache.jsonl"]
+    assert sorted(r["response"]["text"] for r in adopted) == ["0", "1"] and len(journal) == 4
+
+
+def test_an_unreadable_judge_cache_is_left_aside(tmp_path, fake_judge, capsys):
+    d = _results_dir(tmp_path)
+    (d / ".smmile").mkdir()
+    (d / ".smmile" / "judge_cache.jsonl").write_text("not json\n")
+    fake = fake_judge(lambda p: "1")
+    assert judge_cli.main([str(d)]) == 0 and fake.calls == 4
+    err = capsys.readouterr().err
+    assert err.count("judge_cache.jsonl (the earlier judge cache) left aside") == 1
 
 
 def test_visualize_only_missing_json(tmp_path, fake_judge, capsys):

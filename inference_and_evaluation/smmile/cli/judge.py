@@ -9,8 +9,8 @@ from ..scoring.judge_backends import judge_backends
 from ..scoring.judge_run import run_judge
 from . import common as fd
 
-INTERRUPTED = ("interrupted: replies received so far are kept in the results folder's .smmile/judge_cache.jsonl and "
-               "no file was left half-written; rerun the same command to continue")
+INTERRUPTED = ("interrupted: replies received so far are kept in the judge's journal under the results folder's "
+               ".smmile/judge/ and no file was left half-written; rerun the same command to continue")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--judge-max-consecutive-failures", type=fd.positive_int, default=8, metavar="N",
                    help="stop sending after N requests in a row failed even after all retries (judge unreachable)")
     g.add_argument("--no-cache", action="store_true",
-                   help="do not read or write <results_dir>/.smmile/judge_cache.jsonl (every row is sent)")
+                   help="do not read or write the judge's journal, <results_dir>/.smmile/judge/"
+                        "<backend>-<model>-<digest>.journal.jsonl (every row is sent)")
     g.add_argument("--overwrite", action="store_true",
                    help="replace *_evaluationllm.json files written by another judge (or by an unrecorded one, such "
                         "as the published outputs), or holding problems the result file no longer has")

@@ -4,8 +4,8 @@
 * ``parse_reply`` — strict: the reply must be exactly ``1`` or ``0`` (no stripping).
 * ``JudgeSettings`` — which judge (backend, model, endpoint, protocol) and how requests are sent;
   ``paper``: server defaults, as the original; ``corrected``: temperature 0 and a fixed seed.
-* ``plan_frame`` / ``judgements`` — one request per row (identical requests share one key), and the
-  per-row verdicts once the replies are known. Sending is ``judge_cache.fetch``'s job.
+* ``plan_frame`` / ``judgements`` — one request per row, keyed by the content judged (identical rows share
+  one key), and the per-row verdicts from the judge's journal records (``runner.executor`` sends).
 * ``judge_stats`` — the ``*_evaluationllm.json`` dict in the original key order.
 """
 
@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field
 
+from smmile.runner.keys import digest
 from smmile.scoring.exact_match import summarize
 from smmile.scoring.naming import question_column
 
@@ -29,6 +31,7 @@ JUDGE_PROMPT = (
 DEFAULT_JUDGE_MODEL = "llama3.3"
 PARSE_RULE = "strict: exactly '1' or '0', anything else judged 0 and counted in llm_err_count"
 OK, UNPARSEABLE, FAILED = "ok", "unparseable", "failed"
+NOT_SENT = "not sent: the judge stopped launching requests (see above)"
 
 
 def build_prompt(row, question_col: str) -> str:
@@ -76,11 +79,22 @@ class JudgeSettings:
             opts["max_tokens"] = self.max_tokens
         return opts
 
-    def cache_key(self, prompt: str) -> str:
-        """sha256 over (prompt, backend, model, options): equal keys mean an equal request. Transport
-        settings (URL, retries, timeout) are left out, as in the inference journal key."""
-        payload = {"prompt": prompt, "backend": self.backend, "model": self.model, "options": self.options()}
-        return sha256(json.dumps(payload, sort_keys=True))
+    def identity(self) -> dict:
+        """What changes a reply: in every key, and naming the judge's journal. Transport settings (URL,
+        retries, timeout) are left out, as in the inference journal key."""
+        return {"backend": self.backend, "model": self.model, "options": self.options()}
+
+    def journal_name(self) -> str:
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{self.backend}-{self.model}")
+        return f"{slug}-{digest(self.identity(), 8)}.journal.jsonl"
+
+    def key(self, judged: dict, prompt: str) -> str:
+        """The journal key of one request: the content judged, the prompt, this judge (not the file name)."""
+        return digest({"judge": self.identity(), "judged": judged, "prompt": prompt})
+
+    def legacy_key(self, prompt: str) -> str:
+        """The key of the earlier store, ``.smmile/judge_cache.jsonl`` (read only, to adopt its replies)."""
+        return sha256(json.dumps({"prompt": prompt, **self.identity()}, sort_keys=True))
 
 
 def judge_identity(settings: JudgeSettings, endpoint: str | None) -> dict:
@@ -118,43 +132,44 @@ def _plain(value):
 
 
 @dataclass(frozen=True)
-class Fetched:
-    """The reply to one distinct request: ``cached`` when it came from the store, ``error`` when none came."""
-
-    reply: str | None
-    cached: bool
-    error: str | None = None
-
-
-@dataclass(frozen=True)
 class PlannedFrame:
-    """The requests of one result frame: one prompt and key per row, in CSV order."""
+    """The requests of one result frame, in CSV order: per row its problem id, the content judged
+    (question, gold answer, model answer, as the prompt shows them), the prompt and the key."""
 
     problem_ids: list
+    judged: list[dict]
     prompts: list[str]
     keys: list[str]
 
 
 def plan_frame(frame, settings: JudgeSettings) -> PlannedFrame:
     qcol = question_column(frame.columns)
+    judged = [{"question": str(row[qcol]), "true_answer": str(row["true_answer"]),
+               "generated_answer": str(row["generated_answer"])} for _, row in frame.iterrows()]
     prompts = [build_prompt(row, qcol) for _, row in frame.iterrows()]
-    return PlannedFrame(list(frame["problem_id"]), prompts, [settings.cache_key(p) for p in prompts])
+    return PlannedFrame(list(frame["problem_id"]), judged, prompts,
+                        [settings.key(j, p) for j, p in zip(judged, prompts)])
 
 
-def judgements(planned: PlannedFrame, fetched: dict[str, Fetched], settings: JudgeSettings,
+def judgements(planned: PlannedFrame, records: dict[str, dict], fresh: set[str], settings: JudgeSettings,
                sent_earlier: set[str]) -> list[Judgement]:
-    """Per-row verdicts. A key already in ``sent_earlier`` (an identical earlier row, of this file or of an
-    earlier one in the run) counts as cached: only its first row caused a request. ``sent_earlier`` grows."""
+    """Per-row verdicts from the journal ``records`` (a key with none was never sent). A row counts as cached
+    when its record was journaled before this run (not in ``fresh``) or its key is in ``sent_earlier`` (an
+    identical earlier row, of this file or an earlier one in the run). ``sent_earlier`` grows."""
     meta = {"backend": settings.backend, "model": settings.model, "protocol": settings.protocol}
     out = []
     for index, (pid, prompt, key) in enumerate(zip(planned.problem_ids, planned.prompts, planned.keys)):
-        got = fetched[key]
-        j = Judgement(index, pid, sha256(prompt), key, cached=got.cached or key in sent_earlier, error=got.error,
-                      meta=meta)
-        if got.error is None:
-            j.reply = got.reply
-            j.value, j.status = parse_reply(got.reply)
-            j.lenient_value = lenient_value(got.reply)
+        rec = records.get(key)
+        j = Judgement(index, pid, sha256(prompt), key, meta=meta,
+                      cached=(rec is not None and key not in fresh) or key in sent_earlier)
+        if rec is None:
+            j.error = NOT_SENT
+        elif rec["status"] != "ok":
+            j.error = rec["response"].get("error")
+        else:
+            j.reply = rec["response"].get("text")
+            j.value, j.status = parse_reply(j.reply)
+            j.lenient_value = lenient_value(j.reply)
         out.append(j)
         sent_earlier.add(key)
     return out

@@ -2,8 +2,10 @@
 
 Faithful default: ollama, model ``llama3.3``, the verbatim prompt, strict ``1``/``0`` parsing,
 ``<stem>_evaluationllm.json`` and ``model_comparison_llm.txt``. The requests go through the inference
-API backends (``judge_backends``); replies are kept in one store (``judge_cache``) so judging the same rows
-again sends nothing. Additions: ``<stem>_judgements.jsonl`` (every raw reply) and
+API backends (``judge_backends``) and the runner's executor; replies are journaled, one journal per judge
+(``<results>/.smmile/judge/<backend-model>-<digest>.journal.jsonl``, the inference journal's format, keyed by
+the content judged), so judging the same rows again sends nothing. Additions: ``<stem>_judgements.jsonl``
+(every raw reply) and
 ``<stem>_evaluationllm.manifest.json`` (which judge wrote the JSON, and the sha256 of the CSV bytes it
 judged: scoring refuses the judgement once the CSV holds other content, ``integrity.check_judgement``;
 another judge does not replace it without ``--overwrite``).
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from smmile.errors import UserError
+from smmile.runner.journal import RESPONSES_FORMAT, Journal
 from smmile.fsguard import OutputLock, atomic_write_json, atomic_write_text, check_writable_dir
 from smmile.scoring import comparison
 from smmile.scoring.discovery import ResultFile
@@ -141,9 +144,9 @@ def write_file_results(job: FileJob, judged, identity: dict, sent: int) -> dict:
     return stats
 
 
-def finish_file(job: FileJob, fetched, settings, identity, seen: set, outcome: Outcome) -> dict | None:
+def finish_file(job: FileJob, executor, settings, identity, seen: set, outcome: Outcome) -> dict | None:
     """Verdicts for one file; its results are written only when every row got a reply."""
-    judged = judgements(job.planned, fetched, settings, seen)
+    judged = judgements(job.planned, executor.records, executor.fresh, settings, seen)
     failed = [j for j in judged if j.status == FAILED]
     if failed:
         write_judgements(job, judged)
@@ -165,11 +168,47 @@ def _print_report(stats, judged, sent: int) -> None:
           f"unparseable replies: {unparseable} (counted as incorrect)")
 
 
+def judge_work(jobs: list[FileJob], settings: JudgeSettings) -> dict:
+    """key -> Work: each distinct request once, planned as the row that first asked it."""
+    from smmile.runner.executor import Work
+    from smmile.scoring.judge_backends import judge_request
+
+    work = {}
+    for job in jobs:
+        p = job.planned
+        for row, (pid, judged, prompt, key) in enumerate(zip(p.problem_ids, p.judged, p.prompts, p.keys)):
+            if key not in work:
+                work[key] = Work(judge_request(prompt, settings), {"index": row, "problem_id": str(pid), "item": {
+                    "result_file": job.csv_path.name, **judged}})
+    return work
+
+
+def adopt_judge_cache(journal, work: dict, results_dir, settings: JudgeSettings) -> None:
+    """Copy the usable replies of the earlier store (``.smmile/judge_cache.jsonl``, only read) into this judge's
+    journal for the planned keys it lacks; a store that cannot be read is left aside, said once."""
+    path = Path(results_dir) / ".smmile" / "judge_cache.jsonl"
+    if not path.is_file():
+        return
+    try:
+        old = Journal(path).records()
+    except UserError as exc:
+        print(f"note: {path} (the earlier judge cache) left aside, its rows are judged again: {exc}", file=sys.stderr)
+        return
+    have = journal.records()
+    for key, w in work.items():
+        rec = old.get(settings.legacy_key(w.request.messages[0]["content"]), {})
+        if key not in have and rec.get("status", "ok") == "ok" and isinstance(rec.get("reply"), str) and rec["reply"]:
+            journal.append({"v": RESPONSES_FORMAT, "key": key, **w.planned, "status": "ok", "time": rec.get("time"),
+                            "response": {"text": rec["reply"], "usage": rec.get("usage") or {},
+                                         "seconds": rec.get("seconds") or 0.0, "extra": {"adopted_from": path.name}}})
+    journal.close()
+
+
 def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, outcome: Outcome, *,
                 cache: bool = True, overwrite: bool = False) -> dict:
     """Plan every file, refuse to replace another judge's results, send each distinct request once."""
-    from smmile.scoring.judge_backends import build_backend, judge_request, resolve_settings
-    from smmile.scoring.judge_cache import JudgeStore, fetch
+    from smmile.runner.executor import Executor
+    from smmile.scoring.judge_backends import build_backend, resolve_settings
 
     settings = resolve_settings(settings)
     backend = build_backend(settings)  # a missing SDK or key: one line, exit 2, before any work
@@ -178,16 +217,23 @@ def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, o
         check_writable_dir(folder, "results folder")
     with OutputLock(results_dir, f"LLM-judge scoring in {results_dir}"):
         jobs = check_existing(plan_files(found, settings, outcome), identity, overwrite, outcome)
-        requests = {key: judge_request(prompt, settings)
-                    for job in jobs for key, prompt in zip(job.planned.keys, job.planned.prompts)}
-        store = JudgeStore.for_results_dir(results_dir) if cache else None
-        fetched, _ = fetch(requests, settings, backend, store)
+        work = judge_work(jobs, settings)
+        journal = Journal(judge_journal_path(results_dir, settings), version=RESPONSES_FORMAT) if cache else None
+        if journal is not None and work:
+            adopt_judge_cache(journal, work, results_dir, settings)
+        executor = Executor(journal, work)
+        executor.run(backend)
         results, seen = {}, set()
         for job in jobs:
-            stats = finish_file(job, fetched, settings, identity, seen, outcome)
+            stats = finish_file(job, executor, settings, identity, seen, outcome)
             if stats is not None:
                 results[f"{stats['model']}:{stats['inference_mode']}"] = stats
     return results
+
+
+def judge_journal_path(results_dir, settings: JudgeSettings) -> Path:
+    """One journal per judge identity, so that several judges (a jury) keep one each."""
+    return Path(results_dir) / ".smmile" / "judge" / settings.journal_name()
 
 
 def visualize_file(result: ResultFile, outcome: Outcome) -> dict | None:
