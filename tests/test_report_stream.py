@@ -149,7 +149,7 @@ def test_page_is_the_one_the_earlier_code_wrote(tmp_path, no_figures, jobs):
     out = tmp_path / "out"
     assert smmile(["report", str(res), "--plusplus", str(pp), "--dataset", f"SMMILE={tmp_path / 'ds'}",
                    "--dataset", f"SMMILE++={tmp_path / 'ds-pp'}", "--out", str(out), "--n-boot", "50",
-                   "--jobs", jobs]) == 1  # figures left out, the extra problem: warnings
+                   "--jobs", jobs]) in (0, 1)  # warnings (figures left out, the extra problem): 1, or 0 since issue #20
     page = (out / "index.html").read_bytes()
     data = json.loads(payload_text(page).replace("<\\/", "</"))
     assert len(data["problems"]) == 6 + 1 + 18 and "" in data["images"]  # the undecodable image: no thumbnail
@@ -171,7 +171,7 @@ def test_the_images_are_never_all_in_memory(tmp_path, no_figures):
     tracemalloc.start()
     try:
         assert smmile(["report", str(res), "--dataset", str(tmp_path / "ds"), "--out", str(tmp_path / "out"),
-                       "--n-boot", "50", "--jobs", "1"]) == 1  # figures left out
+                       "--n-boot", "50", "--jobs", "1"]) in (0, 1)  # figures left out: a warning
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
