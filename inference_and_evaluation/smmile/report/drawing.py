@@ -41,7 +41,7 @@ def _kill_me_with_my_parent() -> None:
         return
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     except (OSError, AttributeError):  # no libc to call: the watching thread alone does it
         pass
 
