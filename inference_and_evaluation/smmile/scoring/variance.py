@@ -118,7 +118,7 @@ def analyse_file(result: ResultFile, inputs: Inputs, mean_only: bool, rng, analy
         print(_console_line(cell, mean_only))
         if cell.meaning:
             sys.stdout.flush()
-            print(f"  {cell.meaning}", file=sys.stderr)
+            print(cell.meaning, file=sys.stderr)
     return cells
 
 
