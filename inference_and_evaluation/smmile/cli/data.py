@@ -27,15 +27,18 @@ def build_parser():
 
 
 def _add_variant_parser(sub) -> None:
-    from ..data.variants import KINDS, NOISY_FLAGS
+    from ..data.variants import ALL_KINDS, NOISY_FLAGS
 
     v = sub.add_parser("variant", formatter_class=fd.HelpFormatter,
-                       help="write a seeded variant of a dataset (permute, noise, order) as a local dataset",
+                       help="write a seeded variant of a dataset (permute, noise, order, ICL diagnostics) as a local dataset",
                        description="Write a deterministic variant of an SMMILE-schema dataset as a local parquet "
                                    "dataset (+ variant_manifest.json) that every front door reads with --dataset "
                                    "PATH. See docs/analyses.md.")
-    v.add_argument("kind", choices=list(KINDS) + list(NOISY_FLAGS), metavar="KIND",
-                   help=f"one of {', '.join(KINDS)} (or the original --noisy values {', '.join(NOISY_FLAGS)})")
+    v.add_argument("kind", choices=list(ALL_KINDS) + list(NOISY_FLAGS), metavar="KIND",
+                   help=f"one of {', '.join(ALL_KINDS)} (or the original --noisy values {', '.join(NOISY_FLAGS)})")
+    v.add_argument("--k", type=int, default=None, help="k-shot: keep the first K ICL examples (required for k-shot)")
+    v.add_argument("--fraction", type=float, default=None,
+                   help="flip-answers: share of each problem's examples whose answer is flipped (default 1)")
     fd.add_dataset_flag(v)
     v.add_argument("--revision", default=None, help="dataset revision to pin on the hub")
     v.add_argument("--augmented", action="store_true", help="start from SMMILE++ instead of SMMILE")
@@ -48,7 +51,7 @@ def _variant(args) -> int:
     from ..data.variants import variant_summary, write_variant
 
     out = write_variant(args.dataset, args.kind, Path(args.out), seed=args.seed, revision=args.revision,
-                        augmented=args.augmented, force=args.force)
+                        augmented=args.augmented, force=args.force, k=args.k, fraction=args.fraction)
     print(variant_summary(out, args.seed))
     return 0
 

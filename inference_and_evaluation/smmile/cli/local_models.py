@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
+from ..data.diagnostic_variants import refuse_dropped_images
 from ..models.hf import preflight
 from ..models.hf.processor import IMAGE_BACKENDS
 from ..models.presets_hf import HF, LLAVA_MODELS
@@ -72,7 +73,9 @@ def export_gpus(value: str | None) -> None:
 
 
 def preflight_checks(a: argparse.Namespace, script: str) -> None:
-    """Before any work: the libraries, the --model-path folder, and CUDA where the original required it."""
+    """Before any work: a variant the script cannot represent, the libraries, the --model-path folder, and CUDA
+    where the original required it."""
+    refuse_dropped_images(getattr(a, "dataset", None), script)
     preflight.require_stack(script)
     preflight.check_model_path(a.model_path)
     preflight.require_cuda(script, a.allow_cpu)

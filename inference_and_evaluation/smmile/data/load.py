@@ -240,6 +240,14 @@ def load_problems(dataset: str | None, revision: str | None = None, augmented: b
     return group(records)
 
 
+def dropped(row: Row) -> bool:
+    """The row's image was removed on purpose (``smmile data variant no-example-images|no-query-image``): its
+    empty image cell is marked in the ``image_dropped`` column."""
+    from .diagnostic_variants import DROPPED
+
+    return str(row.fields.get(DROPPED, "")).lower() == "true"
+
+
 def load_for_run(dataset: str | None, revision: str | None = None, *, augmented: bool = False,
                  image_dir: Path | None = None, recover_missing: bool = False) -> Loaded:
     """Problems a run processes: those with every image present (spec §1.4).
@@ -254,6 +262,9 @@ def load_for_run(dataset: str | None, revision: str | None = None, *, augmented:
     for p in problems:
         rows, missing = [], []
         for r in p.rows:
+            if r.image is None and dropped(r):  # removed on purpose by a variant: not a missing download
+                rows.append(r)
+                continue
             if r.image is None and recover_missing and image_dir is not None:
                 ref = recover(p.problem_id, r.image_url, image_dir)
                 if ref is not None:

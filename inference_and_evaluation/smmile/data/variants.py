@@ -12,7 +12,9 @@ and one record per source problem saying what was done:
 * ``order-first`` / ``order-last``  the first ICL example whose answer equals the query answer moved to
                        the first / last ICL position; problems without such an example are dropped.
 
-Noise and order variants keep the original problem ids, so their results pair with the original run.
+Noise and order variants keep the original problem ids, so their results pair with the original run. The ICL
+diagnostics (``k-shot``, ``flip-answers``, ``no-example-images``, ``no-query-image``) are in
+``diagnostic_variants``; they are written here the same way, named by their ``label`` (``k-shot-2``...).
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ from typing import Callable
 
 from ..errors import UserError
 from ..protocol.problem import Problem, Row
+from . import diagnostic_variants as diag
 
 MAX_ORDERS = 24
 KINDS = ("permute", "noise-random", "noise-targeted", "order-first", "order-last")
+ALL_KINDS = KINDS + diag.KINDS
 NOISY_FLAGS = {"AddOneExample": "noise-random", "AddOneExample-BySpeciality": "noise-targeted"}
 TARGET_TIERS = (("speciality", "speciality"), ("image_type", "flag_image_type"), ("random", None))
 MANIFEST = "variant_manifest.json"
@@ -199,21 +203,31 @@ TRANSFORMS: dict[str, Callable[[list[Problem], int], tuple[list[Problem], list[d
 def canonical_kind(kind: str) -> str:
     """A variant kind, accepting the original `--noisy` values (AddOneExample[-BySpeciality])."""
     kind = NOISY_FLAGS.get(kind, kind)
-    if kind not in TRANSFORMS:
-        raise UserError(f"unknown variant {kind!r}; choose one of {', '.join(KINDS)} "
+    if kind not in TRANSFORMS and kind not in diag.KINDS:
+        raise UserError(f"unknown variant {kind!r}; choose one of {', '.join(ALL_KINDS)} "
                         f"(or {', '.join(NOISY_FLAGS)})")
     return kind
 
 
-def transform(kind: str, problems: list[Problem], seed: int = 42) -> tuple[list[Problem], list[dict]]:
-    return TRANSFORMS[canonical_kind(kind)](problems, seed)
+def transform(kind: str, problems: list[Problem], seed: int = 42, **params) -> tuple[list[Problem], list[dict]]:
+    """``params``: ``k`` (k-shot), ``fraction`` (flip-answers); the other kinds take none."""
+    kind = canonical_kind(kind)
+    if kind in diag.KINDS:
+        return diag.transform(kind, problems, seed, **params)
+    if any(v is not None for v in params.values()):
+        raise UserError(f"{kind} takes no --k or --fraction")
+    return TRANSFORMS[kind](problems, seed)
 
 
 # -- writing variants as local datasets ------------------------------------------------------------
 def build_manifest(kind: str, seed: int, source: dict, source_problems: int, problems: list[Problem],
-                   notes: list[dict]) -> dict:
-    """What `variant_manifest.json` holds: how the variant was made, and what happened per problem."""
-    return {"generator": "smmile data variant", "format": FORMAT_VERSION, "kind": kind, "seed": seed,
+                   notes: list[dict], params: dict | None = None) -> dict:
+    """What `variant_manifest.json` holds: how the variant was made, and what happened per problem. ``kind`` is
+    the variant's label (``k-shot-2``: what result sets are called), ``transform`` its kind, ``params`` its
+    parameters; ``images_dropped`` says whose images are removed (examples / query), if any."""
+    params = {k: v for k, v in (params or {}).items() if v is not None}
+    return {"generator": "smmile data variant", "format": FORMAT_VERSION, "kind": diag.label(kind, **params),
+            "transform": kind, "params": params, "images_dropped": diag.DROPS.get(kind), "seed": seed,
             "source": source,
             "counts": {"source_problems": source_problems, "problems": len(problems),
                        "rows": sum(len(p.rows) for p in problems)},
@@ -222,15 +236,15 @@ def build_manifest(kind: str, seed: int, source: dict, source_problems: int, pro
 
 
 def _write(problems: list[Problem], columns: list[str], source: dict, kind: str, seed: int, out: Path,
-           force: bool = False) -> Path:
+           force: bool = False, **params) -> Path:
     from .parquet import problems_to_records, write_dataset
 
-    new, notes = transform(kind, problems, seed)
+    new, notes = transform(kind, problems, seed, **params)
     if not new:
         raise UserError(f"variant {kind} of {source['id']} has no problem (no ICL example answers like its query)")
-    manifest = build_manifest(kind, seed, source, len(problems), new, notes)
+    manifest = build_manifest(kind, seed, source, len(problems), new, notes, params)
     records = problems_to_records(new)
-    columns = columns + [c for c in records[0] if c not in columns]
+    columns = columns + [c for c in dict.fromkeys(k for r in records for k in r) if c not in columns]
     return write_dataset(records, Path(out), columns=columns, owner=OWNER, force=force,
                          extra_files={MANIFEST: json.dumps(manifest, indent=2, default=str) + "\n"})
 
@@ -245,16 +259,21 @@ def _load_source(dataset: str | None, revision: str | None, augmented: bool):
 
 
 def write_variant(dataset: str | None, kind: str, out: str | os.PathLike, seed: int = 42,
-                  revision: str | None = None, augmented: bool = False, force: bool = False) -> Path:
+                  revision: str | None = None, augmented: bool = False, force: bool = False, **params) -> Path:
     """Load `dataset` (hub id, path, demo), transform it and write it to `out` (parquet + manifest).
 
-    `out` is checked first (new, empty, or an earlier variant; `force`: any folder but the refused ones)."""
+    `out` is checked first (new, empty, or an earlier variant; `force`: any folder but the refused ones);
+    `params`: ``k`` / ``fraction`` of the diagnostic kinds (checked before anything is read)."""
     from .parquet import check_dataset_dir
 
     kind = canonical_kind(kind)
+    if kind in diag.KINDS:
+        diag.check_params(kind, params.get("k"), params.get("fraction"))
+    elif any(v is not None for v in params.values()):
+        raise UserError(f"{kind} takes no --k or --fraction")
     check_dataset_dir(Path(out), OWNER, force)
     source, columns, problems = _load_source(dataset, revision, augmented)
-    return _write(problems, columns, source, kind, seed, Path(out), force)
+    return _write(problems, columns, source, kind, seed, Path(out), force, **params)
 
 
 def variant_summary(out: Path, seed: int) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from ..data.diagnostic_variants import refuse_dropped_images
 from ..data.images import verify_images
 from ..data.load import Loaded, load_for_run
 from ..errors import UserError
@@ -145,6 +146,7 @@ class Runner:
             backend.close()
 
     def run(self) -> RunResult:
+        refuse_dropped_images(self.spec.dataset, output_key=self.family.output_key)  # before anything is written
         check_writable_dir(self.spec.output_dir, "output folder")  # before loading data or a model
         Path(self.spec.output_dir).mkdir(parents=True, exist_ok=True)
         with OutputLock(self.csv_path, f"{self.csv_path}"):
