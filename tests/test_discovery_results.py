@@ -1,4 +1,4 @@
-"""Result discovery (scoring/discovery.py): manifest first, no shards, duplicates warned; and the scoring
+"""Result discovery (scoring/results.py): manifest first, no shards, duplicates warned; and the scoring
 commands end to end on a model outside the paper, a merged folder with its shards, and duplicate files."""
 
 import json
@@ -10,7 +10,7 @@ from smmile.cli import em as em_cli
 from smmile.cli import stratify as stratify_cli
 from smmile.cli import variance as variance_cli
 from smmile.scoring import naming
-from smmile.scoring.discovery import find_results
+from smmile.scoring.results import load_results
 
 OPEN_HEADER = "problem_id,final_question,true_answer,generated_answer,full_response\n"
 MCQA_HEADER = "problem_id,final_question,selected_option,correct_option,is_correct\n"
@@ -45,23 +45,23 @@ def names(results):
 
 def test_manifest_identity_first_file_name_rules_otherwise(tmp_path):
     csv = open_csv(tmp_path / "result_my-model_ICL_open.csv", IDS, [True] * 12)
-    (bare,) = find_results(tmp_path)
+    (bare,) = load_results(tmp_path)
     assert bare.identity.scoring_name == "unknown" and not bare.known  # the original's rules: "Skipping"
     manifest(csv, "ICL", "open", **MY_MODEL)
-    (found,) = find_results(tmp_path)
+    (found,) = load_results(tmp_path)
     assert found.known and found.identity.key == found.identity.scoring_name == "my-model"
     assert (found.mode, found.fmt, found.dataset, found.tag) == ("ICL", "open", "demo", "my-model")
     assert found.csv == csv and found.manifest["model"]["tag"] == "my-model"
     # a manifest of today's runner (no model.identity yet): identity from the preset/tag
     manifest(csv, "ICL", "open", preset="my-model", tag="my-model", model_id="my-model")
-    assert find_results(tmp_path)[0].identity.key == "my-model"
+    assert load_results(tmp_path)[0].identity.key == "my-model"
 
 
 def test_unreadable_manifest_is_reported_and_the_name_used(tmp_path):
     csv = open_csv(tmp_path / "result_qwen7B_ICL_open.csv", IDS, [True] * 12)
     naming.manifest_path(csv).write_text("{broken")
     warnings = []
-    (found,) = find_results(tmp_path, warn=warnings.append)
+    (found,) = load_results(tmp_path, warn=warnings.append)
     assert found.identity.key == "qwen7B" and found.manifest is None
     assert len(warnings) == 1 and "result_qwen7B_ICL_open.manifest.json" in warnings[0]
 
@@ -74,11 +74,11 @@ def test_shards_and_non_results_are_never_results(tmp_path):
     (tmp_path / "notes.csv").write_text("a,b\n1,2\n")
     run = open_csv(tmp_path / "my_run.csv", IDS, [True] * 12)  # any name, when a manifest says what it is
     manifest(run, "0-shot", "open", **MY_MODEL)
-    assert names(find_results(tmp_path)) == ["my_run.csv", "result_random_ICL.csv"]
+    assert names(load_results(tmp_path)) == ["my_run.csv", "result_random_ICL.csv"]
     renamed = open_csv(tmp_path / "result_random_0-shot.csv", IDS[:4], [True] * 4)  # a shard by its manifest
     manifest(renamed, "0-shot", "open", shard={"index": 1, "count": 3}, preset="random", tag="random")
-    assert names(find_results(tmp_path)) == ["my_run.csv", "result_random_ICL.csv"]
-    assert names(find_results(tmp_path, patterns=["result_*_ICL*.csv"])) == ["result_random_ICL.csv"]
+    assert names(load_results(tmp_path)) == ["my_run.csv", "result_random_ICL.csv"]
+    assert names(load_results(tmp_path, patterns=["result_*_ICL*.csv"])) == ["result_random_ICL.csv"]
 
 
 def test_two_files_for_one_model_mode_and_format(tmp_path):
@@ -87,14 +87,14 @@ def test_two_files_for_one_model_mode_and_format(tmp_path):
     open_csv(tmp_path / "result_qwen7B_ICL_open.csv", IDS, [True] * 12)
     mcqa_csv(tmp_path / "result_llava_7b_ICL_mcqa.csv", IDS, [True] * 12)  # another format: no clash
     warnings = []
-    found = find_results(tmp_path, warn=warnings.append)
+    found = load_results(tmp_path, warn=warnings.append)
     assert names(found) == ["result_llava_7b_ICL_open.csv", "result_llava_7b_ICL_mcqa.csv",
                             "result_qwen7B_ICL_open.csv"]
     assert len(warnings) == 1
     assert "result_llava_7b_ICL.csv" in warnings[0] and "result_llava_7b_ICL_open.csv" in warnings[0]
     # a file with a manifest wins over one without, whatever the names
     manifest(tmp_path / "result_llava_7b_ICL.csv", "ICL", "open", tag="llava_7b", preset="llava_7b")
-    assert names(find_results(tmp_path, fmt="open", warn=warnings.append))[0] == "result_llava_7b_ICL.csv"
+    assert names(load_results(tmp_path, fmt="open", warn=warnings.append))[0] == "result_llava_7b_ICL.csv"
 
 
 def test_filters(tmp_path):
@@ -102,16 +102,16 @@ def test_filters(tmp_path):
     mcqa_csv(tmp_path / "result_llama33textonly_0-shot_mcqa.csv", IDS, [True] * 12)
     open_csv(tmp_path / "result_qwen7B_ICL_open.csv", IDS, [True] * 12)
     for model in ("text only", "llama33textonly (baseline)", "llama33textonly"):
-        assert len(find_results(tmp_path, model=model)) == 2
-    assert names(find_results(tmp_path, mode="ICL")) == ["result_qwen7B_ICL_open.csv"]
-    assert names(find_results(tmp_path, fmt="mcqa")) == ["result_llama33textonly_0-shot_mcqa.csv"]
+        assert len(load_results(tmp_path, model=model)) == 2
+    assert names(load_results(tmp_path, mode="ICL")) == ["result_qwen7B_ICL_open.csv"]
+    assert names(load_results(tmp_path, fmt="mcqa")) == ["result_llama33textonly_0-shot_mcqa.csv"]
 
 
 def test_scoring_jsons_take_the_manifest_of_their_csv(tmp_path):
     csv = tmp_path / "result_my-model_ICL_open.csv"
     (tmp_path / "result_my-model_ICL_open_evaluation.json").write_text("{}")
     manifest(csv, "ICL", "open", **MY_MODEL)
-    (found,) = find_results(tmp_path, patterns=naming.stratify_patterns("evaluation"))
+    (found,) = load_results(tmp_path, patterns=naming.stratify_patterns("evaluation"))
     assert found.identity.key == "my-model" and found.csv == csv
 
 

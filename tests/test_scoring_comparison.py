@@ -151,7 +151,8 @@ def test_evaluate_em_corrupt_inputs(tmp_path):
     proc = _run_front_door(tmp_path)
     assert proc.returncode == 1, proc.stderr
     err = proc.stderr.strip().split("\n")
-    assert len(err) == 3 and "Traceback" not in proc.stderr
+    assert len(err) == 4 and "Traceback" not in proc.stderr  # 3 errors + why result_foo is skipped
+    assert any(e.startswith("warning: result_foo_ICL.csv: not scored") for e in err)
     assert any("missing required column(s): true_answer" in e for e in err)
     assert any("empty file" in e for e in err)
     assert any("is a directory" in e for e in err)
@@ -177,11 +178,11 @@ def test_evaluate_em_exit_codes(tmp_path):
 
 def test_evaluate_em_unreadable_dir_and_file(tmp_path, monkeypatch, capsys):
     """Permissions do not bind root, so unreadability is simulated where it is checked."""
-    from smmile.scoring import exact_match, runs
+    from smmile.scoring import exact_match, results
 
     (tmp_path / "result_llava_7b_ICL.csv").write_text(OPEN_HEADER + "p1,q,Red,red,x\n")
     (tmp_path / "result_llava_13b_ICL.csv").write_text(OPEN_HEADER + "p1,q,Red,red,x\n")
-    monkeypatch.setattr(runs.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(results.os, "access", lambda path, mode: False)
     assert em_cli.main([str(tmp_path)]) == 2
     assert "results directory is not readable" in capsys.readouterr().err
     monkeypatch.undo()

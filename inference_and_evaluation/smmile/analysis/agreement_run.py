@@ -15,23 +15,14 @@ import pandas as pd
 
 from .. import fsguard
 from ..errors import UserError
-from ..scoring.exact_match import ResultFileError
-from ..scoring.stats import file_records, load_records
+from ..scoring.results import records_of
 from . import agreement as ag
 from .labels import binary_scores, canonical_models, judge_from_results, model_aliases, read_labels
 from .output import fmt, write_tables
 
 
 def load_results(paths: list[str], warn) -> list:
-    records = []
-    for path in paths:
-        if not os.path.exists(path):
-            raise UserError(f"results {path} not found")
-        try:
-            records += load_records(path, warn) if os.path.isdir(path) else file_records(path, warn)
-        except ResultFileError as exc:
-            raise UserError(str(exc)) from None
-    return records
+    return [record for path in paths for record in records_of(path, warn)]
 
 
 def human_tables(labels: pd.DataFrame, records: list, judge_rater: str, warn) -> tuple[dict, dict]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..errors import UserError
-from ..scoring.stats import MODES, Record
+from ..scoring.results import MODES, Record
 from .agreement import ITEM
 
 LABEL_COLUMNS = ("problem_id", "model", "mode", "rater", "label")

@@ -15,7 +15,8 @@ import os
 import pandas as pd
 
 from ..scoring import bootstrap
-from ..scoring.stats import Record, paired
+from ..scoring.results import Record
+from ..scoring.stats import paired
 
 FLIP_COLUMNS = ["problem_id", "base_problem_id", "score_reference", "score_variant", "flip"]
 

@@ -10,27 +10,14 @@ run manifests (``<stem>.manifest.json``): a run on a local dataset that holds a
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.load import DATED_IDS, PLUSPLUS_ID
 from ..data.variants import MANIFEST
 from ..errors import UserError
-from ..scoring.exact_match import ResultFileError
-from ..scoring.stats import Record, file_records, load_records
+from ..scoring.results import Record, ResultSet, records_of
 
 ORIGINAL = "original"
-
-
-@dataclass
-class ResultSet:
-    label: str
-    path: Path
-    records: list[Record]
-
-    def index(self) -> dict[tuple[str, str, str], Record]:
-        """(model, metric, mode) -> record."""
-        return {(r.model, r.metric, r.mode): r for r in self.records}
 
 
 def variant_kind(dataset: dict) -> str:
@@ -67,12 +54,7 @@ def parse_spec(text: str) -> tuple[str | None, Path]:
 
 def load_set(text: str, warn=None) -> ResultSet:
     label, path = parse_spec(text)
-    if not path.exists():
-        raise UserError(f"results {path} not found")
-    try:
-        records = load_records(str(path), warn) if path.is_dir() else file_records(str(path))
-    except ResultFileError as exc:
-        raise UserError(str(exc)) from None
+    records = records_of(path, warn)
     if not records:
         raise UserError(f"{path}: no scorable result file (result_*.csv)")
     return ResultSet(label or detect_label(path, records), path, records)

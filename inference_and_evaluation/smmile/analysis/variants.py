@@ -23,7 +23,8 @@ import pandas as pd
 from ..data.variants import KINDS as VARIANT_KINDS
 from ..errors import UserError
 from ..scoring import bootstrap
-from ..scoring.stats import Record, apply_holm
+from ..scoring.results import Record
+from ..scoring.stats import apply_holm
 from .paired import compare
 from .results import ORIGINAL, ResultSet
 

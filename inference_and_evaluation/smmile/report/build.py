@@ -1,6 +1,7 @@
 """Gather everything the report shows (no rendering, no plotting).
 
-One ``ResultSet`` per results folder (SMMILE, SMMILE++, ...): estimates with intervals and the paired
+One ``ReportSet`` per results folder (SMMILE, SMMILE++, ...; a ``scoring.results.ResultSet`` and what the
+report derives from it): estimates with intervals and the paired
 ICL − 0-shot comparisons (``smmile.scoring.stats``), stratification with an interval per stratum
 (stratify's ``_ci`` file, else ``stratify.stratum_intervals``), run provenance, the faithful
 variance_analysis table. Across folders: each model's change from the first folder, paired by base
@@ -9,16 +10,17 @@ problem with a cluster bootstrap (``smmile.analysis.paired``). Analyses: ``smmil
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from smmile.errors import UserError
 from smmile.report import analyses as analyses_mod
 from smmile.report import manifests, names
-from smmile.scoring import bootstrap, discovery, stats, stratify, tables
+from smmile.scoring import bootstrap, stats, stratify, tables
+from smmile.scoring.results import ResultSet, load_records, load_results
 
 STRAT_KINDS = ("em", "llm")
 VARIANCE_TABLE = "evaluation_results.txt"  # variance_analysis.py's default --output
@@ -34,13 +36,10 @@ class Settings:
 
 
 @dataclass
-class ResultSet:
-    """The report's view of one results folder."""
+class ReportSet(ResultSet):
+    """The report's view of one results folder: its records (``path`` absolute) and what is derived."""
 
-    label: str
-    slug: str  # file- and anchor-safe label ("smmile", "smmile-pp")
-    results_dir: str
-    records: list = field(default_factory=list)  # stats.Record
+    slug: str = ""  # file- and anchor-safe label ("smmile", "smmile-pp")
     estimates: list = field(default_factory=list)  # stats.estimates rows
     gains: list = field(default_factory=list)  # stats.comparisons rows, kind icl_vs_0shot
     runs: dict = field(default_factory=dict)  # CSV basename -> manifests.RunInfo
@@ -60,7 +59,7 @@ class ResultSet:
 class ReportData:
     title: str
     settings: Settings
-    sets: list = field(default_factory=list)  # ResultSet
+    sets: list = field(default_factory=list)  # ReportSet
     changes: list = field(default_factory=list)  # per-model change of a set from the first one
     analysis_views: list = field(default_factory=list)  # analyses.AnalysisView
     warnings: list = field(default_factory=list)
@@ -82,11 +81,6 @@ def gain_table(gains: list[dict]) -> list[tuple[str, dict]]:
     for row in gains:
         by_model.setdefault(row["model_a"], {})[row["metric"]] = row
     return [(m, by_model[m]) for m in model_order(gains, "model_a")]
-
-
-def result_csvs(results_dir: str) -> list[str]:
-    return sorted(p for p in glob.glob(os.path.join(results_dir, "*.csv"))
-                  if os.path.basename(p) not in discovery.OWN_OUTPUTS)
 
 
 def _read_json(path: str, warnings: list) -> dict | None:
@@ -152,25 +146,26 @@ def slug(label: str, index: int) -> str:
 
 
 def gather_set(label: str | None, results_dir: str, index: int, settings: Settings, warnings: list,
-               taken: set) -> ResultSet:
+               taken: set) -> ReportSet:
     if not os.path.isdir(results_dir):
         raise UserError(f"results directory {results_dir} not found")
     warn = warnings.append
-    records = stats.load_records(results_dir, lambda message: warn(message.removeprefix("warning: ")))
+    records = load_records(results_dir, lambda message: warn(message.removeprefix("warning: ")))
     label = label or default_label(records, taken, results_dir)
-    found = ResultSet(label, slug(label, index), os.path.abspath(results_dir), records)
+    found = ReportSet(label, Path(os.path.abspath(results_dir)), records, slug(label, index))
     s = settings
     found.estimates = stats.estimates(records, s.n_boot, s.seed, s.cluster, s.level)
     found.gains = stats.comparisons(records, "icl", s.n_boot, s.seed, s.cluster, s.level,
                                     warn=lambda message: warn(message.removeprefix("warning: ")))
     names.learn(r.result.identity for r in records if r.result is not None)
-    found.runs = {os.path.basename(p): manifests.run_info(p) for p in result_csvs(results_dir)}
+    found.runs = {r.csv.name: manifests.run_info(os.fspath(r.csv)) for r in sorted(
+        load_results(results_dir, rules="variance", warn=lambda message: None), key=lambda r: r.csv.name)}
     found.stratification, found.strat_ci = load_stratification(results_dir, warnings, found.permuted)
     found.variance_table = read_text(os.path.join(results_dir, VARIANCE_TABLE))
     return found
 
 
-def set_changes(sets: list[ResultSet], settings: Settings) -> list[dict]:
+def set_changes(sets: list[ReportSet], settings: Settings) -> list[dict]:
     """For every later set: each (model, metric, mode) it shares with the first set, the difference
     later − first on the shared base problems (paired, cluster bootstrap by base problem)."""
     from smmile.analysis.paired import compare

@@ -264,7 +264,7 @@ def set_problems(rset, set_index: int, problems: list, flags: list[str], answers
 
 
 def build(sets: list, datasets: list, images: Images) -> dict:
-    """The explorer payload for ``sets`` (report.build.ResultSet) with their loaded problems
+    """The explorer payload for ``sets`` (report.build.ReportSet) with their loaded problems
     (``datasets[i]``: a list of Problem, possibly empty) and their ``Images``. Its ``images`` entry is
     ``images`` itself: the page writes the thumbnails (``Images.uris``) into its JSON one at a time
     (``explorer_page.section``)."""

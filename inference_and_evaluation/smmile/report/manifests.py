@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass, field
 
 from smmile.scoring.judge import FAILED as FAILED_STATUS
-from smmile.scoring import naming
 from smmile.scoring.naming import evaluationllm_json_path, judgements_path
+from smmile.scoring.results import manifest_of
 
 NO_MANIFEST = "no manifest (produced outside smmile)"
 JUDGE_FIELDS = ("backend", "model", "protocol")
@@ -34,21 +34,6 @@ class RunInfo:
     @property
     def stem(self) -> str:
         return os.path.splitext(self.name)[0]
-
-
-def read_manifest(csv_path: str) -> tuple[dict | None, str | None]:
-    """(manifest, None), (None, None) when there is none, or (None, reason) when it is unreadable."""
-    path = str(naming.manifest_path(csv_path))
-    if not os.path.exists(path):
-        return None, None
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError) as exc:
-        return None, f"unreadable manifest {os.path.basename(path)}: {type(exc).__name__}: {exc}"
-    if not isinstance(data, dict):
-        return None, f"unreadable manifest {os.path.basename(path)}: not a JSON object"
-    return data, None
 
 
 def read_judge_record(csv_path: str) -> dict | None:
@@ -123,7 +108,8 @@ def judge_text(judge: dict | None) -> str:
 
 
 def run_info(csv_path: str) -> RunInfo:
-    manifest, error = read_manifest(csv_path)
+    manifest, error = manifest_of(csv_path)
+    error = error and f"unreadable manifest {os.path.basename(csv_path)[:-len('.csv')]}.manifest.json: {error}"
     return RunInfo(csv=csv_path, manifest=manifest, manifest_error=error, judge=read_judge(csv_path))
 
 

@@ -15,11 +15,11 @@ import re
 from html import escape
 
 from smmile.identity import BY_KEY, PAPER_MODELS, ModelIdentity
-from smmile.scoring import discovery, tables
+from smmile.scoring import tables
+from smmile.scoring.results import MODES  # 0-shot, ICL
 from smmile.scoring.metrics import METRICS as METRIC_TABLE
 from smmile.scoring.metrics import get_metric
 
-MODES = discovery.MODES  # 0-shot, ICL
 METRICS = tuple(METRIC_TABLE)  # LLM, EM, MCQA: the tables' column order (smmile.scoring.metrics)
 BASELINES = tables.PRIORITY_MODELS
 MARKER_NOTES = {

@@ -148,8 +148,8 @@ def result_keys(text: str) -> set[tuple[str, str]]:
 def write_comparison(results: Mapping[str, Mapping], results_dir: str | os.PathLike,
                      filename: str = "model_comparison.txt") -> tuple[str, str | None]:
     """Write the comparison file into ``results_dir`` unless an existing one holds a result this one
-    lacks (``runs.replace_output``). Returns (path, warning or None)."""
-    from smmile.scoring.runs import replace_output
+    lacks (``results.replace_output``). Returns (path, warning or None)."""
+    from smmile.scoring.results import replace_output
 
     path = os.path.join(os.fspath(results_dir), filename)
     keys = {(stats["model"], stats["inference_mode"]) for stats in results.values()}

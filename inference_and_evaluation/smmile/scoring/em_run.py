@@ -1,11 +1,11 @@
 """The work of ``evaluate_EM.py`` / ``smmile em``: exact-match scoring of every open-format result CSV (spec §4).
 
-Files are found by ``scoring.discovery`` (the original's glob patterns; identity from the run manifest,
+Files are found by ``scoring.results`` (the original's glob patterns; identity from the run manifest,
 else the file name). Per file: ``<stem>_evaluation.json`` and a console report; with more than one
 result also ``model_comparison.txt`` (``model_comparison_model-<m>_mode-<m>.txt`` for a filtered run).
-A file that cannot be scored or is not whole (``scoring.integrity``) is reported on one stderr line and
+A file that cannot be scored or is not whole (``scoring.results``) is reported on one stderr line and
 skipped (the original exited at the first bad file); an existing output holding results this run lacks
-is kept with a warning (``runs.replace_output``); the exit status is then 1.
+is kept with a warning (``results.replace_output``); the exit status is then 1.
 """
 
 from __future__ import annotations
@@ -15,18 +15,17 @@ import os
 
 from smmile.fsguard import check_writable_dir
 from smmile.scoring import comparison
-from smmile.scoring.discovery import ResultFile, result_for_path
 from smmile.scoring.exact_match import ResultFileError, calculate_exact_match, json_text
-from smmile.scoring.integrity import problem_count, read_whole
 from smmile.scoring.naming import em_patterns, evaluation_json_path
-from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, replace_output, screened
+from smmile.scoring.results import (Outcome, RunRecord, check_results_dir, find_result_files, problem_count,
+                                    read_whole, replace_output, result_for_path, screened)
 
 
 def _problem_ids(text: str) -> set:
     return set(json.loads(text)["problem_accuracies"])
 
 
-def score_file(result: ResultFile, strict: bool, outcome: Outcome, frame=None) -> dict | None:
+def score_file(result: RunRecord, strict: bool, outcome: Outcome, frame=None) -> dict | None:
     """Score one result, print its report, write its JSON; ``None`` if it was skipped (or its existing
     JSON, made from more problems, was kept)."""
     try:
@@ -51,12 +50,12 @@ def score_file(result: ResultFile, strict: bool, outcome: Outcome, frame=None) -
 
 
 def score_files(files, strict: bool = False, outcome: Outcome | None = None) -> dict[str, dict]:
-    """Score ``files`` (``ResultFile``s or paths, identified by their manifest or name) in the given
+    """Score ``files`` (``RunRecord``s or paths, identified by their manifest or name) in the given
     order; ``"<scoring name>:<mode>" -> stats`` (a later file with the same key overwrites the earlier
     one but keeps its position, like the original's dict). Files that are not whole
-    (``scoring.integrity``) are reported and skipped."""
+    (``scoring.results``) are reported and skipped."""
     outcome = outcome if outcome is not None else Outcome()
-    found = [f if isinstance(f, ResultFile) else result_for_path(f) for f in files]
+    found = [f if isinstance(f, RunRecord) else result_for_path(f) for f in files]
     results: dict[str, dict] = {}
     for result, frame in screened(found, lambda r: read_whole(r.path), problem_count, outcome):
         stats = score_file(result, strict, outcome, frame)

@@ -147,7 +147,7 @@ def summarize(frame, matches: Sequence[bool], model: str, mode: str, original_co
 def calculate_exact_match(csv_path: str | os.PathLike, strict: bool = False, *, model: str | None = None,
                           mode: str | None = None, frame=None) -> dict:
     """Score one open-format result CSV. ``model`` / ``mode`` default to its file name's (§4.3; callers
-    pass a ``discovery.ResultFile``'s); ``frame``: the CSV already read."""
+    pass a ``results.RunRecord``'s); ``frame``: the CSV already read."""
     if model is None or mode is None:
         info = get_model_info(csv_path)
         model, mode = model or info.model, mode or info.mode

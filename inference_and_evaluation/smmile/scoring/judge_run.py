@@ -24,15 +24,15 @@ from smmile.errors import UserError
 from smmile.runner.journal import RESPONSES_FORMAT, Journal
 from smmile.fsguard import OutputLock, atomic_write_json, atomic_write_text, check_writable_dir
 from smmile.scoring import comparison
-from smmile.scoring.discovery import ResultFile
+from smmile.scoring.results import RunRecord as ResultFile
 from smmile.scoring.exact_match import exclude_problems, json_text
-from smmile.scoring.integrity import check_judgement, problem_count, read_whole_hashed
+from smmile.scoring.results import check_judgement, problem_count, read_whole_hashed
 from smmile.scoring.judge import (FAILED, UNPARSEABLE, JudgeSettings, PlannedFrame, judge_identity, judge_stats,
                                   judgements, plan_frame)
 from smmile.scoring.exact_match import ResultFileError
 from smmile.scoring.naming import (evaluationllm_json_path, judge_patterns, judge_record_path, judgements_path,
                                    question_column)
-from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, refuse_if_none_known, screened
+from smmile.scoring.results import Outcome, check_results_dir, find_result_files, refuse_if_none_known, screened
 
 TITLE, LABEL = "LLM AS A JUDGE", "LLM as a Judge"
 

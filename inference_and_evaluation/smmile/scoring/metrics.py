@@ -87,10 +87,10 @@ def _csv_path(result) -> str:
 
 
 def read_rows(result, metric: Metric | str | None = None):
-    """The result CSV of ``result`` (a ``ResultFile`` or a path), checked to parse cleanly
-    (``scoring.integrity.read_whole``) and to carry ``metric``'s columns (default: those of the first
-    metric of the ``ResultFile``'s format, the one its CSV rows are scored with)."""
-    from smmile.scoring.integrity import read_whole
+    """The result CSV of ``result`` (a ``RunRecord`` or a path), checked to parse cleanly
+    (``scoring.results.read_whole``) and to carry ``metric``'s columns (default: those of the first
+    metric of the ``RunRecord``'s format, the one its CSV rows are scored with)."""
+    from smmile.scoring.results import read_whole
 
     metric = metrics_for(result.fmt)[0] if metric is None else get_metric(metric)
     return read_whole(_csv_path(result), metric.columns)
@@ -145,8 +145,8 @@ def _judge_value(value, legacy_floor: bool) -> float:
 
 def judge_scores(result, legacy_floor: bool = False, frame=None):
     """``LLM``: ``problem_accuracies`` of the judge JSON (module docstring); None if there is none. A
-    judgement of other content than the CSV now holds is refused (``integrity.check_judgement``)."""
-    from smmile.scoring.integrity import check_judgement
+    judgement of other content than the CSV now holds is refused (``results.check_judgement``)."""
+    from smmile.scoring.results import check_judgement
 
     json_path = os.fspath(evaluationllm_json_path(_csv_path(result)))
     if not os.path.exists(json_path):
@@ -163,7 +163,7 @@ def judge_scores(result, legacy_floor: bool = False, frame=None):
 
 
 def metric_scores(result, metric: Metric | str, *, legacy_floor: bool = False, frame=None):
-    """Per-row scores of ``metric`` for ``result`` (a ``discovery.ResultFile`` or a CSV path).
+    """Per-row scores of ``metric`` for ``result`` (a ``results.RunRecord`` or a CSV path).
 
     Series of floats in [0, 1] indexed by problem_id (text), file order; None if the judge was not
     run. ``legacy_floor``: the original variance_analysis's ``// 100`` of judge percentages.

@@ -6,10 +6,10 @@ Everything the original recovered from file names with if/elif chains lives here
 * ``extract_model_info`` — spec §7.2 (variance_analysis): raw model token + mode + Open/Closed;
   ``file_tag`` — the file-name model token its regex finds.
 * ``identity_from_name`` — both, as a ``smmile.identity.ModelIdentity`` (names from the one table of
-  the paper's models). These rules only identify files WITHOUT a run manifest: ``scoring.discovery``
+  the paper's models). These rules only identify files WITHOUT a run manifest: ``scoring.results``
   reads the manifest first.
 * ``em_patterns`` / ``judge_patterns`` / ``stratify_patterns`` — spec §4.2, §5, §6 glob lists
-  (``scoring.discovery`` globs them; ``runs.find_result_files`` adds the current-directory fallback).
+  (``scoring.results.load_results`` globs them; ``find_result_files`` adds the current-directory fallback).
 * ``evaluation_json_path`` / ``evaluationllm_json_path`` — per-file output names (§4.5, §5), with the
   judge's record ``judge_record_path``;
   ``result_stem`` / ``manifest_path`` — back from any of them to the result's stem and manifest.

@@ -24,7 +24,6 @@ answers then unknown), with a warning. Model keys are the variance_analysis ones
 
 from __future__ import annotations
 
-import glob
 import math
 import os
 import sys
@@ -36,14 +35,11 @@ import pandas as pd
 
 from smmile import fsguard
 from smmile.errors import UserError
-from smmile.scoring import bootstrap, discovery, integrity, metrics, tables
-from smmile.scoring.discovery import ResultFile
-from smmile.scoring.exact_match import ResultFileError
-from smmile.scoring.naming import evaluationllm_json_path
+from smmile.scoring import bootstrap, metrics, tables
 from smmile.scoring.pairing import pair_scores, pairing_notes
+from smmile.scoring.results import MODES, Record, load_records
 
 METRICS = tuple(metrics.METRICS)  # LLM, EM, MCQA: the tables' column order
-MODES = discovery.MODES
 CLUSTER_CHOICES = ("auto", "none", "base")
 WEIGHT_CHOICES = bootstrap.WEIGHTS  # row (default, the paper's tables), problem
 FAILURE_CHOICES = ("wrong", "exclude")  # wrong: the paper's rule
@@ -52,139 +48,8 @@ KINDS = ("icl_vs_0shot", "model_vs_model")  # each kind is its own Holm family
 MAX_NOTES = 10  # pairing warnings printed in full; the rest are counted
 
 
-@dataclass
-class Record:
-    """One scored result: per-problem correctness in [0, 1] indexed by problem_id (file order; the
-    rows of a duplicated id averaged), the gold answer per problem_id when the CSV has a
-    ``true_answer`` column, the ``ResultFile`` it came from (its identity, tag, manifest), the CSV
-    as read (the records of one file share it; the report's problem explorer shows its answers) and
-    each problem's failure kind (``metrics.row_failures``; None for a judge JSON without its CSV)."""
-
-    model: str
-    metric: str
-    mode: str
-    source: str
-    scores: pd.Series
-    gold: pd.Series | None = None
-    result: ResultFile | None = None
-    frame: pd.DataFrame | None = None
-    failures: pd.Series | None = None  # per problem_id: "refused", "failed", "empty" or ""; None: unknown
-
-
 def _warn_stderr(message: str) -> None:
     print(message, file=sys.stderr)
-
-
-# -- loading (scoring.discovery finds and identifies the files, scoring.metrics scores them) -------------
-def _per_problem(scores: pd.Series, path, warn) -> pd.Series:
-    """One score per problem_id: rows of a duplicated id are averaged (as evaluate_EM's and the judge's
-    ``problem_accuracies`` are), with a warning naming the file."""
-    if not scores.index.has_duplicates:
-        return scores
-    duplicated = scores.index[scores.index.duplicated()].unique()
-    warn(f"warning: {path}: {len(duplicated)} problem id(s) appear more than once (first: {duplicated[0]}); "
-         "their rows are averaged into one score per problem")
-    return scores.groupby(level=0, sort=False).mean()
-
-
-def _gold(frame: pd.DataFrame) -> pd.Series | None:
-    if "true_answer" not in frame.columns:
-        return None
-    ids = frame["problem_id"].astype(str)
-    return pd.Series(frame["true_answer"].to_numpy(), index=ids).groupby(level=0, sort=False).first()
-
-
-def _failures(frame: pd.DataFrame) -> pd.Series:
-    """Failure kind per problem_id (the first row of a duplicated id)."""
-    kinds = metrics.failure_series(frame)
-    return kinds.groupby(level=0, sort=False).first()
-
-
-def result_records(result: ResultFile, frame: pd.DataFrame, warn=None) -> list[Record]:
-    """The records of one result: MCQA, or EM plus the judge when it was run."""
-    warn = warn or _warn_stderr
-    records, gold, failures = [], _gold(frame), _failures(frame)
-    for metric in metrics.metrics_for(result.fmt):
-        try:
-            scores = metrics.metric_scores(result, metric, frame=frame)
-        except ResultFileError as exc:
-            if metric.source != "judge":
-                raise
-            warn(f"warning: {exc}; {metric.name} skipped")  # the file's other metrics are still scored
-            continue
-        if scores is not None and scores.empty:
-            warn(f"warning: {evaluationllm_json_path(result.csv)}: no scored problem; {metric.name} skipped")
-        elif scores is not None:
-            scores = _per_problem(scores, result.csv if metric.source == "csv" else
-                                  evaluationllm_json_path(result.csv), warn)
-            records.append(Record(result.identity.key, metric.name, result.mode, os.fspath(result.csv),
-                                  scores, gold, result, frame, failures))
-    return records
-
-
-def judge_only_records(directory: str, found: list[ResultFile], warn, inform=None) -> list[Record]:
-    """Judge JSONs (``*_evaluationllm.json``) whose result CSV is missing: scored from the JSON's own
-    ``problem_accuracies`` (its per-problem records), with a warning that failures and gold answers are
-    unknown; a JSON without them is named as left out. Issue #20 item 5: nothing dropped silently."""
-    have = {os.path.abspath(evaluationllm_json_path(r.csv)) for r in found}
-    records = []
-    for json_path in sorted(glob.glob(os.path.join(directory, "*_evaluationllm.json"))):
-        if os.path.abspath(json_path) in have:
-            continue
-        csv = json_path[: -len("_evaluationllm.json")] + ".csv"
-        if os.path.exists(csv):
-            continue  # a CSV that was skipped for its own reason (already named)
-        result = discovery.result_for_path(csv, rules="variance", warn=warn)
-        try:
-            scores = metrics.judge_scores(result)
-        except ResultFileError as exc:
-            warn(f"warning: {json_path}: judge results without their result CSV, and no usable per-problem "
-                 f"scores ({exc}); left out")
-            continue
-        if result.mode not in MODES or scores is None or scores.empty:
-            warn(f"warning: {json_path}: judge results without their result CSV "
-                 f"({'no 0-shot/ICL mode' if result.mode not in MODES else 'no problem_accuracies'}); left out")
-            continue
-        (inform or warn)(f"warning: {json_path}: no result CSV ({os.path.basename(csv)}); the judge metric is scored from the "
-             f"JSON's problem_accuracies ({len(scores)} problems); failures and gold answers unknown")
-        scores = _per_problem(scores, json_path, warn)
-        records.append(Record(result.identity.key, metrics.LLM.name, result.mode, json_path, scores, None, result))
-    return records
-
-
-def file_records(path: str, warn=None) -> list[Record]:
-    """The records of one result CSV given by path (identified like ``load_records``'s files)."""
-    warn = warn or _warn_stderr
-    result = discovery.result_for_path(path, rules="variance", warn=warn)
-    if result.mode not in MODES:
-        raise ResultFileError(f"{path}: no 0-shot/ICL mode (file name or manifest)")
-    return result_records(result, metrics.read_rows(result), warn)
-
-
-def load_records(directory: str, warn=None, inform=None) -> list[Record]:
-    """All scorable results of ``directory`` (``discovery.find_results``, variance_analysis's naming
-    rules for files without a manifest; of two files for one result, one is used and both named).
-    A file that does not parse cleanly or has no rows, a file without a mode, and a result with
-    another number of problems than the others of its dataset (``integrity``) are named through
-    ``warn`` and skipped; duplicated problem ids are named too."""
-    warn = warn or _warn_stderr
-    found = []
-    for result in discovery.find_results(directory, rules="variance", warn=warn):
-        if result.mode not in MODES:
-            warn(f"warning: {result.path}: no 0-shot/ICL mode in the file name or manifest; skipped")
-        else:
-            found.append(result)
-    frames, failures = integrity.screen(found, metrics.read_rows, integrity.problem_count)
-    for message in failures.values():
-        warn(f"warning: {message.removesuffix('; not scored')}; skipped")
-    records = []
-    for result in found:
-        if result.path in frames:
-            try:
-                records += result_records(result, frames[result.path], warn)
-            except ResultFileError as exc:
-                warn(f"warning: {exc}; skipped")
-    return records + judge_only_records(directory, found, warn, inform or warn)
 
 
 # -- estimates ---------------------------------------------------------------------------------------

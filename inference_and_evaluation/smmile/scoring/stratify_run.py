@@ -1,7 +1,7 @@
 """The work of ``stratify.py`` / ``smmile stratify``: accuracy per problem flag (spec §6).
 
 Reads ``*_evaluation.json`` (``--eval_type em``) or ``*_evaluationllm.json`` (``llm``), found and
-identified by ``scoring.discovery`` (the result's run manifest, else the file name), the dataset's
+identified by ``scoring.results`` (the result's run manifest, else the file name), the dataset's
 flags through ``smmile.data.load.load_problems``, and writes ``model_stratification_<eval_type>.json``
 plus (addition) ``model_stratification_<eval_type>_ci.json`` with intervals per stratum. A JSON that
 cannot be read, does not fit the dataset, or covers another number of problems than the others of its
@@ -15,11 +15,10 @@ import os
 
 from smmile.errors import UserError
 from smmile.fsguard import check_writable_dir
-from smmile.scoring.discovery import ResultFile
 from smmile.scoring.exact_match import ResultFileError, json_text
-from smmile.scoring.integrity import check_judgement
 from smmile.scoring.naming import stratify_patterns
-from smmile.scoring.runs import Outcome, check_results_dir, find_result_files, replace_output, screened
+from smmile.scoring.results import (Outcome, RunRecord, check_judgement, check_results_dir, find_result_files,
+                                    replace_output, screened)
 from smmile.scoring.stratify import (StratifyError, format_flag_table, stratify_accuracies, stratum_intervals,
                                      valid_flags)
 
@@ -40,7 +39,7 @@ def load_dataset_problems(dataset: str | None, revision: str | None) -> dict:
     return {p.problem_id: p for p in problems}
 
 
-def stratify_file(result: ResultFile, problems_by_id, flags) -> tuple:
+def stratify_file(result: RunRecord, problems_by_id, flags) -> tuple:
     """(strata, number of problems) of one evaluation JSON; ``ResultFileError`` naming the file if it
     cannot be read or does not fit the dataset."""
     try:
@@ -59,7 +58,7 @@ def stratify_file(result: ResultFile, problems_by_id, flags) -> tuple:
 
 def stratify_results(found, problems_by_id, flags, outcome: Outcome) -> dict:
     """``"<scoring name>:<mode>" -> strata`` in discovery order; unknown models are skipped (as the
-    original), unreadable files and problem-count outliers (``scoring.integrity``) reported."""
+    original), unreadable files and problem-count outliers (``scoring.results``) reported."""
     usable = screened(found, lambda r: stratify_file(r, problems_by_id, flags), lambda d: d[1], outcome)
     return {result.scoring_key: data[0] for result, data in usable}
 

@@ -4,8 +4,8 @@ Faithful to spec §7 by default: one legacy numpy stream seeded 42 is consumed f
 ``glob.glob`` order, the EM bootstrap before the LLM bootstrap of each open file, 1000 resamples
 per cell (vectorised, same random numbers as the original loop; see ``bootstrap.legacy_bootstrap``).
 
-Files are found and identified by ``scoring.discovery`` (run manifest first, spec §7.2's name rules
-otherwise; no shards; one of two duplicates), checked whole (``scoring.integrity``) and scored with
+Files are found and identified by ``scoring.results`` (run manifest first, spec §7.2's name rules
+otherwise; no shards; one of two duplicates), checked whole and scored with
 ``scoring.metrics.metric_scores`` (the LLM cell with the original's ``// 100``).
 
 Differences from the original (docs/deviations.md, "Statistics and variance_analysis", V1-V8): the
@@ -26,12 +26,10 @@ import numpy as np
 from smmile.errors import UserError
 from smmile.fsguard import check_writable_file
 from smmile.scoring import bootstrap, tables
-from smmile.scoring.discovery import ResultFile, find_results, result_for_path
 from smmile.scoring.exact_match import ResultFileError
-from smmile.scoring.integrity import problem_count, screen
 from smmile.scoring.metrics import Metric, get_metric, metric_scores, metrics_for, read_rows
 from smmile.scoring.naming import evaluationllm_json_path
-from smmile.scoring.runs import replace_output
+from smmile.scoring.results import RunRecord, load_results, problem_count, replace_output, result_for_path, screen
 
 SEED = 42
 INF = float("inf")
@@ -68,13 +66,13 @@ def _warn(sink: list, message: str) -> None:
 
 @dataclass
 class Inputs:
-    """The result CSVs read once before the analysis (``scoring.integrity.screen``)."""
+    """The result CSVs read once before the analysis (``scoring.results.screen``)."""
 
     frames: dict = field(default_factory=dict)  # path -> DataFrame
     failures: dict = field(default_factory=dict)  # path -> one-line reason the CSV cannot be scored
 
 
-def read_inputs(results: list[ResultFile]) -> Inputs:
+def read_inputs(results: list[RunRecord]) -> Inputs:
     """Read every result CSV (checked whole, with its metric's columns); flag problem-count outliers."""
     frames, failures = screen(results, read_rows, problem_count)
     return Inputs(frames, failures)
@@ -85,7 +83,7 @@ def _failed(analysis: Analysis, metric: str, message: str) -> Cell:
     return Cell(metric, INF, INF, INF)
 
 
-def _score(result: ResultFile, metric: Metric, inputs: Inputs, mean_only: bool, rng, analysis: Analysis) -> Cell:
+def _score(result: RunRecord, metric: Metric, inputs: Inputs, mean_only: bool, rng, analysis: Analysis) -> Cell:
     """Load one metric's per-row scores and bootstrap them; a failure yields the original's (inf, inf)."""
     if metric.source == "csv" and result.path in inputs.failures:
         return _failed(analysis, metric.name, inputs.failures[result.path])
@@ -106,7 +104,7 @@ def _score(result: ResultFile, metric: Metric, inputs: Inputs, mean_only: bool, 
     return Cell(metric.name, mean, std, len(values))
 
 
-def analyse_file(result: ResultFile, inputs: Inputs, mean_only: bool, rng, analysis: Analysis) -> list[Cell]:
+def analyse_file(result: RunRecord, inputs: Inputs, mean_only: bool, rng, analysis: Analysis) -> list[Cell]:
     """Score one result: MCQA for ``_mcqa`` files, else EM then LLM (this order consumes the stream)."""
     key, kind = result.identity.key, "Closed" if result.fmt == "mcqa" else "Open"
     print(f"Processing {result.path.name}: {key}, {result.mode}, {kind}")
@@ -131,12 +129,12 @@ def _console_line(cell: Cell, mean_only: bool) -> str:
 
 
 # -- a directory -------------------------------------------------------------------------------------
-def find_csvs(directory: str, sort: bool = False) -> list[ResultFile]:
-    """The result CSVs of ``directory`` (``discovery.find_results`` with spec §7.2's name rules):
+def find_csvs(directory: str, sort: bool = False) -> list[RunRecord]:
+    """The result CSVs of ``directory`` (``results.load_results`` with spec §7.2's name rules):
     ``glob.glob`` file-system order like the original, or sorted (``--sorted``). Shards, our own
     ``stats_*.csv`` and CSVs that are neither ``result_*`` nor have a manifest are left out; of two
     files for one (model, mode, format) one is kept, with a warning."""
-    return find_results(directory, sort=sort, rules="variance")
+    return load_results(directory, sort=sort, rules="variance")
 
 
 def list_csvs(directory: str, sort: bool = False) -> list[str]:
@@ -145,13 +143,13 @@ def list_csvs(directory: str, sort: bool = False) -> list[str]:
 
 
 def analyse(files: list, mean_only: bool = False, seed: int = SEED) -> Analysis:
-    """Run every file (``ResultFile``s or paths) through ONE legacy RNG stream seeded ``seed`` (the
+    """Run every file (``RunRecord``s or paths) through ONE legacy RNG stream seeded ``seed`` (the
     original's global stream).
 
     A private ``RandomState(seed)`` produces exactly the numbers ``np.random.seed(seed)`` would,
     without touching numpy's global state.
     """
-    results = [f if isinstance(f, ResultFile) else result_for_path(f, "variance") for f in files]
+    results = [f if isinstance(f, RunRecord) else result_for_path(f, "variance") for f in files]
     inputs = read_inputs(results)
     rng = np.random.RandomState(seed)
     analysis = Analysis()

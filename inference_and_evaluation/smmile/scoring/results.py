@@ -1,0 +1,685 @@
+"""A result, and the one loader every scoring command, ``smmile stats``, the analyses and the report read.
+
+A result is its **run record**: the journal of the model's responses and the manifest beside the CSV
+(``<stem>.manifest.json``, written by every smmile run and by ``smmile merge``), with the judges'
+verdicts. ``RunRecord`` is one result; ``load_results(results_dir)`` lists a folder's. Where no record
+exists (the published outputs, runs of the original code) the same loader reads the original's files:
+the CSV, identified by the file-name rules (``scoring.naming``), and ``<stem>_evaluationllm.json``.
+
+* **Identity from the run manifest first**: the model (``smmile.identity.identity_from_manifest``), mode
+  (``inference_mode``), format (``task_format``) and dataset. Only files without one are identified by the
+  original's file-name rules: ``rules="scoring"`` spec §4.3 (evaluate_EM, evaluate_LLMJudge, stratify),
+  ``rules="variance"`` spec §7.2 (variance_analysis, ``smmile stats``); they differ only in the mode of
+  unusual names (``_few-shot``, ``_with_answers``, a baseline's ``_0-shot``) and in which are ``unknown``.
+* **Never** a shard (``*.shard-<i>-of-<N>*``, or a manifest with a ``shard``), a CSV the runner moved
+  aside, one of our own outputs (``stats_*.csv``), or, without ``patterns``, a CSV neither named
+  ``result_*.csv`` nor with a manifest.
+* **Two files for one (model key, mode, format)**: a warning naming both; one is kept in the position of
+  the first: a file with a manifest over one without, else the one whose name sorts last.
+* ``patterns`` (globs relative to the folder, e.g. ``naming.em_patterns``) keep the original's selection
+  and order (``sort=False``: ``glob.glob``'s order, as variance_analysis). They may match the
+  ``_evaluation(llm).json`` files scoring wrote beside a CSV (stratify).
+
+``RunRecord.responses`` are the journaled responses by problem id (None without a journal); ``rows`` the
+CSV, read once and checked whole. **Whole**: the CSV parses cleanly (as many fields per record as the
+header, no quote running to the end, a final line break, as many pandas rows as records, at least one
+row), and the results of one dataset cover the same number of problems (``screen``). A judgement
+(``_evaluationllm.json``) is used only for the content it judged (``check_judgement``).
+
+``load_records`` scores the results of a folder into ``Record``s (one per model, metric and mode);
+``ResultSet`` is a labelled folder of them (``smmile analyze`` and the report). What the scoring runs share
+is here too: ``check_results_dir``, ``find_result_files`` (the original's fallback and message),
+``replace_output``, ``Outcome``, ``screened``.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import hashlib
+import io
+import json
+import os
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from smmile.errors import UserError
+from smmile.fsguard import atomic_write_text
+from smmile.identity import UNKNOWN, ModelIdentity, identity_from_manifest
+from smmile.runner.outputs import allow_csv_fields
+from smmile.scoring import metrics, naming
+from smmile.scoring.exact_match import (REQUIRED_COLUMNS, ResultFileError, exclude_problems, parse_result_csv,
+                                        read_csv_bytes, read_result_csv)
+
+MODES = ("0-shot", "ICL")
+FORMATS = ("open", "mcqa")
+RULES = ("scoring", "variance")
+OWN_OUTPUTS = ("stats_estimates.csv", "stats_comparisons.csv")
+_SHARD = re.compile(r"\.shard-\d+-of-\d+")
+_REPLACED = re.compile(r"\.replaced-\d{8}T\d{6}(-\d+)?\.csv$")  # a CSV the runner moved aside (runner.run)
+
+
+def print_to_stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+# -- one result ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RunRecord:
+    """One result: ``path`` is the file found (a CSV, or the JSON stratify reads)."""
+
+    path: Path
+    identity: ModelIdentity
+    mode: str  # "0-shot" | "ICL" (or "unknown" for a file-name-identified file without a mode marker)
+    fmt: str  # "open" | "mcqa"
+    manifest: dict | None = None
+    dataset: str | None = None  # the manifest's dataset id
+    tag: str = ""  # the model token of its file name (manifest: model.tag)
+
+    @property
+    def csv(self) -> Path:
+        """The result CSV (for a JSON found by stratify: the CSV it was scored from)."""
+        return Path(naming.result_stem(self.path) + ".csv")
+
+    @cached_property
+    def rows(self) -> pd.DataFrame:
+        """The CSV, read once and checked whole with the columns its format is scored on."""
+        return metrics.read_rows(self)
+
+    @cached_property
+    def responses(self) -> dict[str, dict] | None:
+        """The journaled responses (``models.base.Response`` fields) by problem id, of the run the manifest
+        describes: the latest record of each journal key whose planned mode and format are the manifest's. A
+        problem with responses of several configurations journaled (the CSV came from one of them) is left
+        out, as is everything without a manifest naming a readable journal: None."""
+        journal = (self.manifest or {}).get("journal")
+        if not isinstance(journal, dict) or not isinstance(journal.get("file"), str):
+            return None
+        from smmile.runner.journal import RESPONSES_FORMAT, Journal
+
+        try:
+            records = Journal(self.csv.parent / journal["file"], RESPONSES_FORMAT).records().values()
+        except (UserError, OSError, ValueError):
+            return None
+        wanted = (self.manifest.get("inference_mode"), self.manifest.get("task_format"))
+        by_problem: dict[str, list[dict]] = {}
+        for rec in records:
+            item = rec.get("item") or {}
+            if (item.get("mode"), item.get("format")) == wanted and isinstance(rec.get("response"), dict):
+                by_problem.setdefault(str(rec["problem_id"]), []).append(rec["response"])
+        return {pid: found[0] for pid, found in by_problem.items() if len(found) == 1}
+
+    @property
+    def known(self) -> bool:
+        """False when spec §4.3 knows no such model (evaluate_EM and stratify print ``Skipping``)."""
+        return self.identity.scoring_name != UNKNOWN
+
+    @property
+    def unknown_reason(self) -> str:
+        """Why an unknown file (``not self.known``) is skipped and what makes it scorable, in one line."""
+        manifest = naming.manifest_path(self.path)
+        tag = self.tag or naming.result_stem(self.path.name).removeprefix("result_") or "NAME"
+        why = ("its manifest names no model" if self.manifest is not None else
+               f"no manifest beside it ({manifest.name}) and the original's file-name rules know no model in its "
+               "name")
+        return (f"{self.path.name}: not scored: {why}; to score it, write {manifest.name} holding "
+                f'{{"model": {{"model_id": "{tag}"}}}} (smmile runs write one), or rename the file after a paper '
+                "model's tag (result_<tag>_<0-shot|ICL>[_mcqa].csv, e.g. result_qwen7B_ICL_open.csv) if it is one")
+
+    @property
+    def scoring_key(self) -> str:
+        """``<scoring name>:<mode>``: the key of evaluate_EM's results and of stratify's JSON."""
+        return f"{self.identity.scoring_name}:{self.mode}"
+
+    @property
+    def slot(self) -> tuple[str, str, str]:
+        return (self.identity.key, self.mode, self.fmt)
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+
+def manifest_of(path: str | os.PathLike) -> tuple[dict | None, str | None]:
+    """``<stem>.manifest.json`` beside ``path``: (manifest, None), (None, None) when there is none, or
+    (None, reason) when it is unreadable."""
+    manifest = naming.manifest_path(path)
+    if not manifest.is_file():
+        return None, None
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return data, None
+    except (OSError, ValueError) as exc:
+        return None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def read_manifest(path: str | os.PathLike, warn: Callable[[str], None] = print_to_stderr) -> dict | None:
+    """The run manifest beside ``path``; None if there is none. An unreadable one is reported through
+    ``warn`` and ignored (the file is then identified by its name)."""
+    data, reason = manifest_of(path)
+    if reason is not None:
+        warn(f"warning: {naming.manifest_path(path)}: unreadable manifest ({reason}); {os.path.basename(path)} is "
+             "identified by its file name")
+    return data
+
+
+def _name_mode(name: str, rules: str) -> str:
+    return (naming.extract_model_info(name) if rules == "variance" else naming.get_model_info(name)).mode
+
+
+def _name_fmt(name: str) -> str:
+    return "mcqa" if naming.result_stem(name).endswith("_mcqa") else "open"
+
+
+def _manifest_tag(manifest: dict) -> str | None:
+    model = manifest.get("model")
+    if isinstance(model, dict):
+        for key in ("tag", "preset"):
+            if isinstance(model.get(key), str) and model[key]:
+                return model[key]
+    return None
+
+
+def _manifest_dataset(manifest: dict) -> str | None:
+    dataset = manifest.get("dataset")
+    if isinstance(dataset, dict) and dataset.get("id") is not None:
+        return str(dataset["id"])
+    return dataset if isinstance(dataset, str) else None
+
+
+def result_for_path(path: str | os.PathLike, rules: str = "scoring",
+                    warn: Callable[[str], None] = print_to_stderr) -> RunRecord:
+    """Identify one file: its manifest, else the file-name ``rules`` ("scoring" §4.3, "variance" §7.2)."""
+    if rules not in RULES:
+        raise ValueError(f"rules must be one of {RULES}, not {rules!r}")
+    path = Path(path)
+    name = path.name
+    manifest = read_manifest(path, warn)
+    identity = identity_from_manifest(manifest) if manifest else None
+    dataset = _manifest_dataset(manifest) if manifest else None
+    if identity is None:
+        return RunRecord(path, naming.identity_from_name(name), _name_mode(name, rules), _name_fmt(name),
+                         manifest, dataset, naming.file_tag(name))
+    mode, fmt = manifest.get("inference_mode"), manifest.get("task_format")
+    return RunRecord(path, identity, mode if mode in MODES else _name_mode(name, rules),
+                     fmt if fmt in FORMATS else _name_fmt(name), manifest, dataset,
+                     _manifest_tag(manifest) or naming.file_tag(name))
+
+
+# -- a folder's results -------------------------------------------------------------------------------
+def _is_candidate(path: str, patterned: bool) -> bool:
+    name = os.path.basename(path)
+    if _SHARD.search(name) or _REPLACED.search(name) or name in OWN_OUTPUTS:
+        return False
+    return patterned or name.startswith("result_") or naming.manifest_path(path).is_file()
+
+
+def _candidates(results_dir, patterns: Sequence[str] | None, sort: bool) -> list[str]:
+    base = os.fspath(results_dir)
+    found: list[str] = []
+    for pattern in patterns if patterns is not None else ("*.csv",):
+        hits = glob.glob(os.path.join(base, pattern))
+        found.extend(sorted(hits) if sort else hits)
+    return [p for p in dict.fromkeys(found) if _is_candidate(p, patterns is not None)]
+
+
+def _preferred(first: RunRecord, second: RunRecord) -> RunRecord:
+    """A file with a manifest over one without; else the one whose name sorts last."""
+    if (first.manifest is None) != (second.manifest is None):
+        return first if first.manifest is not None else second
+    return max(first, second, key=lambda r: (r.path.name, os.fspath(r.path)))
+
+
+def _dedupe(results: list[RunRecord], rules: str, warn: Callable[[str], None]) -> list[RunRecord]:
+    out: list[RunRecord] = []
+    position: dict[tuple[str, str, str], int] = {}
+    for result in results:
+        if (result.identity.key if rules == "variance" else result.identity.scoring_name) == UNKNOWN:
+            out.append(result)
+            continue
+        if result.slot not in position:
+            position[result.slot] = len(out)
+            out.append(result)
+            continue
+        i = position[result.slot]
+        kept = _preferred(out[i], result)
+        key, mode, fmt = result.slot
+        warn(f"warning: {out[i].path} and {result.path} are both results of {key} ({mode}, {fmt}); "
+             f"using {kept.path}")
+        out[i] = kept
+    return out
+
+
+def _wanted(result: RunRecord, model: str | None, mode: str | None, fmt: str | None) -> bool:
+    names = (result.identity.key, result.identity.scoring_name, result.tag)
+    return (model is None or model in names) and (mode is None or result.mode == mode) and \
+        (fmt is None or result.fmt == fmt)
+
+
+def load_results(results_dir: str | os.PathLike, *, model: str | None = None, mode: str | None = None,
+                 fmt: str | None = None, patterns: Sequence[str] | None = None, sort: bool = True,
+                 rules: str = "scoring", warn: Callable[[str], None] = print_to_stderr) -> list[RunRecord]:
+    """The results of ``results_dir`` (module docstring), in discovery order.
+
+    ``model`` matches a file's identity key, scoring name or file tag; ``mode`` ("0-shot"/"ICL") and
+    ``fmt`` ("open"/"mcqa") its mode and format. ``warn`` receives one line per duplicate and per
+    unreadable manifest.
+    """
+    if rules not in RULES:
+        raise ValueError(f"rules must be one of {RULES}, not {rules!r}")
+    results = [result_for_path(p, rules, warn) for p in _candidates(results_dir, patterns, sort)]
+    results = [r for r in results if not (r.manifest or {}).get("shard") and _wanted(r, model, mode, fmt)]
+    return _dedupe(results, rules, warn)
+
+
+# -- is a result whole? -------------------------------------------------------------------------------
+def _clean_records(path: str, content: bytes) -> int:
+    """Number of data records of a CSV that parses cleanly; raises ``ResultFileError`` otherwise."""
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultFileError(f"{path}: cannot read CSV ({exc})") from None
+    allow_csv_fields(len(text) + 1)  # an answer of any length reads back (runner.outputs)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    records = 0
+    try:
+        header = next(reader, [])
+        for record in reader:
+            if not record:
+                continue  # a blank line (pandas skips them too)
+            if len(record) != len(header):
+                raise ResultFileError(f"{path}: line {reader.line_num} has {len(record)} fields, the header "
+                                      f"{len(header)} (a stray quote or a cut line?)")
+            records += 1
+    except csv.Error as exc:
+        raise ResultFileError(f"{path}: rows do not parse cleanly near line {reader.line_num} ({exc}; a stray "
+                              "quote or a file cut short?)") from None
+    if not text.endswith(("\n", "\r")):
+        raise ResultFileError(f"{path}: the last line has no line break (file cut short?)")
+    return records
+
+
+def content_sha256(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+def read_whole(csv_path: str | os.PathLike, required: Sequence[str] = REQUIRED_COLUMNS):
+    """Read a result CSV once (pandas defaults, as the original) and check it is whole (module docstring)."""
+    return read_whole_hashed(csv_path, required)[0]
+
+
+def read_whole_hashed(csv_path: str | os.PathLike, required: Sequence[str] = REQUIRED_COLUMNS):
+    """``read_whole`` and the sha256 of the bytes it read: ``(frame, sha256)``."""
+    path = os.fspath(csv_path)
+    content = read_csv_bytes(path)
+    frame = parse_result_csv(path, content, required)
+    records = _clean_records(path, content)
+    if records != len(frame):
+        raise ResultFileError(f"{path}: {records} CSV records but pandas read {len(frame)} rows")
+    if not len(frame):
+        raise ResultFileError(f"{path}: no rows (header only)")
+    return frame, content_sha256(content)
+
+
+def problem_count(frame) -> int:
+    """Distinct problem ids of a result frame."""
+    return int(frame["problem_id"].nunique())
+
+
+def dataset_group(result) -> tuple | None:
+    """The dataset a result was run on, from its manifest (None without one)."""
+    dataset = (getattr(result, "manifest", None) or {}).get("dataset")
+    if not isinstance(dataset, dict):
+        return None
+    return tuple(str(dataset.get(k)) for k in ("id", "revision", "fingerprint"))
+
+
+def count_outliers(counts: Sequence[tuple]) -> dict:
+    """``counts``: (result, number of problems) pairs. ``{result.path: message}`` for every result whose
+    count differs from its dataset's reference: the most common count (ties: the larger); files without a
+    manifest form one group (a file cut at a line break parses cleanly but has fewer problems)."""
+    groups: dict = {}
+    for result, n in counts:
+        groups.setdefault(dataset_group(result), []).append((result, n))
+    flagged = {}
+    for members in groups.values():
+        tally = Counter(n for _, n in members)
+        reference = max(tally, key=lambda n: (tally[n], n))
+        for result, n in members:
+            if n != reference:
+                flagged[result.path] = (f"{result.path}: {n} problem(s), but the other results of its dataset "
+                                        f"have {reference} (a cut or incomplete file?); not scored")
+    return flagged
+
+
+def screen(results: Sequence, read: Callable, count: Callable) -> tuple[dict, dict]:
+    """Read every result once with ``read(result)`` (raising ``ResultFileError``), then flag problem-count
+    outliers among those read (``count(data)``). Returns ``({path: data}, {path: message})``; a path is
+    in one of the two."""
+    data, failures = {}, {}
+    for result in results:
+        try:
+            data[result.path] = read(result)
+        except ResultFileError as exc:
+            failures[result.path] = str(exc)
+    flagged = count_outliers([(r, count(data[r.path])) for r in results if r.path in data])
+    for path, message in flagged.items():
+        failures[path] = message
+        del data[path]
+    return data, failures
+
+
+def check_judgement(csv_path: str | os.PathLike, judged: dict, frame=None) -> None:
+    """Raise ``ResultFileError`` (one line naming both files) unless the ``_evaluationllm.json`` dict
+    ``judged`` judged the CSV as it is now: its record (``_evaluationllm.manifest.json``) holds the sha256
+    of the CSV bytes the judge read; without one (the published outputs, earlier smmile versions) the
+    judged problem ids and row count must be the CSV's. ``frame``: the CSV already read. A CSV that cannot
+    be read is not compared (scoring it reports its own problem)."""
+    path = os.fspath(csv_path)
+    json_name = os.path.basename(path)[:-len(".csv")] + "_evaluationllm.json"
+    try:
+        recorded = json.loads(naming.judge_record_path(path).read_text(encoding="utf-8")).get("result_sha256")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    try:
+        content = read_csv_bytes(path) if isinstance(recorded, str) else None
+        if frame is None and content is None:
+            frame = read_result_csv(path)
+    except ResultFileError:
+        return
+    if content is not None:
+        now = content_sha256(content)
+        if now != recorded:
+            raise ResultFileError(f"{path}: its {json_name} judged other content (sha256 {recorded[:12]}, the "
+                                  f"CSV is now {now[:12]}); judge scores refused, judge it again")
+        return
+    kept, _ = exclude_problems(frame)
+    ids = {str(pid) for pid in kept["problem_id"]}
+    judged_ids = {str(pid) for pid in judged.get("problem_accuracies", {})}
+    rows = judged.get("total_examples")
+    if judged_ids != ids or (isinstance(rows, int) and rows != len(kept)):
+        other = len(judged_ids - ids)
+        raise ResultFileError(f"{path}: its {json_name} judged other rows ({len(judged_ids)} problem(s), {rows} "
+                              f"row(s), {other} not in the CSV; the CSV has {len(ids)} problem(s), {len(kept)} "
+                              "row(s)); judge scores refused, judge it again")
+
+
+# -- what the scoring runs share ------------------------------------------------------------------------
+def error(message: str) -> None:
+    """One line on stderr, no traceback."""
+    print(f"error: {message}", file=sys.stderr)
+
+
+def check_results_dir(results_dir: str | os.PathLike) -> None:
+    """Raise ``UserError`` (exit 2) if ``results_dir`` is missing, not a directory or unreadable.
+
+    Deviation: the original created a missing results directory and then found nothing (exit 1).
+    """
+    path = os.fspath(results_dir)
+    if not os.path.exists(path):
+        raise UserError(f"results directory does not exist: {path}")
+    if not os.path.isdir(path):
+        raise UserError(f"results path is not a directory: {path}")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise UserError(f"results directory is not readable: {path}")
+
+
+def find_result_files(results_dir, patterns: Sequence[str], model: str | None, mode: str | None) -> list[RunRecord]:
+    """The results matching ``patterns`` (§4.2) in ``results_dir``, else in the current directory (the
+    original's fallback); print the original's message and return [] if none match."""
+    found = load_results(results_dir, patterns=patterns) or load_results(".", patterns=patterns)
+    if not found:
+        print("No result files found matching the criteria.")
+        if model:
+            print(f"  Model: {model}")
+        if mode:
+            print(f"  Inference mode: {mode}")
+    return found
+
+
+def replace_output(path: str | os.PathLike, text: str, entries: set, existing: Callable[[str], set],
+                   what: str) -> str | None:
+    """Write ``text`` to ``path`` atomically unless the file there holds entries (``existing(old text)``)
+    that ``entries`` lacks (a result from fewer inputs never replaces a fuller one); then nothing is
+    written and a one-line warning is returned. Identical content is not rewritten. An existing file
+    that cannot be read or parsed is replaced."""
+    path = Path(path)
+    try:
+        old = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        old = None
+    if old == text:
+        return None
+    try:
+        lost = existing(old) - set(entries) if old is not None else set()
+    except (ValueError, TypeError, KeyError, AttributeError):
+        lost = set()
+    if lost:
+        show = lambda e: " ".join(map(str, e)) if isinstance(e, tuple) else str(e)  # noqa: E731
+        example = ", ".join(sorted(show(e) for e in lost)[:3])
+        return (f"warning: {path} kept: it holds {len(lost)} {what} this run did not produce (e.g. {example}); "
+                "remove it to replace it with this run's result")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, text)
+    return None
+
+
+@dataclass
+class Outcome:
+    """What happened to the files of one run; ``exit_code`` is 1 if any file was skipped for an error."""
+
+    failed: list[str] = field(default_factory=list)
+
+    def fail(self, message: str) -> None:
+        error(message)
+        self.failed.append(message)
+
+    def warn(self, message: str, printed: bool = False) -> None:
+        """A one-line ``warning: ...`` (e.g. an output kept) that also makes the exit status 1; printed to
+        stderr unless ``printed`` says it already was."""
+        if not printed:
+            print(message, file=sys.stderr)
+        self.failed.append(message)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+    def summary(self) -> str | None:
+        if not self.failed:
+            return None
+        return f"{len(self.failed)} file(s) skipped or output(s) kept because of errors (see above)."
+
+
+def refuse_if_none_known(found: list[RunRecord]) -> None:
+    """Raise ``UserError`` (exit 2: nothing to score, not a run that did nothing) when no file of ``found``
+    names a model the original's rules or a manifest know; each is first printed as ``Skipping: <path>``."""
+    if not found or any(r.known for r in found):
+        return
+    for result in found:
+        print(f"Skipping: {result.path}")
+    if len(found) == 1:
+        raise UserError(found[0].unknown_reason)
+    for result in found:
+        print(f"warning: {result.unknown_reason}", file=sys.stderr)
+    raise UserError(f"nothing scored: none of the {len(found)} result files names a model (see the warnings above)")
+
+
+def screened(found: list[RunRecord], read: Callable, count: Callable, outcome: Outcome) -> list[tuple]:
+    """``(result, what read returned)`` for the results worth scoring, each file read once: a model the
+    original's rules do not know is ``Skipping: <path>`` (as the original) with the reason on stderr
+    (``refuse_if_none_known`` when no file is known); a file that is not whole (``screen``) goes to
+    ``outcome``."""
+    refuse_if_none_known(found)
+    data, failures = screen([r for r in found if r.known], read, count)
+    usable = []
+    for result in found:
+        if not result.known:
+            print(f"Skipping: {result.path}")
+            print(f"warning: {result.unknown_reason}", file=sys.stderr)
+        elif result.path in failures:
+            outcome.fail(failures[result.path])
+        else:
+            usable.append((result, data[result.path]))
+    return usable
+
+
+# -- scored records -------------------------------------------------------------------------------------
+@dataclass
+class Record:
+    """One scored result: per-problem correctness in [0, 1] indexed by problem_id (file order; the
+    rows of a duplicated id averaged), the gold answer per problem_id when the CSV has a
+    ``true_answer`` column, the ``RunRecord`` it came from (identity, tag, manifest, responses), the CSV
+    as read (the records of one file share it; the report's problem explorer shows its answers) and
+    each problem's failure kind (``metrics.failure_series``; None for a judge JSON without its CSV)."""
+
+    model: str
+    metric: str
+    mode: str
+    source: str
+    scores: pd.Series
+    gold: pd.Series | None = None
+    result: RunRecord | None = None
+    frame: pd.DataFrame | None = None
+    failures: pd.Series | None = None  # per problem_id: "refused", "failed", "empty" or ""; None: unknown
+
+
+def _per_problem(scores: pd.Series, path, warn) -> pd.Series:
+    """One score per problem_id: rows of a duplicated id are averaged (as evaluate_EM's and the judge's
+    ``problem_accuracies`` are), with a warning naming the file."""
+    if not scores.index.has_duplicates:
+        return scores
+    duplicated = scores.index[scores.index.duplicated()].unique()
+    warn(f"warning: {path}: {len(duplicated)} problem id(s) appear more than once (first: {duplicated[0]}); "
+         "their rows are averaged into one score per problem")
+    return scores.groupby(level=0, sort=False).mean()
+
+
+def _gold(frame: pd.DataFrame) -> pd.Series | None:
+    if "true_answer" not in frame.columns:
+        return None
+    ids = frame["problem_id"].astype(str)
+    return pd.Series(frame["true_answer"].to_numpy(), index=ids).groupby(level=0, sort=False).first()
+
+
+def result_records(result: RunRecord, frame: pd.DataFrame, warn=None) -> list[Record]:
+    """The records of one result: MCQA, or EM plus the judge when it was run."""
+    warn = warn or print_to_stderr
+    gold = _gold(frame)
+    failures = metrics.failure_series(frame).groupby(level=0, sort=False).first()
+    records = []
+    for metric in metrics.metrics_for(result.fmt):
+        try:
+            scores = metrics.metric_scores(result, metric, frame=frame)
+        except ResultFileError as exc:
+            if metric.source != "judge":
+                raise
+            warn(f"warning: {exc}; {metric.name} skipped")  # the file's other metrics are still scored
+            continue
+        judged = naming.evaluationllm_json_path(result.csv)
+        if scores is not None and scores.empty:
+            warn(f"warning: {judged}: no scored problem; {metric.name} skipped")
+        elif scores is not None:
+            scores = _per_problem(scores, result.csv if metric.source == "csv" else judged, warn)
+            records.append(Record(result.identity.key, metric.name, result.mode, os.fspath(result.csv),
+                                  scores, gold, result, frame, failures))
+    return records
+
+
+def judge_only_records(directory: str, found: list[RunRecord], warn, inform=None) -> list[Record]:
+    """Judge JSONs (``*_evaluationllm.json``) whose result CSV is missing: scored from the JSON's own
+    ``problem_accuracies``, with a warning that failures and gold answers are unknown; a JSON without
+    them is named as left out (nothing dropped silently)."""
+    have = {os.path.abspath(naming.evaluationllm_json_path(r.csv)) for r in found}
+    records = []
+    for json_path in sorted(glob.glob(os.path.join(directory, "*_evaluationllm.json"))):
+        csv_path = json_path[: -len("_evaluationllm.json")] + ".csv"
+        if os.path.abspath(json_path) in have or os.path.exists(csv_path):
+            continue  # scored with its CSV, or a CSV skipped for its own reason (already named)
+        result = result_for_path(csv_path, rules="variance", warn=warn)
+        try:
+            scores = metrics.judge_scores(result)
+        except ResultFileError as exc:
+            warn(f"warning: {json_path}: judge results without their result CSV, and no usable per-problem "
+                 f"scores ({exc}); left out")
+            continue
+        if result.mode not in MODES or scores is None or scores.empty:
+            warn(f"warning: {json_path}: judge results without their result CSV "
+                 f"({'no 0-shot/ICL mode' if result.mode not in MODES else 'no problem_accuracies'}); left out")
+            continue
+        (inform or warn)(f"warning: {json_path}: no result CSV ({os.path.basename(csv_path)}); the judge metric is "
+                         f"scored from the JSON's problem_accuracies ({len(scores)} problems); failures and gold "
+                         "answers unknown")
+        scores = _per_problem(scores, json_path, warn)
+        records.append(Record(result.identity.key, metrics.LLM.name, result.mode, json_path, scores, None, result))
+    return records
+
+
+def file_records(path: str, warn=None) -> list[Record]:
+    """The records of one result CSV given by path (identified like ``load_records``'s files)."""
+    warn = warn or print_to_stderr
+    result = result_for_path(path, rules="variance", warn=warn)
+    if result.mode not in MODES:
+        raise ResultFileError(f"{path}: no 0-shot/ICL mode (file name or manifest)")
+    return result_records(result, result.rows, warn)
+
+
+def load_records(directory: str, warn=None, inform=None) -> list[Record]:
+    """All scorable results of ``directory`` (``load_results`` with variance_analysis's naming rules), scored.
+    A file that is not whole, a file without a mode and a problem-count outlier are named through
+    ``warn`` and skipped; duplicated problem ids are named too."""
+    warn = warn or print_to_stderr
+    found = []
+    for result in load_results(directory, rules="variance", warn=warn):
+        if result.mode not in MODES:
+            warn(f"warning: {result.path}: no 0-shot/ICL mode in the file name or manifest; skipped")
+        else:
+            found.append(result)
+    frames, failures = screen(found, lambda r: r.rows, problem_count)
+    for message in failures.values():
+        warn(f"warning: {message.removesuffix('; not scored')}; skipped")
+    records = []
+    for result in found:
+        if result.path in frames:
+            try:
+                records += result_records(result, frames[result.path], warn)
+            except ResultFileError as exc:
+                warn(f"warning: {exc}; skipped")
+    return records + judge_only_records(directory, found, warn, inform or warn)
+
+
+# -- a labelled set of results ----------------------------------------------------------------------------
+@dataclass
+class ResultSet:
+    """A labelled results folder (or one CSV) and its scored records; the report adds what it derived."""
+
+    label: str
+    path: Path
+    records: list[Record] = field(default_factory=list)
+
+    @property
+    def results_dir(self) -> str:
+        return os.fspath(self.path)
+
+    def index(self) -> dict[tuple[str, str, str], Record]:
+        """(model, metric, mode) -> record."""
+        return {(r.model, r.metric, r.mode): r for r in self.records}
+
+
+def records_of(path: str | os.PathLike, warn=None) -> list[Record]:
+    """The records of a results folder, or of one result CSV; a file that cannot be scored is a UserError."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise UserError(f"results {path} not found")
+    try:
+        return load_records(path, warn) if os.path.isdir(path) else file_records(path, warn)
+    except ResultFileError as exc:
+        raise UserError(str(exc)) from None
