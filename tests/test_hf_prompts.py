@@ -155,7 +155,7 @@ def test_expand2square():
 
 def test_paper_cut_rules():
     from smmile.models.base import Response
-    from smmile.models.hf.families import qwen_cut
+    from smmile.protocol.outputs import qwen_cut
 
     full = "system\nYou are a helpful assistant.\nuser\nQ?\nassistant\nBlack.\nuser\nQ?\nassistant\n The users see it"
     assert qwen_cut(full) == "The"  # cut at the first "user" substring, as the original (KEEP)

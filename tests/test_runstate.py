@@ -84,8 +84,11 @@ def test_a_changed_extractor_rederives_rows_with_zero_model_calls(tmp_path, four
     assert len(CALLS) == 4 and set(pd.read_csv(first.csv_path).selected_option) == {"B"}
     before = first.csv_path.read_bytes()
 
-    import smmile.models.api.chat_family as chat_family
-    monkeypatch.setattr(chat_family, "extract_e2", lambda text, options: "A")  # "a fix to the extractor"
+    from dataclasses import replace
+
+    from smmile.protocol import outputs
+    fixed = replace(outputs.OUTPUTS["api"], extractors=(outputs.Extract(lambda text, options: "A"),))
+    monkeypatch.setitem(outputs.OUTPUTS, "api", fixed)  # "a fix to the extractor"
     second = run(spec)
     assert len(CALLS) == 4, "no model call for a change in how rows are derived"
     assert second.computed == 0

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from ..generation import GenerationSettings, resolve_generation, split_settings
 from ..protocol.items import Item, Rngs
 from ..protocol.options import options_text, shuffled_options
+from ..protocol.outputs import OutputSpec, derive_row, error_row, output_spec
 from ..protocol.templates import MCQA_TEMPLATES, mcqa_prompt
-
-OPEN_COLUMNS = ["problem_id", "final_question", "true_answer", "generated_answer", "full_response"]
-MCQA_COLUMNS = ["problem_id", "final_question", "true_answer", "correct_option", "selected_option",
-                "is_correct", "generated_answer", "full_response"]
 
 
 @dataclass
@@ -70,9 +67,11 @@ class Backend:
 
 
 class Family:
-    """How one original script prompts its model and writes its CSV rows."""
+    """How one original script prompts its model; its rows come from its output spec (`protocol.outputs`)."""
 
     name = "family"
+    output_key = "api"  # the original script whose output spec derives the rows
+    protocol = "paper"
     mcqa_template = "A"  # key of MCQA_TEMPLATES
     GENERATION = GenerationSettings()  # the original script's generation arguments (None: not passed)
     _generation: GenerationSettings | None = None
@@ -85,8 +84,10 @@ class Family:
     @generation.setter
     def generation(self, value: GenerationSettings) -> None:
         self._generation = value
-    open_columns = OPEN_COLUMNS
-    mcqa_columns = MCQA_COLUMNS
+
+    @property
+    def output(self) -> OutputSpec:
+        return output_spec(self.output_key, self.protocol)
 
     def plan(self, item: Item, rngs: Rngs) -> None:
         """Fill options/correct/target in problem order (draws from the seeded streams)."""
@@ -102,37 +103,10 @@ class Family:
         raise NotImplementedError
 
     def row(self, item: Item, response: Response) -> dict:
-        raise NotImplementedError
+        return derive_row(self.output, item, response)
 
     def error_row(self, item: Item, response: Response) -> dict:
-        return error_row(item, response.error or "ERROR", self.columns(item.fmt))
+        return error_row(self.output, item, response.error or "ERROR")
 
     def columns(self, fmt: str) -> list[str]:
-        return self.mcqa_columns if fmt == "mcqa" else self.open_columns
-
-    def select(self, item: Item, row: dict) -> dict:
-        """The script's CSV columns, in its order (a missing one is a bug: KeyError)."""
-        return {c: row[c] for c in self.columns(item.fmt)}
-
-
-def base_row(item: Item) -> dict:
-    q = item.problem.query
-    return {"problem_id": item.problem.rows[0].problem_id, "final_question": q.question, "true_answer": q.answer}
-
-
-def mcqa_fields(item: Item, selected: str) -> dict:
-    """Spec §2.6 bookkeeping for an extracted letter."""
-    assert item.options is not None
-    answer = item.options.get(selected)
-    return {"correct_option": item.correct, "selected_option": selected, "is_correct": selected == item.correct,
-            "generated_answer": answer if answer is not None else f"INVALID_OPTION:{selected}"}
-
-
-def error_row(item: Item, message: str, fmt_columns: Iterable[str]) -> dict:
-    """The original's row for a failed problem: the error text in the answer columns, `ERROR` as letter."""
-    row = base_row(item)
-    if item.fmt == "mcqa":
-        row.update(correct_option=item.correct, selected_option="ERROR", is_correct=False)
-    for col in ("generated_answer", "full_response"):
-        row[col] = message
-    return {c: row.get(c) for c in fmt_columns}
+        return list(self.output.columns(fmt))

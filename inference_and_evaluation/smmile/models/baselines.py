@@ -6,7 +6,7 @@ from collections import Counter
 
 from ..protocol.items import Item, Rngs
 from ..protocol.options import LETTERS, unique_answers
-from .base import Backend, Family, Response, base_row, mcqa_fields
+from .base import Backend, Family, Response
 
 
 def _majority(values: list[str]) -> str:
@@ -15,6 +15,8 @@ def _majority(values: list[str]) -> str:
 
 
 class BaselineFamily(Family):
+    output_key = "baselines"
+
     def __init__(self, kind: str):
         self.kind = kind  # "random" | "majority"
         self.name = f"baseline-{kind}"
@@ -35,15 +37,6 @@ class BaselineFamily(Family):
 
     def request(self, item: Item) -> str:
         return item.extra["choice"]
-
-    def row(self, item: Item, response: Response) -> dict:
-        row = base_row(item)
-        if item.fmt == "mcqa":
-            row.update(mcqa_fields(item, response.text))
-            row["full_response"] = row["generated_answer"]
-        else:
-            row["generated_answer"] = row["full_response"] = response.text
-        return self.select(item, row)
 
 
 class BaselineBackend(Backend):

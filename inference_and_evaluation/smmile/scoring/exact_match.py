@@ -13,9 +13,9 @@ import re
 import string
 from typing import Any, Sequence
 
+from smmile.protocol.columns import SCORED as REQUIRED_COLUMNS
 from smmile.scoring.naming import get_model_info
 
-REQUIRED_COLUMNS = ("problem_id", "true_answer", "generated_answer")
 EXCLUDED_PROBLEM_IDS: frozenset = frozenset()  # the original's (empty) exclusion set
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 _WHITESPACE = re.compile(r"\s+")

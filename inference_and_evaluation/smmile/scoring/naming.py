@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Iterable
 
 from smmile.identity import BY_KEY, UNKNOWN, ModelIdentity, identity_for_tag, latex_for_key
+from smmile.protocol.columns import QUESTION as QUESTION_COLUMNS
 
 # -- §4.3: mode markers ---------------------------------------------------------------------------
 # Each tuple is checked in order; the first marker contained in the basename gives the mode.
@@ -246,7 +247,6 @@ def judgements_path(csv_path: str | os.PathLike) -> Path:
 
 
 # -- result-CSV columns (§3.15) -------------------------------------------------------------------
-QUESTION_COLUMNS = ("final_question", "original_question")
 
 
 def question_column(columns: Iterable[str]) -> str:

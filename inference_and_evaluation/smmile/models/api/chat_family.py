@@ -2,20 +2,17 @@
 
 The conversation is the canonical one; the scripts differ in layout only: system prompt, text before
 image, ICL answers as `system` content parts (GPT-4o, paper protocol) or plain `assistant` strings (Claude).
-MCQA uses Template A and extractor E2; a failed extraction is stored literally as `EXTRACTION_FAILED`.
+MCQA uses Template A; rows and error texts: output spec "api" (`protocol.outputs`).
 """
 
 from __future__ import annotations
 
 from ...generation import GenerationSettings
 from ...protocol.conversation import MessageStyle, build_conversation, render_messages
-from ...protocol.extract import EXTRACTION_FAILED, extract_e2
 from ...protocol.items import Item
 from ...protocol.templates import API_SYSTEM
-from ..base import Family, Response, base_row, mcqa_fields
+from ..base import Family
 from .request import ChatRequest, image_part
-
-API_ERROR = "ERROR: API Request Failed - {e}"
 
 
 class ApiChatFamily(Family):
@@ -28,6 +25,7 @@ class ApiChatFamily(Family):
 
     def __init__(self, answer_role: str = "assistant", answer_as_parts: bool = False, options: dict | None = None,
                  protocol: str = "paper"):
+        self.protocol = protocol
         if answer_role == "protocol":
             answer_role = "system" if protocol == "paper" else "assistant"
         self.style = MessageStyle(system=API_SYSTEM, image_first=False, answer_role=answer_role,
@@ -37,19 +35,4 @@ class ApiChatFamily(Family):
     def request(self, item: Item) -> ChatRequest:
         turns = build_conversation(item.problem, item.mode, item.target)
         return ChatRequest.from_settings(render_messages(turns, self.style, image_part), self.generation,
-                                         options=self.options, error_format=API_ERROR)
-
-    def row(self, item: Item, response: Response) -> dict:
-        row = base_row(item)
-        text = response.text
-        if item.fmt == "mcqa":
-            selected = extract_e2(text, item.options)
-            if selected == EXTRACTION_FAILED:
-                row.update(correct_option=item.correct, selected_option=selected, is_correct=False,
-                           generated_answer=EXTRACTION_FAILED)
-            else:
-                row.update(mcqa_fields(item, selected))
-            row["full_response"] = text
-        else:
-            row["generated_answer"] = row["full_response"] = text
-        return self.select(item, row)
+                                         options=self.options, error_format=self.output.errors["other"])

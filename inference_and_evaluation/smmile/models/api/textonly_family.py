@@ -12,7 +12,7 @@ from ...generation import GenerationSettings
 from ...protocol import templates as T
 from ...protocol.extract import EXTRACTION_FAILED, extract_e1
 from ...protocol.items import Item, Rngs
-from ..base import Family, Response, base_row, mcqa_fields
+from ..base import Family
 from .request import ChatRequest
 
 
@@ -34,6 +34,7 @@ def mcqa_script_prompt(item: Item) -> str:
 
 class TextOnlyFamily(Family):
     name = "llama33textonly"
+    output_key = "llama33textonly"
     mcqa_template = "A"
     SETTINGS = ()
     GENERATION = GenerationSettings()  # nothing passed: the server's defaults, as the original
@@ -53,7 +54,8 @@ class TextOnlyFamily(Family):
 
     def request(self, item: Item) -> ChatRequest:
         prompt = self.prompt(item)
-        req = ChatRequest.from_settings([{"role": "user", "content": prompt}], self.generation)
+        req = ChatRequest.from_settings([{"role": "user", "content": prompt}], self.generation,
+                                        error_format=self.output.errors["other"])
         if item.fmt == "mcqa" and item.index < self._last_index:  # spec §9.29: never for the last problem
             req.followup = lambda first: self.followup(item, prompt, first)
         return req
@@ -63,16 +65,4 @@ class TextOnlyFamily(Family):
             return None
         messages = [{"role": "user", "content": prompt}, {"role": "assistant", "content": first},
                     {"role": "user", "content": T.TEXTONLY_FOLLOW_UP}]
-        return ChatRequest.from_settings(messages, self.generation)
-
-    def row(self, item: Item, response: Response) -> dict:
-        row = base_row(item)
-        text = response.text
-        if item.fmt == "mcqa":
-            first = response.extra.get("first_reply")
-            full = text if first is None else f"{first}\n\nUser: {T.TEXTONLY_FOLLOW_UP}\n\nAssistant: {text}"
-            row.update(mcqa_fields(item, extract_e1(text, item.options)))
-            row["full_response"] = full
-        else:
-            row["generated_answer"] = row["full_response"] = text
-        return self.select(item, row)
+        return ChatRequest.from_settings(messages, self.generation, error_format=self.output.errors["other"])

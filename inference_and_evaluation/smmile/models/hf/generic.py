@@ -17,7 +17,6 @@ Names: the file tag, the scoring key and the display/LaTeX names come from the m
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from ...generation import GenerationSettings
@@ -26,8 +25,7 @@ from ...protocol.conversation import MessageStyle, build_conversation, render_me
 from ...protocol.items import Item
 from ...protocol.problem import Problem
 from ...protocol.templates import API_SYSTEM
-from ..api.chat_family import ApiChatFamily
-from ..base import Response
+from ..base import Family
 from .families import hf_generate_kwargs
 from .imageprep import on_white
 from .request import HFRequest
@@ -59,22 +57,21 @@ def probe_inputs(work) -> tuple[str, tuple[list[dict], list], tuple[list[dict], 
     return problem.problem_id, icl, query
 
 
-class GenericFamily(ApiChatFamily):
-    """The served-model family's prompt, extraction and columns, as an HF/vLLM request."""
+class GenericFamily(Family):
+    """The served-model family's prompt (Template A), as an HF/vLLM request; rows: output spec "generic"."""
 
     name = "generic-chat"
+    output_key = "generic"
     SETTINGS = ("protocol",)
     GENERATION = GenerationSettings(max_new_tokens=512, do_sample=False)
 
     def __init__(self, protocol: str = "paper", **_):
-        super().__init__(answer_role="assistant", protocol=protocol)
+        self.protocol = protocol
 
     def request(self, item: Item) -> HFRequest:
         messages, images = conversation(item.problem, item.mode, item.target)
-        return HFRequest(RENDER, images, messages=messages, prep=rgb_on_white, gen=hf_generate_kwargs(self.generation))
-
-    def row(self, item: Item, response: Response) -> dict:
-        return super().row(item, replace(response, text=response.text.strip()))
+        return HFRequest(RENDER, images, messages=messages, prep=rgb_on_white, gen=hf_generate_kwargs(self.generation),
+                         errors=dict(self.output.errors))
 
 
 def model_label(model_id: str) -> str:

@@ -4,12 +4,10 @@ LLaVA-Med's `tokenizer_image_token`, and its pad-to-square rule with offsets dra
 from __future__ import annotations
 
 from ...protocol.conversation import build_conversation, user_images
-from ...protocol.extract import extract_e1
 from ...protocol.items import Item, Rngs
-from ..base import Response, base_row, mcqa_fields
 from .families import LocalFamily
 from .imageprep import drop_alpha, on_white_step, rgb_first_step
-from .request import ERRORS_MCQA_SCRIPT, ERRORS_PLAIN, HFRequest
+from .request import HFRequest
 
 IMAGE_PLACEHOLDER = "<image>"
 IMAGE_TOKEN_INDEX = -200  # LLaVA's placeholder id, replaced by the checkpoint's image token on expansion
@@ -90,7 +88,7 @@ class LlavaMedFamily(LocalFamily):
     def __init__(self, protocol: str = "paper", script: str = "open", **_):
         super().__init__(protocol)
         self.script = script
-        self.errors = ERRORS_MCQA_SCRIPT if script == "mcqa" else ERRORS_PLAIN
+        self.output_key = "llavamed_mcqa" if script == "mcqa" else "llavamed"
 
     def plan(self, item: Item, rngs: Rngs) -> None:
         super().plan(item, rngs)  # the problem's shuffle comes first, then one draw per non-square image
@@ -109,15 +107,6 @@ class LlavaMedFamily(LocalFamily):
         else:  # the _mcqa script converted to RGB before padding, the open script did not
             prep = rgb_first_step if self.script == "mcqa" else None
         return HFRequest("llavamed", user_images(turns), prompt=mistral_instruct(turns), prep=prep,
-                         gen=self.gen_kwargs(), errors=dict(self.errors),
+                         gen=self.gen_kwargs(), errors=dict(self.output.errors),
                          processor_kwargs={"pad_offsets": list(item.extra["pad_offsets"]),
                                            "pinned_rgb": not self.corrected})
-
-    def row(self, item: Item, response: Response) -> dict:
-        row = base_row(item)
-        text = response.text.strip()  # generation from embeddings: new tokens only
-        if item.fmt == "mcqa":
-            row.update(mcqa_fields(item, extract_e1(text, item.options)), full_response=text)
-        else:
-            row.update(generated_answer=text, full_response=text)
-        return self.select(item, row)

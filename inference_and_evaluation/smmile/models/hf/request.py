@@ -5,16 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ...protocol.outputs import ERRORS_PLAIN
 from ...protocol.problem import ImageRef
 
-# Faithful per-script error texts ({e} = the exception text)
-ERRORS_PLAIN = {"input": "ERROR: {e}", "oom": "ERROR: {e}", "other": "ERROR: {e}"}  # qwen, llava/llavamed open
-ERRORS_LLAMA = {"input": "ERROR: Input processing failed - {e}", "oom": "ERROR: CUDA OOM",
-                "other": "ERROR: Generation failed - {e}"}  # llama32v, medgemma
-ERRORS_MEDR1 = {"input": "ERROR: Generation failed - {e}", "oom": "ERROR: CUDA OOM",
-                "other": "ERROR: Generation failed - {e}"}
-ERRORS_MCQA_SCRIPT = {"input": "ERROR: Input processing failed - {e}", "oom": "ERROR: CUDA OOM",
-                      "other": "ERROR: {e}"}  # llava_mcqa, llavamed_mcqa
 PAD_FROM_TOKENIZER = "<tokenizer pad id>"  # generation kwarg placeholder resolved by the backend
 
 

@@ -1,0 +1,175 @@
+"""How each original script turned a model's reply into its CSV row (spec §2.5, §2.6, §3, §3.16).
+
+An `OutputSpec` per original script declares the answer cut (reply -> answer text and full_response), the MCQA
+extractor chain, the columns and the error texts; `derive_row` / `error_row` apply any spec. Under
+`--protocol corrected` a few scripts have a second spec (key `<script>/corrected`): the answer is the decode of
+the new tokens only, stripped, and MCQA extraction never falls back to text that contains the prompt.
+A reply is a `models.base.Response` (text, full_text, usage, extra); only those fields are read here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping
+
+from . import columns as C
+from .extract import EXTRACTION_FAILED, extract_e1, extract_e2, extract_e3, extract_e4
+from .items import Item
+from .templates import TEXTONLY_FOLLOW_UP
+
+# Faithful per-script error texts by stage ({e} = the exception text)
+ERRORS_PLAIN = {"input": "ERROR: {e}", "oom": "ERROR: {e}", "other": "ERROR: {e}"}  # qwen, llava/llavamed open
+ERRORS_LLAMA = {"input": "ERROR: Input processing failed - {e}", "oom": "ERROR: CUDA OOM",
+                "other": "ERROR: Generation failed - {e}"}  # llama32v, medgemma
+ERRORS_MEDR1 = {"input": "ERROR: Generation failed - {e}", "oom": "ERROR: CUDA OOM",
+                "other": "ERROR: Generation failed - {e}"}
+ERRORS_MCQA_SCRIPT = {"input": "ERROR: Input processing failed - {e}", "oom": "ERROR: CUDA OOM",
+                      "other": "ERROR: {e}"}  # llava_mcqa, llavamed_mcqa
+ERRORS_API = dict.fromkeys(ERRORS_PLAIN, "ERROR: API Request Failed - {e}")  # anthropic, openai
+
+
+@dataclass(frozen=True)
+class Extract:
+    """One extractor call of a chain: `fn` on the `source` text ("answer": the cut answer, "full": the
+    full_response, "text": the raw reply), given the option texts unless `options` is False."""
+
+    fn: Callable[..., str]
+    source: str = "answer"
+    options: bool = True
+
+    def __call__(self, texts: dict, item: Item) -> str:
+        text = texts[self.source]
+        return self.fn(text, item.options) if self.options else self.fn(text)
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """One original script's rows: `cut(reply) -> (answer, full_response)`; MCQA letter = the first extractor
+    of the chain that does not fail (no chain: the reply is the letter)."""
+
+    cut: Callable[[Any], tuple[str, str]]
+    extractors: tuple[Extract, ...] = ()
+    open_columns: tuple[str, ...] = C.OPEN
+    mcqa_columns: tuple[str, ...] = C.MCQA
+    errors: Mapping[str, str] = field(default_factory=lambda: ERRORS_PLAIN)  # read-only
+    failed_as_is: bool = False  # a failed extraction stored as EXTRACTION_FAILED, not INVALID_OPTION:... (API)
+    full_is_option: bool = False  # MCQA full_response = the chosen option's text (baselines)
+
+    def columns(self, fmt: str) -> tuple[str, ...]:
+        return self.mcqa_columns if fmt == "mcqa" else self.open_columns
+
+
+def base_row(item: Item) -> dict:
+    q = item.problem.query
+    return {"problem_id": item.problem.rows[0].problem_id, "final_question": q.question, "true_answer": q.answer}
+
+
+def mcqa_fields(item: Item, selected: str) -> dict:
+    """Spec §2.6 bookkeeping for an extracted letter."""
+    assert item.options is not None
+    answer = item.options.get(selected)
+    return {"correct_option": item.correct, "selected_option": selected, "is_correct": selected == item.correct,
+            "generated_answer": answer if answer is not None else f"INVALID_OPTION:{selected}"}
+
+
+def select(columns, row: dict) -> dict:
+    """The script's CSV columns in its order (MedVLM-R1's names through `columns.ALIASES`)."""
+    return {c: row.get(C.ALIASES.get(c, c)) for c in columns}
+
+
+def derive_row(spec: OutputSpec, item: Item, reply) -> dict:
+    answer, full = spec.cut(reply)
+    row = base_row(item)
+    if item.fmt != "mcqa":
+        row.update(generated_answer=answer, full_response=full)
+        return select(spec.open_columns, row)
+    texts, selected = {"answer": answer, "full": full, "text": reply.text}, answer
+    for step in spec.extractors:
+        selected = step(texts, item)
+        if selected != EXTRACTION_FAILED:
+            break
+    row.update(mcqa_fields(item, selected))
+    if spec.failed_as_is and selected == EXTRACTION_FAILED:
+        row["generated_answer"] = EXTRACTION_FAILED
+    row["full_response"] = row["generated_answer"] if spec.full_is_option else full
+    return select(spec.mcqa_columns, row)
+
+
+def error_row(spec: OutputSpec, item: Item, message: str) -> dict:
+    """The original's row for a failed problem: the error text in the answer columns, `ERROR` as letter."""
+    row = base_row(item)
+    if item.fmt == "mcqa":
+        row.update(correct_option=item.correct, selected_option="ERROR", is_correct=False)
+    row["generated_answer"] = row["full_response"] = message
+    return select(spec.columns(item.fmt), row)
+
+
+# -- answer cuts ----------------------------------------------------------------------------------------------------
+def qwen_cut(full: str) -> str:
+    """Text after the last 'assistant', stripped, cut at the first 'user' and then the first 'system' (KEEP)."""
+    try:
+        pos = full.rfind("assistant")
+        if pos == -1:
+            return full.strip()
+        text = full[pos + len("assistant"):].strip()
+        for keyword in ("user", "system"):
+            if keyword in text:
+                text = text[: text.index(keyword)].strip()
+        return text
+    except Exception:  # the original kept the whole decode on any exception
+        return full
+
+
+def reply(r) -> tuple[str, str]:
+    return r.text, r.text
+
+
+def reply_stripped(r) -> tuple[str, str]:
+    return r.text.strip(), r.text.strip()
+
+
+def llama_sequence(r) -> str:
+    """Llama-3.2-V's decode of the whole sequence, "" when no token was generated."""
+    return "" if r.usage.get("output_tokens", 1) == 0 else (r.full_text or "")
+
+
+def textonly_full(r) -> tuple[str, str]:
+    """The reply; after the follow-up turn (§3.10) full_response holds both replies."""
+    first = r.extra.get("first_reply")
+    return r.text, r.text if first is None else f"{first}\n\nUser: {TEXTONLY_FOLLOW_UP}\n\nAssistant: {r.text}"
+
+
+E1, E1_FULL = Extract(extract_e1), Extract(extract_e1, "full")
+LLAVA_CHAIN = (Extract(extract_e1, options=False), E1, E1_FULL)
+LLAVA = OutputSpec(lambda r: (r.text, r.full_text or ""), LLAVA_CHAIN)
+LLAVA_CORRECTED = replace(LLAVA, cut=lambda r: (r.text.strip(), r.full_text or ""), extractors=LLAVA_CHAIN[:2])
+LLAMA = OutputSpec(lambda r: (llama_sequence(r).split("assistant")[-1].strip(), llama_sequence(r)),
+                   (Extract(extract_e3, "full", options=False),), mcqa_columns=C.MCQA_NO_GEN, errors=ERRORS_LLAMA)
+API = OutputSpec(reply, (Extract(extract_e2),), errors=ERRORS_API, failed_as_is=True)
+
+OUTPUTS: dict[str, OutputSpec] = {  # key: the original script (spec §3.15), `/corrected`: its corrected variant
+    "qwen": OutputSpec(lambda r: (qwen_cut(r.full_text or ""), r.full_text or ""), (E1, E1_FULL),
+                       mcqa_columns=C.MCQA_NO_FULL),
+    "qwen/corrected": OutputSpec(lambda r: (r.text.strip(), r.full_text or ""), (E1,), mcqa_columns=C.MCQA_NO_FULL),
+    "llama32v": LLAMA,
+    "llama32v/corrected": replace(LLAMA, cut=lambda r: (r.text.strip(), llama_sequence(r)),
+                                  extractors=(Extract(extract_e3, "text", options=False),)),
+    "medgemma": replace(LLAMA, cut=lambda r: (r.text.strip(), r.text)),
+    "medr1": OutputSpec(reply, (Extract(extract_e4, "full", options=False),), C.MEDR1_OPEN, C.MEDR1_MCQA,
+                        errors=ERRORS_MEDR1),
+    "llava": LLAVA,
+    "llava/corrected": LLAVA_CORRECTED,
+    "llava_mcqa": replace(LLAVA, errors=ERRORS_MCQA_SCRIPT),
+    "llava_mcqa/corrected": replace(LLAVA_CORRECTED, errors=ERRORS_MCQA_SCRIPT),
+    "llavamed": OutputSpec(reply_stripped, (E1,)),  # generation from embeddings: new tokens only
+    "llavamed_mcqa": OutputSpec(reply_stripped, (E1,), errors=ERRORS_MCQA_SCRIPT),
+    "llama33textonly": OutputSpec(textonly_full, (E1,)),  # both text-only scripts
+    "api": API,  # anthropic, openai, and models served behind an OpenAI-compatible API
+    "generic": replace(API, cut=reply_stripped, errors=ERRORS_PLAIN),  # hf:/vllm: any checkpoint
+    "baselines": OutputSpec(reply, full_is_option=True),
+}
+
+
+def output_spec(script: str, protocol: str = "paper") -> OutputSpec:
+    """The output spec of `script` under `protocol` (its own unless it has a corrected variant)."""
+    return OUTPUTS.get(f"{script}/{protocol}") or OUTPUTS[script]
