@@ -23,7 +23,7 @@ class Backend:
 
 
 def planned(*requests):
-    return {f"k-{r}": Work(r, {"index": i, "problem_id": f"p{i}", "item": {"asked": r}})
+    return {f"k-{r}": Work(r, {"index": i, "problem_id": f"p{i}", "item": {"asked": r}}, f"k-{r}")
             for i, r in enumerate(requests)}
 
 

@@ -13,7 +13,6 @@ from smmile.cli import judge as judge_cli
 from smmile.scoring import judge, judge_backends
 from smmile.runner.executor import Executor
 from smmile.runner.journal import RESPONSES_FORMAT, Journal
-from smmile.scoring.judge_run import judge_journal_path
 
 OPEN_HEADER = "problem_id,final_question,true_answer,generated_answer,full_response\n"
 LLM_KEYS = ["model", "inference_mode", "total_examples", "original_count", "excluded_count", "llm_err_count",
@@ -49,9 +48,11 @@ def test_settings_options_and_keys():
             paper.key({**row, "generated_answer": "s"}, "p")}
     assert len(keys) == 6
     assert paper.key(row, "p") == judge.JudgeSettings(base_url="http://elsewhere").key(row, "p")
-    assert paper.journal_name() == judge.JudgeSettings(base_url="http://elsewhere").journal_name()
-    assert paper.journal_name().startswith("ollama-llama3.3-") and paper.journal_name() != corrected.journal_name()
-    assert judge.JudgeSettings(model="org/m:7b").journal_name().startswith("ollama-org_m_7b-")
+    assert paper.journal_path("r") == judge.JudgeSettings(base_url="http://elsewhere").journal_path("r")
+    assert paper.journal_path("r") != corrected.journal_path("r")
+    assert paper.journal_path("r").parent.as_posix() == "r/.smmile/judge"
+    assert paper.journal_path("r").name.startswith("ollama-llama3.3-")
+    assert judge.JudgeSettings(model="org/m:7b").journal_path("r").name.startswith("ollama-org_m_7b-")
 
 
 def test_requests_carry_the_protocols_options():
@@ -226,7 +227,7 @@ def test_the_earlier_judge_cache_still_answers(tmp_path, fake_judge, capsys):
     assert capsys.readouterr().out.count("Judge requests sent: 1; cache hits: 1") == 2
     medvlm_json = json.loads((d / "result_MedVLM-R1_0-shot_open_evaluationllm.json").read_text())
     assert medvlm_json["correct_examples"] == 1  # p1 kept its stored "0"
-    journal = Journal(judge_journal_path(d, judge.JudgeSettings()), version=RESPONSES_FORMAT).records()
+    journal = Journal(judge.JudgeSettings().journal_path(d), version=RESPONSES_FORMAT).records()
     adopted = [r for r in journal.values() if r["response"]["extra"].get("adopted_from") == "judge_cache.jsonl"]
     assert sorted(r["response"]["text"] for r in adopted) == ["0", "1"] and len(journal) == 4
 

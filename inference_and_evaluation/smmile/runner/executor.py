@@ -1,9 +1,6 @@
-"""The one journaled executor of inference and judging: plan, skip what is journaled, run the rest, append.
-
-`Executor(journal, work)` reads the journal once; `pending` are the planned keys it cannot answer; `run(backend)`
-sends them through `backend.generate(work, on_done)` (concurrency, retries, batching are the backend's) and
-appends one `RESPONSES_FORMAT` record per reply as it comes. A batch API fits behind the same `generate`.
-"""
+"""The one journaled executor of inference and judging: plan, skip what is journaled, run the rest through
+`backend.generate(work, on_done)` (concurrency, retries, batching are the backend's), append each reply as a
+`RESPONSES_FORMAT` record as it comes."""
 
 from __future__ import annotations
 
@@ -18,11 +15,11 @@ from .journal import RESPONSES_FORMAT, Journal
 @dataclass(frozen=True)
 class Work:
     """One planned request. `planned`: the journal record's planned fields (`index`, `problem_id`, `item`);
-    `item`: what the backend is handed with the request and hands back (the runner's Item; default the key)."""
+    `item`: what the backend is handed with the request and hands back (the runner's Item, the judge's key)."""
 
     request: Any
     planned: dict
-    item: Any = None
+    item: Any
 
 
 def response_record(response: Response) -> dict:
@@ -52,7 +49,7 @@ class Executor:
         """Records by key of every planned key answered, journaled before or now; a key the backend never
         answered (it stopped early) is absent."""
         pending = self.pending
-        by_item = {id(self._item(k)): k for k in pending}
+        by_item = {id(self.work[k].item): k for k in pending}
 
         def on_done(item, response: Response) -> None:
             key = by_item[id(item)]
@@ -68,12 +65,9 @@ class Executor:
 
         try:
             if pending:
-                backend.generate([(self._item(k), self.work[k].request) for k in pending], on_done)
+                backend.generate([(self.work[k].item, self.work[k].request) for k in pending], on_done)
         finally:
             if self.journal is not None:
                 self.journal.close()
         return self.records
 
-    def _item(self, key: str):
-        item = self.work[key].item
-        return key if item is None else item

@@ -43,6 +43,3 @@ def digest(obj: Any, length: int = 24) -> str:
     text = json.dumps(canonical(obj), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
-
-def journal_key(run_identity: dict, problem_id: str, item_fingerprint: str, request: Any) -> str:
-    return digest({"run": run_identity, "problem_id": problem_id, "item": item_fingerprint, "request": request})

@@ -24,7 +24,7 @@ from ..protocol.items import SEED, Item, Rngs
 from . import manifest as mf
 from .executor import Executor, Work
 from .journal import RESPONSES_FORMAT, Journal
-from .keys import digest, journal_key
+from .keys import digest
 from ..fsguard import OutputLock, atomic_write_text, check_writable_dir
 from .outputs import accuracy_summary, write_csv, write_json
 from .progress import Progress
@@ -125,7 +125,8 @@ class Runner:
 
     def keys(self, items: list[Item], requests: dict[int, object]) -> dict[int, str]:
         identity = self.run_identity
-        return {it.index: journal_key(identity, it.problem_id, it.fingerprint(), requests[it.index]) for it in items}
+        return {it.index: digest({"run": identity, "problem_id": it.problem_id, "item": it.fingerprint(),
+                                  "request": requests[it.index]}) for it in items}
 
     # -- execution ------------------------------------------------------------------------------
     def build_backend(self) -> Backend:

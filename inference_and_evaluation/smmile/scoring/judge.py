@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from smmile.runner.keys import digest
 from smmile.scoring.exact_match import summarize
@@ -84,17 +85,14 @@ class JudgeSettings:
         retries, timeout) are left out, as in the inference journal key."""
         return {"backend": self.backend, "model": self.model, "options": self.options()}
 
-    def journal_name(self) -> str:
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{self.backend}-{self.model}")
-        return f"{slug}-{digest(self.identity(), 8)}.journal.jsonl"
-
     def key(self, judged: dict, prompt: str) -> str:
         """The journal key of one request: the content judged, the prompt, this judge (not the file name)."""
         return digest({"judge": self.identity(), "judged": judged, "prompt": prompt})
 
-    def legacy_key(self, prompt: str) -> str:
-        """The key of the earlier store, ``.smmile/judge_cache.jsonl`` (read only, to adopt its replies)."""
-        return sha256(json.dumps({"prompt": prompt, **self.identity()}, sort_keys=True))
+    def journal_path(self, results_dir) -> Path:
+        """One journal per judge identity (a jury keeps one per judge)."""
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{self.backend}-{self.model}")
+        return Path(results_dir) / ".smmile" / "judge" / f"{slug}-{digest(self.identity(), 8)}.journal.jsonl"
 
 
 def judge_identity(settings: JudgeSettings, endpoint: str | None) -> dict:

@@ -28,7 +28,7 @@ from smmile.scoring.results import RunRecord as ResultFile
 from smmile.scoring.exact_match import exclude_problems, json_text
 from smmile.scoring.results import check_judgement, problem_count, read_whole_hashed
 from smmile.scoring.judge import (FAILED, UNPARSEABLE, JudgeSettings, PlannedFrame, judge_identity, judge_stats,
-                                  judgements, plan_frame)
+                                  judgements, plan_frame, sha256)
 from smmile.scoring.exact_match import ResultFileError
 from smmile.scoring.naming import (evaluationllm_json_path, judge_patterns, judge_record_path, judgements_path,
                                    question_column)
@@ -179,7 +179,7 @@ def judge_work(jobs: list[FileJob], settings: JudgeSettings) -> dict:
         for row, (pid, judged, prompt, key) in enumerate(zip(p.problem_ids, p.judged, p.prompts, p.keys)):
             if key not in work:
                 work[key] = Work(judge_request(prompt, settings), {"index": row, "problem_id": str(pid), "item": {
-                    "result_file": job.csv_path.name, **judged}})
+                    "result_file": job.csv_path.name, **judged}}, key)
     return work
 
 
@@ -196,7 +196,8 @@ def adopt_judge_cache(journal, work: dict, results_dir, settings: JudgeSettings)
         return
     have = journal.records()
     for key, w in work.items():
-        rec = old.get(settings.legacy_key(w.request.messages[0]["content"]), {})
+        prompt = w.request.messages[0]["content"]  # the earlier key: sha256 of the sorted request JSON
+        rec = old.get(sha256(json.dumps({"prompt": prompt, **settings.identity()}, sort_keys=True)), {})
         if key not in have and rec.get("status", "ok") == "ok" and isinstance(rec.get("reply"), str) and rec["reply"]:
             journal.append({"v": RESPONSES_FORMAT, "key": key, **w.planned, "status": "ok", "time": rec.get("time"),
                             "response": {"text": rec["reply"], "usage": rec.get("usage") or {},
@@ -218,7 +219,7 @@ def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, o
     with OutputLock(results_dir, f"LLM-judge scoring in {results_dir}"):
         jobs = check_existing(plan_files(found, settings, outcome), identity, overwrite, outcome)
         work = judge_work(jobs, settings)
-        journal = Journal(judge_journal_path(results_dir, settings), version=RESPONSES_FORMAT) if cache else None
+        journal = Journal(settings.journal_path(results_dir), version=RESPONSES_FORMAT) if cache else None
         if journal is not None and work:
             adopt_judge_cache(journal, work, results_dir, settings)
         executor = Executor(journal, work)
@@ -229,11 +230,6 @@ def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, o
             if stats is not None:
                 results[f"{stats['model']}:{stats['inference_mode']}"] = stats
     return results
-
-
-def judge_journal_path(results_dir, settings: JudgeSettings) -> Path:
-    """One journal per judge identity, so that several judges (a jury) keep one each."""
-    return Path(results_dir) / ".smmile" / "judge" / settings.journal_name()
 
 
 def visualize_file(result: ResultFile, outcome: Outcome) -> dict | None:
