@@ -11,10 +11,13 @@
   problem (all published files) both rules agree.
 * ``MCQA`` — ``str(is_correct).lower() == "true"`` per row of a ``_mcqa`` result CSV (spec §7.2).
 
-``row_failures(frame)`` says which rows hold no real answer: ``refused`` (a content-filter refusal,
-e.g. Azure's ``ResponsibleAIPolicyViolation``), ``failed`` (the original's ``ERROR: ...`` rows, MCQA
-``selected_option`` ``ERROR``) or ``empty`` (nothing generated). Every metric scores them as wrong, as
-the original did; the statistics count them and can exclude them (``smmile stats --failures``).
+``failure_series(frame, result)`` says which rows hold no real answer: ``refused`` (a content-filter
+refusal, e.g. Azure's ``ResponsibleAIPolicyViolation``), ``failed`` (an API or model error) or ``empty``
+(nothing generated). Where the result has a run record it reads the journaled response
+(``response_failure``: the error, a null or blank text, a content-filter finish reason in ``extra``);
+otherwise the CSV text (``row_failures``: the original's ``ERROR: ...`` rows, MCQA ``selected_option``
+``ERROR``). Every metric scores them as wrong, as the original did; the statistics count them and can
+exclude them (``smmile stats --failures``).
 
 ``metric_scores(result, metric)`` returns a float Series in [0, 1] indexed by problem_id (as text) in
 file order, one value per row (duplicated ids are kept; average them for per-problem statistics), or
@@ -129,12 +132,33 @@ def row_failures(frame) -> list[str]:
     return kinds
 
 
-def failure_series(frame):
-    """``row_failures`` as a Series indexed by problem_id (text), file order."""
+FINISH_KEYS = ("finish_reason", "stop_reason")  # where backends put the provider's reason in Response.extra
+
+
+def response_failure(response: dict) -> str:
+    """``refused``, ``failed``, ``empty`` or ``""`` for one journaled response (``models.base.Response``
+    fields): refused when the error or a finish reason (``FINISH_KEYS`` of ``extra``, ``refusal`` too) names
+    a content filter; failed for any other error; empty for a null or blank text."""
+    extra = response.get("extra") or {}
+    reasons = " ".join(str(extra.get(k) or "") for k in FINISH_KEYS).lower()
+    said = f"{response.get('error') or ''} {reasons}".lower()
+    if any(marker in said for marker in REFUSAL_MARKERS) or "refusal" in reasons:
+        return "refused"
+    if response.get("error") is not None:
+        return "failed"
+    return "" if (response.get("text") or "").strip() else "empty"
+
+
+def failure_series(frame, result=None):
+    """Per CSV row, indexed by problem_id (text), file order: ``response_failure`` of the row's journaled
+    response where ``result`` (a ``results.RunRecord``) has one, else ``row_failures`` of the CSV text."""
     import pandas as pd
 
-    return pd.Series(row_failures(frame), index=pd.Index([str(i) for i in frame["problem_id"]], name="problem_id"),
-                     dtype=object)
+    ids = [str(i) for i in frame["problem_id"]]
+    journaled = getattr(result, "responses", None) or {}
+    kinds = [response_failure(journaled[pid]) if pid in journaled else kind
+             for pid, kind in zip(ids, row_failures(frame))]
+    return pd.Series(kinds, index=pd.Index(ids, name="problem_id"), dtype=object)
 
 
 def _judge_value(value, legacy_floor: bool) -> float:

@@ -574,7 +574,7 @@ def result_records(result: RunRecord, frame: pd.DataFrame, warn=None) -> list[Re
     """The records of one result: MCQA, or EM plus the judge when it was run."""
     warn = warn or print_to_stderr
     gold = _gold(frame)
-    failures = metrics.failure_series(frame).groupby(level=0, sort=False).first()
+    failures = metrics.failure_series(frame, result).groupby(level=0, sort=False).first()
     records = []
     for metric in metrics.metrics_for(result.fmt):
         try:
