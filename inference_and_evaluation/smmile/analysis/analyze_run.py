@@ -13,12 +13,15 @@ import pandas as pd
 from .. import fsguard
 from ..scoring.bootstrap import DEFAULT_LEVEL, DEFAULT_N_BOOT
 from ..scoring.stats import check_resampling
+from . import diagnostics
 from .output import fmt, write_tables
 from .results import load_sets
 from .variants import Report, analyse
 
 
 def console(report: Report) -> str:
+    if report.kind in diagnostics.KINDS:
+        return diagnostics_console(report)
     lines = [f"{'variant':<16} {'vs':<12} {'model':<20} {'metric':<5} {'mode':<7} {'ref %':>6} {'var %':>6} "
              f"{'diff pp':>8} {'95% CI':<17} {'rel %':>7} {'+/-':>7} {'pairs':>5} {'probl.':>6}"]
     for r in report.summary:
@@ -36,6 +39,20 @@ def console(report: Report) -> str:
                      f"{fmt(a['mean_difference'], '+.2f')} pp, relative change of the mean accuracy "
                      f"{fmt(a['relative_change'], '+.1f')}% (mean of per-model relative changes over "
                      f"{a['n_models_relative']} of {a['n_models']} model(s))")
+    return "\n".join(lines)
+
+
+def diagnostics_console(report: Report) -> str:
+    lines = [f"{'comparison':<36} {'model':<20} {'metric':<5} {'A %':>6} {'B %':>6} {'A-B pp':>8} {'CI':<17} "
+             f"{'pairs':>5}"]
+    for r in report.summary:
+        ci = f"[{fmt(r['ci_low'], '+.1f')}, {fmt(r['ci_high'], '+.1f')}]" + ("*" if r["significant"] else "")
+        lines.append(f"{r['comparison']:<36} {r['model']:<20} {r['metric']:<5} {fmt(r['accuracy_variant'], '.1f'):>6} "
+                     f"{fmt(r['accuracy_reference'], '.1f'):>6} {fmt(r['difference'], '+.2f'):>8} {ci:<17} "
+                     f"{r['n_pairs']:>5}")
+    first = report.summary[0]
+    lines.append(f"comparison A − B (A %, B %: the two sides); * significant: Holm-adjusted p below 1 - level "
+                 f"({first['p_method']}; the interval inverts the same test). Estimand: {first['estimand']}")
     return "\n".join(lines)
 
 
@@ -62,17 +79,26 @@ def _analyse_into(analysis: str, results: list[str], settings: dict, out) -> int
 
     sets = load_sets(results, warn)
     notes: list[str] = []
-    report = analyse(analysis, sets, settings["n_boot"], settings["seed"], settings["level"],
-                     settings["include_gold_mismatch"], notes, settings["weight"], settings["failures"])
+    if analysis in diagnostics.KINDS:
+        report = diagnostics.analyse(analysis, sets, settings, notes)
+    else:
+        report = analyse(analysis, sets, settings["n_boot"], settings["seed"], settings["level"],
+                         settings["include_gold_mismatch"], notes, settings["weight"], settings["failures"])
     for note in notes:
         warn(f"warning: {note}")
     flips = pd.concat(report.flips, ignore_index=True)
-    tables = {"summary": report.summary, "averages": report.averages, **report.extra, "flips": flips}
-    meta = {"analysis": analysis, "settings": settings,
+    averages = {} if analysis in diagnostics.KINDS else {"averages": report.averages}
+    tables = {"summary": report.summary, **averages, **report.extra, "flips": flips}
+    missing = diagnostics.missing_quantities(list(sets)) if analysis == "diagnostics" else []
+    for line in missing:
+        warn(f"note: not computed (missing runs): {line}")
+    meta = {"analysis": analysis, "settings": settings, **({"missing": missing} if missing else {}),
             "sets": [{"label": s.label, "path": str(s.path.resolve()),
                       "files": sorted({r.source for r in s.records})} for s in sets.values()],
             "warnings": warnings}
     written = write_tables(out, analysis, tables, meta)
+    if analysis == "shots":
+        written += diagnostics.draw_curve(report.extra["curve"], out, settings["level"])
     print(console(report))
     print("Written: " + ", ".join(str(p) for p in written))
     return 0

@@ -1,10 +1,11 @@
-"""``smmile analyze noise|order|permutation RESULTS...``: accuracy on the original vs dataset variants (the work
+"""``smmile analyze noise|order|permutation|shots|flip|images|diagnostics RESULTS...``: accuracy on the original vs dataset variants (the work
 is ``smmile.analysis.analyze_run``)."""
 
 from __future__ import annotations
 
 import argparse
 
+from ..analysis import diagnostics
 from ..analysis.analyze_run import run_analyze
 from ..analysis.variants import KINDS
 from . import common as fd
@@ -14,10 +15,13 @@ from . import stats as fd_stats
 def build_parser() -> argparse.ArgumentParser:
     p = fd.parser("Paired comparison of each model's accuracy on the original dataset and on its variants (noise, "
                   "order/recency, permutations).", prog="smmile analyze")
-    p.add_argument("analysis", choices=KINDS)
+    p.add_argument("analysis", choices=KINDS + diagnostics.KINDS,
+                   help="noise | order | permutation; the ICL diagnostics shots | flip | images | diagnostics "
+                        "(docs/analyses.md)")
     p.add_argument("results", nargs="+", metavar="[LABEL=]PATH",
                    help="result folders or CSV files; LABEL is original, noise-random, noise-targeted, order-first, "
-                        "order-last, permute or any name (default: read from the run manifests)")
+                        "order-last, permute, k-shot-<k>, flip-answers[-<fraction>], no-example-images, "
+                        "no-query-image or any name (default: read from the run manifests)")
     p.add_argument("--out", default="analysis", help="output folder (made by this command, or new/empty)")
     p.add_argument("--force", action="store_true", help="write into a non-empty --out folder not made by smmile analyze")
     fd.add_resampling_flags(p, "confidence level; significant at Holm-adjusted p < 1 - level", cluster=False)

@@ -20,9 +20,13 @@ from dataclasses import dataclass, field
 SECTIONS = (("noise", "Noise: an unrelated example added"),
             ("order", "Order: the matching example first vs last"),
             ("permutation", "Permutations of the examples (SMMILE++)"),
+            ("shots", "ICL diagnostics: shot curve (accuracy against the number of examples)"),
+            ("flip", "ICL diagnostics: flipped answers"),
+            ("images", "ICL diagnostics: examples without images, blind query"),
+            ("diagnostics", "ICL diagnostics: summary per model"),
             ("agreement", "Agreement: judge vs humans and exact match"),
             ("other", "Other analysis files"))
-VARIANT_KINDS = ("noise", "order", "permutation")
+VARIANT_KINDS = ("noise", "order", "permutation", "shots", "flip", "images", "diagnostics")
 PER_PROBLEM = ("flips", "by_problem", "items")
 MAX_ROWS = 200
 IMAGE_EXTS = (".png", ".svg")
@@ -78,10 +82,26 @@ INTER_RATER = (Col("raters", "int", ("n_raters",)), Col("labels", "int", ("n_lab
                Col("items with ≥ 2 labels", "int", ("n_items_multi",)),
                Col("pairwise agreement %", "pct", ("pairwise_percent",)),
                Col("unanimous %", "pct", ("unanimous_percent",)), Col("Fleiss' κ", "coef", ("fleiss_kappa",)))
-LAYOUTS = {"summary": SUMMARY, "averages": AVERAGES, "recency": RECENCY, "consistency": CONSISTENCY,
+CURVE = (Col("Model", "model", ("model",)), Col("Metric", "metric", ("metric",)), Col("k", "text", ("point",)),
+         Col("run", "text", ("set",)), Col("Mode", "text", ("mode",)), Col("n", "int", ("n_rows",)),
+         Col("accuracy % [CI]", "ci", ("accuracy", "ci_low", "ci_high")))
+DIAGNOSTICS = (Col("Model", "model", ("model",)), Col("Metric", "metric", ("metric",)),
+               Col("gain from examples pp [CI]", "ci", ("gain", "gain_ci_low", "gain_ci_high")),
+               Col("with flipped answers pp [CI]", "ci", ("flipped", "flipped_ci_low", "flipped_ci_high")),
+               Col("share of the gain %", "signed", ("flipped_share",)),
+               Col("without example images pp [CI]", "ci", ("no_example_images", "no_example_images_ci_low",
+                                                            "no_example_images_ci_high")),
+               Col("share of the gain %", "signed", ("no_example_images_share",)),
+               Col("query image, ICL pp [CI]", "ci", ("query_image_icl", "query_image_icl_ci_low",
+                                                      "query_image_icl_ci_high")),
+               Col("query image, 0-shot pp [CI]", "ci", ("query_image_0shot", "query_image_0shot_ci_low",
+                                                         "query_image_0shot_ci_high")),
+               Col("not computed (missing runs)", "text", ("not_computed",)))
+LAYOUTS = {"summary": SUMMARY, "curve": CURVE, "diagnostics": DIAGNOSTICS, "averages": AVERAGES, "recency": RECENCY, "consistency": CONSISTENCY,
            "rater_pairs": RATER_PAIRS, "judge_vs_humans": VERSUS, "em_vs_judge": VERSUS,
            "judge_human_correlation": CORRELATION, "em_judge_correlation": CORRELATION, "inter_rater": INTER_RATER}
-TITLES = {"summary": "Paired differences", "averages": "Mean over models", "recency": "Recency",
+TITLES = {"summary": "Paired differences", "curve": "Accuracy at each number of examples",
+          "diagnostics": "ICL diagnostics per model (A − B in pp; share = part of the gain from examples left)", "averages": "Mean over models", "recency": "Recency",
           "consistency": "Consistency across orders", "rater_pairs": "Human raters, pairwise",
           "judge_vs_humans": "Judge vs the human majority", "em_vs_judge": "Exact match vs judge",
           "judge_human_correlation": "Judge vs humans across models",
@@ -172,16 +192,17 @@ def typed_table(name: str, rows: list[dict], title: str | None = None) -> TableV
 
 def variant_view(data: dict, path: str, relative: str) -> AnalysisView:
     kind = data["analysis"]
-    view = AnalysisView(kind, relative, path, figure="forest")
+    view = AnalysisView(kind, relative, path, figure="" if kind == "shots" else "forest")  # shots: its own PNG
     summary = data.get("summary") if is_records(data.get("summary")) else []
     view.summary = summary
     for pair in dict.fromkeys((r.get("variant"), r.get("reference")) for r in summary):
         rows = [r for r in summary if (r.get("variant"), r.get("reference")) == pair]
         view.tables.append(typed_table("summary", rows, f"{pair[0]} − {pair[1]}"))
-    for name in ("averages", "recency", "consistency"):
+    view.notes += [f"not computed (missing runs): {m}" for m in data.get("missing") or [] if isinstance(m, str)]
+    for name in ("averages", "recency", "consistency", "curve", "diagnostics"):
         if is_records(data.get(name)):
             view.tables.append(typed_table(name, data[name]))
-    view.notes = [n for n in (sets_note(data), settings_note(data)) if n] + per_problem_notes(data, path)
+    view.notes = [n for n in (sets_note(data), settings_note(data)) if n] + view.notes + per_problem_notes(data, path)
     view.notes += [f"warning: {w}" for w in data.get("warnings") or [] if isinstance(w, str)]
     return view
 

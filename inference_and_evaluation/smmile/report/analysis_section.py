@@ -8,7 +8,7 @@ from smmile.report.html import esc, figure, typed_table
 from smmile.report.sections import markers_note
 
 EMPTY = ('<p class="note">No analysis outputs given. Produce them with <code>smmile analyze '
-         "noise|order|permutation</code> and <code>smmile agreement</code>, then pass the output folder with "
+         "noise|order|permutation|shots|flip|images|diagnostics</code> and <code>smmile agreement</code>, then pass the output folder with "
          "<code>--analyses DIR</code> (docs/reproducing-the-paper.md).</p>")
 INTRO = ('<p class="note">Paired differences (variant − reference, percentage points) with their bootstrap '
          "interval, the paired test and its Holm adjustment, as computed by <code>smmile analyze</code>; judge "
@@ -36,7 +36,7 @@ def view_html(view, figs, page_dir: str) -> str:
 
 
 def analyses_section(data, figs, page_dir: str) -> str:
-    parts = ['<h2 id="analyses">Analyses: noise, order, permutations, judge agreement</h2>']
+    parts = ['<h2 id="analyses">Analyses: noise, order, permutations, ICL diagnostics, judge agreement</h2>']
     if not data.analysis_views:
         return parts[0] + EMPTY
     parts.append(INTRO)

@@ -1,0 +1,146 @@
+"""ICL diagnostic variants (issue #23) on the demo data: structure of each variant checked against the source
+dataset read independently, same seed same bytes, images dropped exactly where intended, and the refusal of a
+preset whose original script cannot represent a missing image."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from smmile.cli import main as smmile
+from smmile.data.load import load_for_run, load_problems
+from smmile.data.variants import MANIFEST
+
+
+def variant(tmp_path: Path, kind: str, *flags: str, seed: int = 42) -> Path:
+    out = tmp_path / "-".join((kind, *flags, str(seed))).replace("--", "")
+    assert smmile(["data", "variant", kind, *flags, "--dataset", "demo", "--out", str(out), "--seed", str(seed)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def source(demo_dir):
+    return {p.problem_id: p for p in load_problems(str(demo_dir / "smmile"))}
+
+
+def manifest(path: Path) -> dict:
+    return json.loads((path / MANIFEST).read_text())
+
+
+def norm(text: str) -> str:
+    return re.sub(r"[\W_]+", " ", text).strip().lower()
+
+
+def test_k_shot_keeps_the_first_k_and_nests(tmp_path, source):
+    kept = {}
+    for k in (1, 2, 3):
+        path = variant(tmp_path, "k-shot", "--k", str(k))
+        assert manifest(path)["kind"] == f"k-shot-{k}"
+        problems = load_problems(str(path))
+        assert [p.problem_id for p in problems] == list(source)
+        for p in problems:
+            original = source[p.problem_id]
+            assert p.query == original.query and p.examples == original.examples[:k]
+        kept[k] = {p.problem_id: p.examples for p in problems}
+        short = {n["problem_id"] for n in manifest(path)["problems"] if n["short"]}
+        assert short == {pid for pid, p in source.items() if len(p.examples) < k}
+    for pid in source:  # nested: k=1 is inside k=2, k=2 inside k=3
+        assert kept[2][pid][:1] == kept[1][pid] and kept[3][pid][:2] == kept[2][pid]
+
+
+def test_flip_answers_come_from_the_same_speciality_and_format(tmp_path, source):
+    path = variant(tmp_path, "flip-answers")
+    info = manifest(path)
+    flipped = 0
+    for p in load_problems(str(path)):
+        original = source[p.problem_id]
+        assert p.query == original.query and len(p.examples) == len(original.examples)
+        group = (original.query.fields["speciality"], original.query.fields["flag_answer_format"])
+        for new, old in zip(p.examples, original.examples):
+            assert (new.question, new.image) == (old.question, old.image)
+            if new.answer == old.answer:
+                continue
+            flipped += 1
+            assert norm(new.answer) != norm(old.answer)
+            donors = [q for pid, q in source.items() if pid != p.problem_id and
+                      (q.query.fields["speciality"], q.query.fields["flag_answer_format"]) == group]
+            assert any(new.answer in [r.answer for r in q.examples] for q in donors)
+    assert flipped == sum(n["flipped"] for n in info["problems"]) > 0
+    for note in info["problems"]:  # an example left as it was had no donor with another answer
+        for change in note["examples"]:
+            assert change["flipped"] == (change["answer"] != change["original"])
+
+
+def test_flip_fraction_flips_a_share(tmp_path, source):
+    info = manifest(variant(tmp_path, "flip-answers", "--fraction", "0.5"))
+    assert info["kind"] == "flip-answers-0.5"
+    for note in info["problems"]:
+        n = len(source[note["problem_id"]].examples)
+        assert note["chosen"] == int(n * 0.5 + 0.5) and note["flipped"] <= note["chosen"]
+
+
+@pytest.mark.parametrize("kind, whose", [("no-example-images", "examples"), ("no-query-image", "query")])
+def test_images_dropped_exactly_where_intended(tmp_path, source, kind, whose):
+    path = variant(tmp_path, kind)
+    assert manifest(path)["images_dropped"] == whose
+    loaded = load_for_run(str(path))
+    assert [p.problem_id for p in loaded.problems] == list(source) and loaded.skipped == []
+    for p in loaded.problems:
+        original = source[p.problem_id]
+        for i, (new, old) in enumerate(zip(p.rows, original.rows)):
+            drop = (i < len(p.rows) - 1) == (whose == "examples")
+            assert (new.question, new.answer) == (old.question, old.answer)
+            assert new.image == (None if drop else old.image)
+            assert (new.fields.get("image_dropped") == "true") == drop
+
+
+def test_an_unmarked_missing_image_still_drops_the_problem(tmp_path):
+    import pyarrow.parquet as pq
+
+    path = variant(tmp_path, "no-query-image")
+    parquet = next(path.rglob("*.parquet"))
+    table = pq.read_table(parquet)
+    rows = table.to_pylist()
+    rows[0]["image_dropped"] = None  # an empty image cell without the marker: a missing download
+    rows[0]["image"] = None
+    pq.write_table(table.from_pylist(rows, schema=table.schema), parquet)
+    loaded = load_for_run(str(path))
+    assert rows[0]["problem_id"] in {pid for pid, _ in loaded.skipped}
+
+
+@pytest.mark.parametrize("kind, flags", [("k-shot", ("--k", "2")), ("flip-answers", ()),
+                                         ("flip-answers", ("--fraction", "0.5")), ("no-example-images", ()),
+                                         ("no-query-image", ())])
+def test_same_seed_same_bytes(tmp_path, kind, flags):
+    a, b = variant(tmp_path / "a", kind, *flags), variant(tmp_path / "b", kind, *flags)
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files and all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
+    if kind == "flip-answers":
+        c = variant(tmp_path / "c", kind, *flags, seed=7)
+        assert manifest(c)["problems"] != manifest(a)["problems"]
+
+
+def test_bad_parameters_are_one_line(tmp_path, capsys):
+    for args in (["k-shot"], ["k-shot", "--k", "0"], ["no-query-image", "--k", "2"], ["flip-answers", "--fraction", "2"]):
+        out = tmp_path / "x"
+        assert smmile(["data", "variant", *args, "--dataset", "demo", "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error:") and "\n" not in err and not out.exists()
+
+
+@pytest.mark.parametrize("front", ["run", "script"])
+def test_a_preset_that_cannot_represent_a_missing_image_refuses(tmp_path, capsys, front):
+    from smmile.cli.local_models import qwen_main
+
+    path = variant(tmp_path, "no-example-images")
+    out = tmp_path / "results"
+    if front == "run":
+        code = smmile(["run", "--model", "qwen3B", "--dataset", str(path), "--output-dir", str(out)])
+    else:
+        code = qwen_main(["--dataset", str(path), "--output_dir", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err and "inference_qwen.py" in err
+    assert not out.exists()
