@@ -6,10 +6,14 @@ Four kinds, each a function of plain data returning a matplotlib figure:
 * ``forest``: one difference per row with its interval, panels side by side (ICL gain, analyses);
   filled markers are significant, open ones are not;
 * ``dumbbell``: two or more estimates per row joined by a line (datasets side by side, judge vs humans);
-* ``heatmap``: accuracy per model × stratum, one panel per mode; strata with too few problems greyed.
+* ``heatmap``: accuracy per model × stratum, one panel per mode; a cell with too few problems is greyed
+  (the report leaves out strata too small for every model: ``smmile.report.figures.heatmap_panels``).
 
-Callers pass display names (never internal model keys). Every text is at least ``MIN_FONT`` pt at the
-figure's own size, which is the size the report shows it at; widths stay within ``MAX_WIDTH`` inches.
+Callers pass display names (never internal model keys). A missing result is marked "no result" (a grey
+×), never left to read as zero. Sizes (``SIZES``, a job's ``size``): ``page`` (default) — every text at
+least ``MIN_FONT`` pt at the figure's own size, which is the size the report shows it at, widths within
+``MAX_WIDTH`` inches; ``paper`` — one column, 3.3 in wide, 7-8 pt text; ``slide`` — 16:9 (10 × 5.625 in),
+13-16 pt text.
 Colours are the Okabe-Ito set and the cividis map (both readable in grayscale and by colour-blind
 readers), markers differ in shape too, and every marker has a legend entry. The same inputs give the
 same bytes: the SVG hash salt is fixed and no date is written. Text stays text in the SVG (editable).
@@ -39,6 +43,14 @@ STYLE = {
     "svg.fonttype": "none", "svg.hashsalt": "smmile", "savefig.dpi": DPI,
 }
 METADATA = {"svg": {"Date": None}}
+FONT_KEYS = ("font.size", "axes.titlesize", "axes.labelsize", "xtick.labelsize", "ytick.labelsize",
+             "legend.fontsize", "figure.titlesize")
+SIZES = {  # --figure-size: None keeps STYLE and each figure's own size (the page's)
+    "page": None,
+    "paper": {"width": 3.3, "height": None, "fonts": (7.5, 8, 7.5, 7, 7, 7, 8), "cell_font": 7.0},
+    "slide": {"width": 10.0, "height": 5.625, "fonts": (14, 15, 14, 13, 13, 13, 16), "cell_font": 13.0},
+}
+_SIZE: dict = {"profile": None}  # the size of the figure being drawn (set by ``draw``, one figure at a time)
 SERIES_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")  # Okabe-Ito
 SERIES_MARKERS = ("o", "s", "^", "D", "v", "P")
 MODE_COLOURS = {"0-shot": "#E69F00", "ICL": "#0072B2"}
@@ -96,12 +108,48 @@ def draw(job: dict) -> list[str]:
     """Draw and save one figure job ``{"kind", "spec", "out", "name", "formats"}`` (picklable: the
     report draws jobs in worker processes); returns the written paths."""
     plt = pyplot()
-    with plt.rc_context(STYLE):
-        fig = KINDS[job["kind"]](**job["spec"])
-        return save(fig, job["out"], job["name"], job.get("formats", FORMATS))
+    size = job.get("size", "page")
+    if size not in SIZES:
+        raise ValueError(f"figure size {size!r}: one of {', '.join(SIZES)}")
+    profile = SIZES[size]
+    style = dict(STYLE, **dict(zip(FONT_KEYS, profile["fonts"]))) if profile else STYLE
+    _SIZE["profile"] = profile
+    try:
+        with plt.rc_context(style):
+            fig = KINDS[job["kind"]](**job["spec"])
+            _fit(fig)
+            return save(fig, job["out"], job["name"], job.get("formats", FORMATS))
+    finally:
+        _SIZE["profile"] = None
+
+
+def _fit(fig) -> None:
+    """Paper and slide figures: the size's width (and a slide's height); a paper figure keeps a height that
+    leaves its rows readable."""
+    profile = _SIZE["profile"]
+    if not profile:
+        return
+    height = profile["height"] or min(9.0, max(2.4, fig.get_figheight() * 0.75))
+    fig.set_size_inches(profile["width"], float(height))
+
+
+def _cell_font() -> float:
+    profile = _SIZE["profile"]
+    return profile["cell_font"] if profile else MIN_FONT
+
+
+def _rc(key: str) -> float:
+    """A font size of the current style, in points."""
+    import matplotlib
+    from matplotlib.font_manager import FontProperties
+
+    return FontProperties(size=matplotlib.rcParams[key]).get_size_in_points()
 
 
 def _width(needed: float, least: float = 6.0) -> float:
+    profile = _SIZE["profile"]
+    if profile:
+        return float(profile["width"])
     return float(min(MAX_WIDTH, max(least, needed)))
 
 
@@ -116,13 +164,29 @@ def wrapped(text: str, width_in: float, size_pt: float) -> str:
 
 
 def _suptitle(fig, title: str) -> None:
-    size = STYLE["figure.titlesize"]
+    size = _rc("figure.titlesize")
     fig.suptitle(wrapped(title, fig.get_figwidth() - 0.1, size), x=0.01, ha="left")
+
+
+NO_RESULT = "no result"
+
+
+def _no_result_mark(ax, xs, ys) -> None:
+    """A grey × at each missing result's place, so that a gap never reads as zero."""
+    ax.plot(xs, ys, ls="none", marker="x", ms=6, mew=1.4, color=GREY, clip_on=False, zorder=5)
+
+
+def _no_result_handle():
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], ls="none", marker="x", ms=6, mew=1.4, color=GREY, label=NO_RESULT)
 
 
 def _legend_below(fig, handles, ncol: int | None = None) -> None:
     if handles:
-        fig.legend(handles=handles, loc="outside lower center", ncol=ncol or min(len(handles), 4), frameon=False)
+        most = 2 if _SIZE["profile"] and _SIZE["profile"]["width"] < 5 else 4  # a paper column: two per line
+        fig.legend(handles=handles, loc="outside lower center", ncol=min(ncol or 4, len(handles), most),
+                   frameon=False)
 
 
 
@@ -147,6 +211,9 @@ def bars_figure(rows: list[dict], series: list[str], title: str, ylabel: str, n_
         err = np.array([[max(0.0, v[0] - v[1]) for _, v in have], [max(0.0, v[2] - v[0]) for _, v in have]])
         ax.bar(xs, est, width=width * 0.95, color=MODE_COLOURS.get(name, SERIES_COLOURS[k % 6]), label=name)
         ax.errorbar(xs, est, yerr=np.nan_to_num(err), fmt="none", ecolor="#222222", elinewidth=0.9, capsize=2.5)
+        missing = [x[i] + offset for i, r in enumerate(rows) if name not in r["values"]]
+        if missing:
+            _no_result_mark(ax, missing, [0] * len(missing))
     if 0 < n_baselines < len(rows):
         ax.axvline(n_baselines - 0.5, color=GREY, lw=0.8, ls=":")
     ax.set_xticks(x, [r["label"] for r in rows], rotation=35, ha="right", rotation_mode="anchor")
@@ -154,11 +221,13 @@ def bars_figure(rows: list[dict], series: list[str], title: str, ylabel: str, n_
     highs = [v[2] for r in rows for v in r["values"].values() if v[2] == v[2]]
     ax.set_ylim(0, min(100.0, max(highs + [10.0]) * 1.12))
     ax.set_ylabel(ylabel)
-    ax.set_title(wrapped(title, fig.get_figwidth() - 0.9, STYLE["axes.titlesize"]))
+    ax.set_title(wrapped(title, max(1.5, fig.get_figwidth() - 0.9), _rc("axes.titlesize")))
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     handles = [Patch(color=MODE_COLOURS.get(s, SERIES_COLOURS[k % 6]), label=s) for k, s in enumerate(present)]
     handles.append(Line2D([], [], color="#222222", marker="|", ms=10, lw=0.9, label=ci_label))
+    if any(s not in r["values"] for r in rows for s in present):
+        handles.append(_no_result_handle())
     if 0 < n_baselines < len(rows):
         handles.append(Line2D([], [], color=GREY, lw=0.8, ls=":", label="baselines | models"))
     _legend_below(fig, handles)
@@ -168,9 +237,10 @@ def bars_figure(rows: list[dict], series: list[str], title: str, ylabel: str, n_
 # -- forest -----------------------------------------------------------------------------------------
 def forest_figure(rows: list[dict], labels: list[str], panels: list[str], title: str, xlabel: str,
                   series: list[str] = (), significance: str = "significant"):
-    """``rows``: ``[{"label", "panel", "series", "estimate", "low", "high", "significant"}]``; ``labels``
-    (top to bottom) and ``panels`` (left to right) fix the layout. Colour and marker shape tell the
-    series apart; filled = significant, open = not (``significance`` says what that means)."""
+    """``rows``: ``[{"label", "panel", "series", "estimate", "low", "high", "significant"}]``, or
+    ``{"label", "panel", "series", "missing": True}`` for a result that is not there (a grey × at 0);
+    ``labels`` (top to bottom) and ``panels`` (left to right) fix the layout. Colour and marker shape tell
+    the series apart; filled = significant, open = not (``significance`` says what that means)."""
     plt = pyplot()
     from matplotlib.lines import Line2D
 
@@ -184,6 +254,9 @@ def forest_figure(rows: list[dict], labels: list[str], panels: list[str], title:
             k = series.index(r.get("series")) if r.get("series") in series else 0
             colour, marker = SERIES_COLOURS[k % 6], SERIES_MARKERS[k % 6]
             yy = y[r["label"]] + (k - (len(series) - 1) / 2) * step
+            if r.get("missing"):
+                _no_result_mark(ax, [0], [yy])
+                continue
             xerr = [[max(0.0, r["estimate"] - r["low"])], [max(0.0, r["high"] - r["estimate"])]]
             if any(math.isnan(v) for v in (r["low"], r["high"])):
                 xerr = None
@@ -200,6 +273,8 @@ def forest_figure(rows: list[dict], labels: list[str], panels: list[str], title:
                for k, s in enumerate(series) if s is not None and len(series) > 1]
     handles += [Line2D([], [], color="#333333", marker="o", lw=1.1, label=f"filled: {significance}"),
                 Line2D([], [], color="#333333", marker="o", mfc="white", lw=1.1, label="open: not significant")]
+    if any(r.get("missing") for r in rows):
+        handles.append(_no_result_handle())
     _legend_below(fig, handles, ncol=min(len(handles), 3))
     return fig
 
@@ -249,7 +324,7 @@ def heatmap_figure(panels: list[dict], rows: list[str], title: str, small_label:
     """``panels``: ``[{"title", "columns": [column label], "values": [[value or None per column] per row],
     "small": [[bool]]}]`` sharing ``rows`` (display names, top to bottom). Values 0-100 on cividis, written
     in each cell; small cells are hatched light grey without a value (``small_label`` explains them in
-    the legend; the report lists their values with intervals)."""
+    the legend, when there are any; the report lists their values with intervals)."""
     plt = pyplot()
     from matplotlib.patches import Patch
 
@@ -268,7 +343,9 @@ def heatmap_figure(panels: list[dict], rows: list[str], title: str, small_label:
     bar.solids.set_rasterized(False)  # vector in the SVG too (no embedded bitmap) ...
     bar.solids.set_edgecolor("face")  # ... without seams between its bands
     _suptitle(fig, title)
-    handles = [Patch(facecolor=SMALL_FACE, edgecolor=HATCH, hatch="///", label=small_label)]
+    handles = []
+    if any(s for p in panels for row in p["small"] for s in row):
+        handles.append(Patch(facecolor=SMALL_FACE, edgecolor=HATCH, hatch="///", label=small_label))
     if any(v is None for p in panels for row in p["values"] for v in row):
         handles.append(Patch(facecolor="white", edgecolor="#999999", label="–  no result"))
     _legend_below(fig, handles, len(handles))
@@ -291,9 +368,9 @@ def _heatmap_panel(ax, panel: dict, n_rows: int):
     for i, j in np.ndindex(values.shape):
         value = values[i, j]
         if math.isnan(value):
-            ax.text(j, i, "–", ha="center", va="center", fontsize=MIN_FONT, color=GREY)
+            ax.text(j, i, "–", ha="center", va="center", fontsize=_cell_font(), color=GREY)
         elif not small[i, j]:
-            ax.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=MIN_FONT,
+            ax.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=_cell_font(),
                     color="white" if value < 55 else "black")
     ax.set_xlim(-0.5, values.shape[1] - 0.5)
     ax.set_ylim(n_rows - 0.5, -0.5)
