@@ -20,6 +20,7 @@ from smmile.report.figures_only import default_out  # noqa: E402
 from smmile.scoring import plots, stratify  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+PREFIX = "smmile-pp_"  # the folder's figures are <slug>_<name> whatever the number of folders (issue #20 item 9)
 
 
 def _bench():
@@ -50,6 +51,9 @@ def stratification_file(path: Path):
     path.write_text(json.dumps(data))
     flags = ["flag_num_ICL", "speciality"]
     intervals = {key: stratify.stratum_intervals(strata, flags) for key, strata in data.items()}
+    for by_flag in intervals.values():  # as stratify.py writes them for SMMILE++ rows (this folder's)
+        for entry in (e for by_label in by_flag.values() for e in by_label.values()):
+            entry["method"] = "cluster percentile bootstrap"
     path.with_name(path.stem + "_ci.json").write_text(json.dumps(intervals))
 
 
@@ -69,12 +73,12 @@ def test_files_png_300dpi_and_svg(figures):
     _, out = figures
     names = ["accuracy_llm", "accuracy_em", "accuracy_mcqa", "icl_gain",
              "stratification_llm_flag_num_ICL", "stratification_llm_speciality"]
-    for name in names:
+    for name in (PREFIX + n for n in names):
         svg = (out / f"{name}.svg").read_text()
         width, _ = png_size(out / f"{name}.png")
         assert abs(width - svg_width_pt(svg) / 72 * plots.DPI) <= 2, name  # 300 dpi at the SVG's size
         assert svg_width_pt(svg) <= plots.MAX_WIDTH * 72
-    assert not (out / "stratification_em_speciality.png").exists()
+    assert not (out / f"{PREFIX}stratification_em_speciality.png").exists()
 
 
 def test_text_at_least_9pt_and_editable(figures):
@@ -92,24 +96,25 @@ def test_display_names_only(figures):
     assert not words & {"qwen72B", "qwen72B:ICL", "gpt-4o", "gpt-4o:ICL", "majority", "random (baseline)"}
 
 
-def test_small_strata_greyed_and_marked(figures):
-    """'pathology' (9 problems) is hatched without a value; its n is in the column label; a legend
-    entry explains the hatching; 0-shot is left out of the num_ICL map (one label only)."""
+def test_small_strata_left_out(figures):
+    """'pathology' (9 problems for every model) is left out of the map, not hatched (issue #20 item 9: most
+    cells were hatched); the title says a column was left out; 0-shot is left out of the num_ICL map (one
+    label only), and its '10' stratum (11 problems) too."""
     _, out = figures
-    svg = (out / "stratification_llm_speciality.svg").read_text()
+    svg = (out / f"{PREFIX}stratification_llm_speciality.svg").read_text()
     texts = [t for t, _ in svg_texts(svg)]
-    assert "pathology (n=9)" in texts and "radiology (n=58)" in texts
-    assert any(t.startswith("fewer than 20 ") for t in texts)
-    assert "<pattern" in svg, "hatched cells"
-    assert "38" not in texts  # the small stratum's accuracy (37.5) is not printed in its cell
+    assert "radiology (n=58)" in texts and not any(t.startswith("pathology") for t in texts)
+    assert "<pattern" not in svg and not any(t.startswith("fewer than 20 ") for t in texts)
+    assert "left out" in " ".join(texts)
+    assert "38" not in texts  # the small stratum's accuracy (37.5) is not printed
     assert {"40", "50", "60"} <= set(texts)
-    icl = [t for t, _ in svg_texts((out / "stratification_llm_flag_num_ICL.svg").read_text())]
-    assert "ICL" in icl and "0-shot" not in icl
+    icl = [t for t, _ in svg_texts((out / f"{PREFIX}stratification_llm_flag_num_ICL.svg").read_text())]
+    assert "ICL" in icl and "0-shot" not in icl and "10 (n=11)" not in icl and "3 (n=50)" in icl
 
 
 def test_titles_match_the_data(figures):
     _, out = figures
-    texts = [t for t, _ in svg_texts((out / "accuracy_mcqa.svg").read_text())]
+    texts = [t for t, _ in svg_texts((out / f"{PREFIX}accuracy_mcqa.svg").read_text())]
     start = next(i for i, t in enumerate(texts) if t.startswith("MCQA"))
     title = " ".join(texts[start:start + 3])  # a long title is wrapped over lines
     assert "0-shot vs ICL" in title and "1038 rows" in title and "base problems" in title
@@ -145,7 +150,7 @@ def test_stages_and_ctrl_c(figures, tmp_path, monkeypatch, capsys):
                    "--flags", "speciality"]) == 0
     err = capsys.readouterr().err
     assert "smmile figures [" in err and "statistics for" in err and "figures: " in err
-    assert sorted(p.name for p in (tmp_path / "a").glob("strat*")) == ["stratification_llm_speciality.svg"]
+    assert sorted(p.name for p in (tmp_path / "a").glob("*strat*")) == [f"{PREFIX}stratification_llm_speciality.svg"]
 
     def interrupted(job):
         raise KeyboardInterrupt
@@ -163,7 +168,8 @@ def test_published_figures(published, tmp_path):
     words = {t for svg in out.glob("*.svg") for t, _ in svg_texts(svg.read_text())}
     assert {"Qwen2.5-VL-72B", "LLaVA-v1.5-7B", "Text only*", "LLaVA-Med**"} <= words
     assert not words & {"qwen72B", "llava_7B", "llama33textonly (baseline)", "qwen72B:ICL", "llavamed_7B"}
-    assert "EEG (n=1)" in words and "MRI (n=1)" in words
+    assert "EEG (n=1)" not in words and "MRI (n=1)" not in words  # below 20 problems: left out of the map
+    assert any("left out" in t for t in words)
 
 
 def _luminance(hex_colour: str) -> float:
@@ -192,7 +198,7 @@ def test_default_folder_with_only_its_gitkeep(figures, tmp_path):
     (tmp_path / "figures").mkdir()
     (tmp_path / "figures" / ".gitkeep").write_text("")
     assert smmile(["figures", str(copy), "--n-boot", "50", "--formats", "svg", "--flags", "speciality"]) == 0
-    assert (tmp_path / "figures" / "accuracy_llm.svg").is_file() and (tmp_path / "figures" / ".gitkeep").exists()
+    assert (tmp_path / "figures" / f"{PREFIX}accuracy_llm.svg").is_file() and (tmp_path / "figures" / ".gitkeep").exists()
     (tmp_path / "figures2").mkdir()
     (tmp_path / "figures2" / "draft.svg").write_text("mine")
     assert smmile(["figures", str(copy), "--out", str(tmp_path / "figures2"), "--n-boot", "50"]) == 2

@@ -137,7 +137,7 @@ def test_figures_rendered_at_9pt_or_more_and_no_json(browser, reports, tmp_path)
     page, errors = open_page(browser, reports["main"] / "index.html")
     shown = page.eval_on_selector_all(
         "figure img", "imgs => imgs.map(i => [i.getAttribute('src'), i.getBoundingClientRect().width])")
-    assert len(shown) >= 10
+    assert len(shown) >= 5  # the demo's SMMILE strata are all below 20 problems: no heatmap (issue #20 item 9)
     for src, width in shown:
         svg = base64.b64decode(src.split(",", 1)[1]).decode()
         assert rendered_pt(svg, width) >= 9 - 0.05

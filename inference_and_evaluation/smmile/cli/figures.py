@@ -7,6 +7,7 @@ import argparse
 
 from ..report.drawing import default_workers
 from ..report.figures_only import FiguresRequest, write_figures
+from ..scoring.plots import SIZES
 from . import common as fd
 
 INTERRUPTED = "interrupted: figure files already written are complete; run the same command again for the rest"
@@ -21,6 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
     fd.add_resampling_flags(parser)
     parser.add_argument("--flags", nargs="*", help="stratification flags to plot (default: all)")
     parser.add_argument("--formats", default="png,svg", help="comma-separated: png and/or svg")
+    parser.add_argument("--figure-size", choices=list(SIZES), default="page",
+                        help="page: as the report shows them (text at least 9 pt); paper: one column, 3.3 in "
+                             "wide, 7-8 pt text; slide: 16:9 (10 x 5.6 in, 13-16 pt text)")
     parser.add_argument("--jobs", type=int, default=default_workers(), help="worker processes")
     parser.add_argument("--force", action="store_true",
                         help="write into an existing folder that an earlier `smmile figures` did not write")
@@ -31,5 +35,5 @@ def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     request = FiguresRequest(a.results_dir, out=a.out, n_boot=a.n_boot, seed=a.seed, level=a.level, cluster=a.cluster,
                              flags=None if a.flags is None else tuple(a.flags), formats=a.formats, jobs=a.jobs,
-                             force=a.force)
+                             force=a.force, figure_size=a.figure_size)
     return fd.guarded(lambda: write_figures(request), interrupted=INTERRUPTED)

@@ -7,6 +7,7 @@ import argparse
 
 from ..report.drawing import default_workers
 from ..report.page import ReportRequest, run_report
+from ..scoring.plots import SIZES
 from . import common as fd
 
 INTERRUPTED = ("interrupted: the report was not written (figure files already written are complete); "
@@ -39,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     fd.add_resampling_flags(parser, "interval level; significance is Holm-adjusted p < 1 - level with the "
                                     "interval excluding 0")
     parser.add_argument("--formats", default="png,svg", help="figure formats, comma-separated: png and/or svg")
+    parser.add_argument("--figure-size", choices=list(SIZES), default="page",
+                        help="page: as the report shows them (text at least 9 pt); paper: one column, 3.3 in "
+                             "wide, 7-8 pt text; slide: 16:9 (10 x 5.6 in, 13-16 pt text)")
     parser.add_argument("--jobs", type=int, default=default_workers(),
                         help="worker processes for figures and thumbnails (1: draw in this process)")
     parser.add_argument("--force", action="store_true",
@@ -47,10 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``smmile report``; 0 on success, 1 when inputs were skipped, 2 on bad input."""
+    """Entry point of ``smmile report``; 0 once the page is written (warnings on stderr and on the page), 2 on
+    bad input."""
     a = build_parser().parse_args(argv)
     request = ReportRequest(
         results=tuple(a.results), out=a.out, plusplus=a.plusplus, datasets=tuple(a.dataset), revision=a.revision,
         figures=a.figures, analyses=tuple(a.analyses), title=a.title, n_boot=a.n_boot, seed=a.seed, level=a.level,
-        cluster=a.cluster, formats=a.formats, jobs=a.jobs, force=a.force)
+        cluster=a.cluster, formats=a.formats, jobs=a.jobs, force=a.force, figure_size=a.figure_size)
     return fd.guarded(lambda: run_report(request), interrupted=INTERRUPTED)

@@ -1,8 +1,10 @@
 """The report's figures: what to draw (plain-data jobs for ``smmile.scoring.plots``) and drawing them
 once each, in worker processes when there are several.
 
-Jobs carry display names only. Figure files are ``<out>/<prefix><key>.<fmt>``; the prefix names the
-results folder when the report has several (``smmile_``, ``smmile-pp_``).
+Jobs carry display names only. Figure files are ``<out>/<slug>_<key>.<fmt>``: the prefix names the
+results folder (``smmile_``, ``smmile-pp_``) whatever the number of folders, so a folder's figures keep
+their names; figures across folders are ``sets_<metric>``, analyses ``analysis_<i>_<name>``. ``size``
+(``plots.SIZES``) sizes every figure for the page, a paper column or a slide.
 """
 
 from __future__ import annotations
@@ -45,6 +47,22 @@ def _n_text(rows: list[dict], clustered: bool) -> str:
 
 def _job(kind: str, spec: dict, out: str, name: str, formats) -> dict:
     return {"kind": kind, "spec": spec, "out": out, "name": name, "formats": list(formats)}
+
+
+def heatmap_panels(panels: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
+    """The heatmap's panels without the strata too small to read for every model (``small`` or no value
+    in every row): those are left out of the figure, not hatched (the table under it lists them). Returns
+    the panels that keep a column and the ``(panel title, column)`` left out."""
+    kept, left_out = [], []
+    for p in panels:
+        cols = [j for j in range(len(p["columns"]))
+                if any(row[j] is not None and not small[j] for row, small in zip(p["values"], p["small"]))]
+        left_out += [(p["title"], c) for j, c in enumerate(p["columns"]) if j not in cols]
+        if cols:
+            kept.append({"title": p["title"], "columns": [p["columns"][j] for j in cols],
+                         "values": [[row[j] for j in cols] for row in p["values"]],
+                         "small": [[row[j] for j in cols] for row in p["small"]]})
+    return kept, left_out
 
 
 # -- per results folder -----------------------------------------------------------------------------
@@ -92,23 +110,37 @@ def _label_order(labels: list, counts: dict) -> list:
         return sorted(labels, key=lambda label: (-counts.get(label, 0), str(label)))
 
 
+def counted_in_rows(rset) -> bool:
+    """A SMMILE++ folder whose strata have no clustered interval (no ``_ci.json`` from stratify.py and no
+    dataset to find each row's strata): they count result rows, each permutation once, so they can have
+    neither an interval nor a small-stratum mark under a base-problem label."""
+    if not rset.permuted:
+        return False
+    return not any(str(entry.get("method", "")).startswith("cluster") for by_key in rset.strat_ci.values()
+                   for by_flag in by_key.values() for by_label in by_flag.values() for entry in by_label.values())
+
+
 def strata_panel(rset, kind: str, flag: str, mode: str, models: list[str]) -> dict | None:
-    """One mode's panel of a heatmap: columns (labels with n), values and small flags per model row."""
+    """One mode's panel of a heatmap: columns (labels with n), values and small flags per model row.
+    Strata counted in rows (``counted_in_rows``) say so in their columns and are never called small."""
     keys = {names.key_for_scoring(k.rsplit(":", 1)[0]): k
             for k in rset.stratification[kind] if k.rsplit(":", 1)[1] == mode}
     intervals = {model: rset.strat_ci[kind].get(key, {}).get(flag, {}) for model, key in keys.items()}
+    rows_only = counted_in_rows(rset)
     counts: dict = {}
     for entries in intervals.values():
         for label, entry in entries.items():
-            counts.setdefault(label, set()).add(entry.get("n_problems", entry.get("n")))
+            n = entry.get("n_rows") if rows_only else entry.get("n_problems", entry.get("n"))
+            counts.setdefault(label, set()).add(n)
     if not counts:
         return None
     labels = _label_order(list(counts), {label: max(v) for label, v in counts.items()})
     cell = lambda model, label: intervals.get(model, {}).get(label)  # noqa: E731
+    unit = " rows" if rows_only else ""
     return {"title": mode, "labels": labels,
-            "columns": [f"{label} (n={_span(counts[label])})" for label in labels],
+            "columns": [f"{label} (n={_span(counts[label])}{unit})" for label in labels],
             "values": [[(cell(m, l) or {}).get("accuracy") for l in labels] for m in models],
-            "small": [[bool((cell(m, l) or {}).get("small")) for l in labels] for m in models],
+            "small": [[bool((cell(m, l) or {}).get("small")) and not rows_only for l in labels] for m in models],
             "entries": [[cell(m, l) for l in labels] for m in models]}
 
 
@@ -133,18 +165,28 @@ def strata_panels(rset, kind: str, flag: str) -> tuple[list[str], list[dict]]:
     return models, informative or panels
 
 
+def strata_unit(rset) -> str:
+    """What a stratum's n counts: ``rows`` (``counted_in_rows``), ``base problems`` or ``problems``."""
+    return "rows" if counted_in_rows(rset) else "base problems" if rset.permuted else "problems"
+
+
 def strata_jobs(rset, prefix: str, out: str, formats) -> list[tuple[Figure, dict]]:
+    """A heatmap per metric and flag, without the strata too small for every model (``heatmap_panels``);
+    none when every stratum is (the page says so, and the table gives them all)."""
     found = []
-    unit = "base problems" if rset.permuted else "problems"
+    unit = strata_unit(rset)
     for kind, strata in rset.stratification.items():
         for flag in strat_flags(strata):
             models, panels = strata_panels(rset, kind, flag)
-            if not panels:
+            shown, left_out = heatmap_panels(panels)
+            if not shown:
                 continue
             title = f"{names.metric(kind.upper())} accuracy (%) by {names.flag(flag)} ({rset.label})"
-            spec = {"panels": [{k: p[k] for k in ("title", "columns", "values", "small")} for p in panels],
-                    "rows": [names.display(m) for m in models], "title": title,
-                    "small_label": f"fewer than {stratify.MIN_PROBLEMS} {unit}: too few to read, value in the table"}
+            if left_out:
+                title += f"; {len(left_out)} stratum column(s) with fewer than {stratify.MIN_PROBLEMS} {unit} left out"
+            spec = {"panels": shown, "rows": [names.display(m) for m in models], "title": title,
+                    "small_label": f"fewer than {stratify.MIN_PROBLEMS} {unit} for this model: too few to read, "
+                                   "value in the table"}
             key = f"{prefix}stratification_{kind}_{flag}"
             found.append((Figure(key, ("strat", rset.slug, kind, flag), title), _job("heatmap", spec, out, key, formats)))
     return found
@@ -152,27 +194,38 @@ def strata_jobs(rset, prefix: str, out: str, formats) -> list[tuple[Figure, dict
 
 # -- across folders and analyses ---------------------------------------------------------------------
 def sets_jobs(data, out: str, formats) -> list[tuple[Figure, dict]]:
+    """Per metric, each later folder's change from the first: the paired difference and interval the
+    side-by-side table gives (``data.changes``), one panel per mode. A model with a result in some folder
+    but no change (it is missing from a folder) gets a "no result" mark, never an empty row."""
     if len(data.sets) < 2:
         return []
     labels = [s.label for s in data.sets]
+    later = [f"{lab} − {labels[0]}" for lab in labels[1:]]
+    level = data.settings.level
     found = []
     for metric in names.METRICS:
-        values: dict = {}
-        for s in data.sets:
-            for r in s.estimates:
-                if r["metric"] == metric and not math.isnan(r["accuracy"]):
-                    values.setdefault((r["model"], r["mode"]), {})[s.label] = [r["accuracy"], r["ci_low"], r["ci_high"]]
-        shared = {k: v for k, v in values.items() if len(v) > 1}
-        if not shared:
+        changes = {(c["set"], c["model"], c["mode"]): c for c in data.changes if c["metric"] == metric}
+        if not changes:
             continue
-        models = [m for m in data.models() if any(k[0] == m for k in shared)]
-        modes = [mode for mode in names.MODES if any(k[1] == mode for k in shared)]
-        rows = [{"label": names.display(m), "panel": mode, "values": v} for (m, mode), v in shared.items()]
-        title = f"{names.metric(metric)} accuracy (%): {' vs '.join(labels)}, {_pct_level(data.settings.level)} CI"
-        spec = {"rows": rows, "labels": [names.display(m) for m in models], "panels": modes, "series": labels,
-                "title": title, "xlabel": "accuracy (%)"}
+        present = {(r["model"], r["mode"]) for s in data.sets for r in s.estimates
+                   if r["metric"] == metric and not math.isnan(r["accuracy"])}
+        models = [m for m in data.models() if any(k[0] == m for k in present)]
+        modes = [mode for mode in names.MODES if any(k[1] == mode for k in present)]
+        rows = []
+        for model, mode in ((m, mode) for m in models for mode in modes if (m, mode) in present):
+            for lab, series in zip(labels[1:], later):
+                c = changes.get((lab, model, mode))
+                row = {"label": names.display(model), "panel": mode, "series": series}
+                rows.append({**row, "missing": True} if c is None else
+                            {**row, "estimate": c["difference"], "low": c["ci_low"], "high": c["ci_high"],
+                             "significant": bool(c.get("significant"))})
+        title = (f"{names.metric(metric)}: {' and '.join(later)} (pp), paired by base problem, "
+                 f"{_pct_level(level)} CI as in the table")
+        spec = {"rows": rows, "labels": [names.display(m) for m in models], "panels": modes,
+                "series": later if len(later) > 1 else [], "title": title, "xlabel": "paired change (pp)",
+                "significance": "significant (shaded in the table)"}
         key = f"sets_{metric.lower()}"
-        found.append((Figure(key, ("sets", metric), title), _job("dumbbell", spec, out, key, formats)))
+        found.append((Figure(key, ("sets", metric), title), _job("forest", spec, out, key, formats)))
     return found
 
 
@@ -227,16 +280,20 @@ def agreement_spec(view) -> dict | None:
             "xlabel": "accuracy (%)", "interval": False}
 
 
-def plan(data, out: str, formats=FORMATS) -> list[tuple[Figure, dict]]:
-    """Every figure of the report, heatmaps first (the longest to draw)."""
+def plan(data, out: str, formats=FORMATS, size: str = "page") -> list[tuple[Figure, dict]]:
+    """Every figure of the report, heatmaps first (the longest to draw), drawn at ``size`` (``plots.SIZES``)."""
+    if size not in plots.SIZES:
+        raise ValueError(f"figure size {size!r}: one of {', '.join(plots.SIZES)}")
     level, jobs = data.settings.level, []
     for rset in data.sets:
-        prefix = "" if len(data.sets) == 1 else f"{rset.slug}_"
-        jobs += strata_jobs(rset, prefix, out, formats)
+        jobs += strata_jobs(rset, f"{rset.slug}_", out, formats)
     for rset in data.sets:
-        prefix = "" if len(data.sets) == 1 else f"{rset.slug}_"
+        prefix = f"{rset.slug}_"
         jobs += accuracy_jobs(rset, prefix, level, out, formats) + gain_jobs(rset, prefix, level, out, formats)
-    return jobs + sets_jobs(data, out, formats) + analysis_jobs(data.analysis_views, level, out, formats)
+    jobs += sets_jobs(data, out, formats) + analysis_jobs(data.analysis_views, level, out, formats)
+    for _, job in jobs:
+        job["size"] = size
+    return jobs
 
 
 def submit(pool, planned: list[tuple[Figure, dict]]) -> list[tuple[Figure, object]]:

@@ -34,6 +34,7 @@ class FiguresRequest:
     formats: str = "png,svg"
     jobs: int = field(default_factory=drawing.default_workers)
     force: bool = False
+    figure_size: str = "page"  # plots.SIZES
 
 
 def default_out(results_dir: str) -> str:
@@ -58,7 +59,7 @@ def make_figures(req: FiguresRequest, stage, warnings: list) -> list[str]:
     settings = build.Settings(req.n_boot, req.seed, req.level, req.cluster)
     data = build.ReportData("", settings, warnings=warnings)
     data.sets.append(build.gather_set(None, req.results_dir, 0, settings, warnings, set()))
-    planned = wanted(figures.plan(data, os.path.abspath(out), formats), req.flags)
+    planned = wanted(figures.plan(data, os.path.abspath(out), formats, size=req.figure_size), req.flags)
     if not planned:
         return []
     fsguard.prepare_output_dir(out, OWNER, req.force)

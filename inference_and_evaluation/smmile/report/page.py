@@ -53,6 +53,7 @@ class ReportRequest:
     formats: str = "png,svg"
     jobs: int = field(default_factory=drawing.default_workers)
     force: bool = False
+    figure_size: str = "page"  # plots.SIZES: page (as the page shows them), paper (one column), slide (16:9)
 
 
 def settings_from(req: ReportRequest) -> build.Settings:
@@ -82,35 +83,48 @@ def dataset_for(rset, req: ReportRequest) -> str | None:
     return (mine or plain or [None])[0]
 
 
-def load_datasets(sets, req: ReportRequest, stage) -> tuple[list, list[list]]:
+def load_datasets(sets, req: ReportRequest, stage, warnings: list) -> tuple[list, list[list], list]:
     """Each folder's dataset (``data.load.Source``, None without one; SMMILE++ folders get the SMMILE++
-    counterpart of a plain --dataset) and its problems, each image kept as its content hash
-    (``explorer.read_dataset``: read a batch of rows at a time, each dataset once)."""
+    counterpart of a plain --dataset), its problems, each image kept as its content hash
+    (``explorer.read_dataset``: read a batch of rows at a time, each dataset once), and what the page says
+    about it. A dataset that cannot be loaded (offline, not found, unreadable) is a warning: that folder's
+    problems are then shown from its result files alone."""
     from smmile.data.load import resolve
 
-    sources, found, read = [], [], {}
+    sources, found, said, read = [], [], [], {}
     for rset in sets:
         dataset = dataset_for(rset, req)
-        if dataset is None:
+        source = None
+        if dataset is not None:
+            try:
+                source = resolve(dataset, req.revision, augmented=rset.permuted)
+                if source not in read:
+                    read[source] = explorer.read_dataset(source)
+            except Exception as exc:  # hub/network/parquet problems: one line, and the explorer without it
+                why = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+                warnings.append(f"dataset {dataset} for {rset.label} could not be loaded ({why}); the problem "
+                                "explorer shows its problems from the result files alone (no images or examples)")
+                source = None
+        if source is None:
             sources.append(None)
             found.append([])
+            said.append(None if dataset is None else f"{shown_name(dataset)} (not loaded)")
             continue
-        try:
-            source = resolve(dataset, req.revision, augmented=rset.permuted)
-            if source not in read:
-                read[source] = explorer.read_dataset(source)
-        except UserError:
-            raise
-        except Exception as exc:  # hub/network/parquet problems: one line
-            raise UserError(f"cannot load dataset {dataset}: {type(exc).__name__}: {exc}") from None
         stage(f"dataset for {rset.label}: {source.kind} {source.ref} ({len(read[source])} problems)")
         sources.append(source)
         found.append(read[source])
-    return sources, found
+        said.append(shown_name(dataset))
+    return sources, found, said
+
+
+def shown_name(dataset: str) -> str:
+    """A --dataset value as the page names it: a hub id or ``demo`` as given, a local path by its last part
+    (no path of this machine on the page)."""
+    return os.path.basename(dataset.rstrip("/" + os.sep)) if os.sep in dataset and os.path.exists(dataset) else dataset
 
 
 # -- the page --------------------------------------------------------------------------------------------
-def nav(data, with_explorer: bool) -> list[tuple[str, str]]:
+def nav(data, with_explorer: bool = True) -> list[tuple[str, str]]:
     many = len(data.sets) > 1
     links = [(html.anchor("main", s.slug), f"Main table{' ' + s.label if many else ''}") for s in data.sets]
     links += [("sets", "Side by side")] if many else []
@@ -178,23 +192,28 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
     out, fig_dir = check_outputs(req)
     stage(f"statistics for {len(specs)} results folder(s) ({settings.n_boot} resamples)")
     data = build.gather(specs, req.analyses, settings, req.title)
-    sources, datasets = load_datasets(data.sets, req, stage) if req.datasets else (None, None)
+    sources, datasets, said = (load_datasets(data.sets, req, stage, data.warnings) if req.datasets
+                               else (None, None, None))
+    if datasets is not None and any(datasets):  # SMMILE++ strata without stratify's _ci.json: from the rows and the dataset
+        strata.cluster_by_rows(data, datasets)
     fsguard.prepare_output_dir(out, OWNER, req.force)
     if req.figures:
         fsguard.prepare_output_dir(fig_dir, OWNER, req.force)
-    planned = figures.plan(data, fig_dir, formats)
+    planned = figures.plan(data, fig_dir, formats, size=req.figure_size)
     if planned and not can_draw(data.warnings):
         planned = []
     with fsguard.OutputLock(out, f"the report in {out}"), drawing.Pool(max(1, req.jobs)) as pool:
         stage(f"figures: {len(planned)} to draw ({len(planned) * len(formats)} files) on {max(1, req.jobs)} worker(s)")
         submitted = figures.submit(pool, planned)
-        images = explorer.Images(datasets) if datasets is not None else None
-        if images is not None:
-            stage("problem explorer: answers and scores")
-            data.explorer = explorer.build(data.sets, datasets, images)
-            stage(f"problem explorer: {len(data.explorer['problems'])} problems, {len(images)} images; thumbnails")
-            data.warnings += explorer.unmatched(data.explorer)
-            images.make([source for source in sources if source is not None], pool)
+        images = explorer.Images(datasets or [])
+        stage("problem explorer: answers and scores")
+        data.explorer = explorer.build(data.sets, datasets, images, said)
+        stage(f"problem explorer: {len(data.explorer['problems'])} problems, {len(images)} images"
+              + ("; thumbnails" if len(images) else " (from the result files alone)"))
+        data.warnings += explorer.unmatched(data.explorer)
+        if len(images):
+            images.make([source for source in sources if source is not None], pool,
+                        os.path.join(out, explorer.FULL_DIR))
         figs = figures.collect(submitted)
         stage("figures drawn; writing the page")
         page_path = os.path.join(out, PAGE_NAME)
@@ -205,9 +224,10 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
 
 
 def run_report(req: ReportRequest) -> int:
-    """Write the report; 0 on success, 1 when inputs were skipped (each named on stderr)."""
+    """Write the report; 0 once the page is written, its warnings (inputs skipped, figures left out) on
+    stderr and on the page: a warning does not stop a ``set -e`` script (issue #20)."""
     page_path, warnings = write_report(req, Stages("smmile report"))
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"Report written to {page_path}")
-    return 1 if warnings else 0
+    return 0
