@@ -144,3 +144,23 @@ def test_a_preset_that_cannot_represent_a_missing_image_refuses(tmp_path, capsys
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err and "inference_qwen.py" in err
     assert not out.exists()
+
+
+def test_who_may_run_a_variant_without_images(tmp_path):
+    """hf:/vllm: (generic), the API chat models, the text-only Llama 3.3 baseline and random/majority run it; every
+    local-model preset's family refuses, naming its original script."""
+    from smmile.data.diagnostic_variants import refuse_dropped_images
+    from smmile.errors import UserError
+    from smmile.models import registry
+    from smmile.runner.run import Runner, RunSpec
+
+    path = str(variant(tmp_path, "no-query-image"))
+    for name in registry.names():
+        family = Runner(RunSpec(model=name, dataset=path)).family
+        if name in ("random", "majority") or family.output_key in ("api", "llama33textonly"):
+            refuse_dropped_images(path, output_key=family.output_key)
+        elif family.output_key != "generic":
+            with pytest.raises(UserError, match=f"inference_{family.output_key}.py"):
+                refuse_dropped_images(path, output_key=family.output_key)
+    refuse_dropped_images(path, output_key=Runner(RunSpec(model="hf:some/model", dataset=path)).family.output_key)
+    refuse_dropped_images(str(tmp_path), output_key="qwen")  # not a variant: nothing to refuse
