@@ -18,11 +18,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge-rater", default="judge", help="rater name of judge rows in --labels")
     p.add_argument("--out", default="agreement", help="output folder (made by this command, or new/empty)")
     p.add_argument("--force", action="store_true", help="write into a non-empty --out folder not made by smmile agreement")
+    p.add_argument("--judges", action="store_true",
+                   help="the judges of a jury (evaluate_LLMJudge.py --jury) among themselves (pairwise Cohen's kappa, "
+                        "Fleiss' kappa) and each against exact match, per mode and format, from <stem>_judgements.jsonl")
+    p.add_argument("--reviews", nargs="+", default=[], metavar="REVIEWS_JSON",
+                   help="reviews.json file(s) exported by the report's problem explorer: judge and exact match vs "
+                        "the reviewers, reviewer vs reviewer, and the disputed cells")
+    fd.add_resampling_flags(p, "interval level of the --judges / --reviews intervals")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     return fd.guarded(lambda: run_agreement(a.results, labels=a.labels, judge_rater=a.judge_rater, out=a.out,
-                                            force=a.force),
+                                            force=a.force, judges=a.judges, reviews=a.reviews, n_boot=a.n_boot,
+                                            seed=a.seed, level=a.level, cluster=a.cluster),
                       interrupted="interrupted: smmile agreement stopped; nothing half-written")

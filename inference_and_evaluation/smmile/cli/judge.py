@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import UserError
 from ..scoring.judge import DEFAULT_JUDGE_MODEL, JudgeSettings
+from ..scoring.jury import parse_judge
 from ..scoring.judge_backends import judge_backends
 from ..scoring.judge_run import run_judge
 from . import common as fd
@@ -44,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--judge-timeout", type=float, default=120.0, help="seconds per request")
     g.add_argument("--judge-max-consecutive-failures", type=fd.positive_int, default=8, metavar="N",
                    help="stop sending after N requests in a row failed even after all retries (judge unreachable)")
+    g.add_argument("--jury", nargs="+", metavar="JUDGE", default=None,
+                   help="several judges, each BACKEND:MODEL[@BASE_URL] (e.g. ollama:llama3.3 "
+                        "openai-compatible:qwen2.5-72b@http://127.0.0.1:8000/v1 anthropic:claude-sonnet-4-5): each is "
+                        "journaled as a judge of its own; a row's verdict is the strict majority of the parseable "
+                        "verdicts, a tie or no parseable verdict is judged 0 and counted (llm_err_count). The other "
+                        "--judge-* settings apply to every judge. Put RESULTS_DIR before --jury")
     g.add_argument("--no-cache", action="store_true",
                    help="do not read or write the judge's journal, <results_dir>/.smmile/judge/"
                         "<backend>-<model>-<digest>.journal.jsonl (every row is sent)")
@@ -61,8 +69,27 @@ def settings_from(args: argparse.Namespace) -> JudgeSettings:
         max_consecutive_failures=args.judge_max_consecutive_failures)
 
 
+def panel_from(args: argparse.Namespace, settings: JudgeSettings) -> list[JudgeSettings] | None:
+    """The jury of ``--jury`` (None without it); a spec that cannot be read is one line, exit 2."""
+    if args.jury is None:
+        return None
+    given = [flag for flag, value, default in (("--judge-backend", args.judge_backend, "ollama"),
+                                               ("--judge-model", args.judge_model, DEFAULT_JUDGE_MODEL),
+                                               ("--judge-base-url", args.judge_base_url, None)) if value != default]
+    if given:
+        raise UserError(f"--jury names each judge's backend, model and URL; drop {', '.join(given)}")
+    return [parse_judge(spec, settings, judge_backends()) for spec in args.jury]
+
+
+def _run(a: argparse.Namespace) -> int:
+    settings = settings_from(a)
+    panel = panel_from(a, settings)
+    if panel is not None and len(panel) == 1:  # a jury of one is that judge alone
+        settings, panel = panel[0], None
+    return run_judge(a.results_dir, settings, model=a.model, mode=a.inference_mode, visualize_only=a.visualize_only,
+                     cache=not a.no_cache, overwrite=a.overwrite, panel=panel)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point (``smmile judge``); returns the exit status."""
-    return fd.guarded(lambda: fd.parsed_main(build_parser(), argv, lambda a: run_judge(
-        a.results_dir, settings_from(a), model=a.model, mode=a.inference_mode, visualize_only=a.visualize_only,
-        cache=not a.no_cache, overwrite=a.overwrite)), interrupted=INTERRUPTED)
+    return fd.guarded(lambda: fd.parsed_main(build_parser(), argv, _run), interrupted=INTERRUPTED)

@@ -224,14 +224,16 @@ def _boot_means_iid(values: np.ndarray, n_boot: int, rng: np.random.Generator) -
 
 def _boot_means_clustered(sums: np.ndarray, sizes: np.ndarray, n_boot: int,
                           rng: np.random.Generator) -> np.ndarray:
-    """Cluster bootstrap: draw whole clusters with replacement; mean = Σ sums / Σ sizes."""
+    """Cluster bootstrap: draw whole clusters with replacement; mean = Σ sums / Σ sizes. ``sums`` may be
+    clusters × k (k columns resampled together: one draw of clusters per replicate); the result is then
+    n_boot × k."""
     g = len(sums)
-    out = np.empty(n_boot)
-    rows = max(1, _CHUNK_ELEMENTS // g)
+    out = np.empty((n_boot,) + sums.shape[1:])
+    rows = max(1, _CHUNK_ELEMENTS // sums.size)
     for start in range(0, n_boot, rows):
         stop = min(n_boot, start + rows)
         idx = rng.integers(0, g, size=(stop - start, g))
-        out[start:stop] = sums[idx].sum(axis=1) / sizes[idx].sum(axis=1)
+        out[start:stop] = sums[idx].sum(axis=1) / sizes[idx].sum(axis=1).reshape((-1,) + (1,) * (sums.ndim - 1))
     return out
 
 
@@ -274,6 +276,38 @@ def percentile_ci(values: Sequence[float], clusters: Sequence | None = None,
             return Interval(estimate, float(low), float(high), se, n, units, level, n_boot)
     low, high = bound_interval(estimate, units, value_range, level)
     return Interval(estimate, low, high, float("nan"), n, units, level, n_boot, BOUND)
+
+
+def statistic_interval(columns, statistic, clusters: Sequence | None = None, n_boot: int = DEFAULT_N_BOOT,
+                       seed: int = 0, level: float = DEFAULT_LEVEL,
+                       value_range: tuple[float, float] = DIFFERENCE) -> Interval:
+    """A statistic of the column means of an n × k array (e.g. Cohen's or Fleiss' kappa from the means of
+    per-item indicators), with a seeded percentile bootstrap interval: rows (or whole ``clusters``, as in
+    ``percentile_ci``) are drawn once per replicate for all columns together. ``statistic`` maps a
+    (..., k) array of means to (...) values; replicates where it is NaN are left out. A NaN estimate gives
+    NaN bounds; no spread (or one unit) gives ``bound_interval`` on the units within ``value_range``."""
+    data = np.asarray(columns, dtype=np.float64).reshape(len(columns), -1)
+    nan = float("nan")
+    n = len(data)
+    estimate = float(statistic(data.mean(axis=0))) if n else nan
+    labels = np.arange(n) if clusters is None else np.asarray(clusters, dtype=object).astype(str)
+    _, codes = np.unique(labels, return_inverse=True)
+    units = int(codes.max()) + 1 if n else 0
+    if math.isnan(estimate):
+        return Interval(estimate, nan, nan, nan, n, units, level, n_boot, PERCENTILE)
+    if units >= 2:
+        sums = np.stack([np.bincount(codes, weights=column) for column in data.T], axis=1)
+        boots = statistic(_boot_means_clustered(sums, np.bincount(codes).astype(np.float64), n_boot,
+                                                np.random.default_rng(seed)))
+        boots = boots[~np.isnan(boots)]
+        if len(boots):
+            alpha = (1 - level) / 2
+            low, high = np.quantile(boots, [alpha, 1 - alpha])
+            if high > low:
+                se = float(np.std(boots, ddof=1)) if len(boots) > 1 else nan
+                return Interval(estimate, float(low), float(high), se, n, units, level, n_boot)
+    low, high = bound_interval(estimate, units, value_range, level)
+    return Interval(estimate, low, high, nan, n, units, level, n_boot, BOUND)
 
 
 def paired_difference_ci(a: Sequence[float], b: Sequence[float], clusters: Sequence | None = None,

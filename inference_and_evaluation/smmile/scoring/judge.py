@@ -32,6 +32,7 @@ JUDGE_PROMPT = (
 DEFAULT_JUDGE_MODEL = "llama3.3"
 PARSE_RULE = "strict: exactly '1' or '0', anything else judged 0 and counted in llm_err_count"
 OK, UNPARSEABLE, FAILED = "ok", "unparseable", "failed"
+NO_MAJORITY = "no majority"  # a jury's row without a strict majority (scoring.jury): scored like UNPARSEABLE
 NOT_SENT = "not sent: the judge stopped launching requests (see above)"
 
 
@@ -175,8 +176,9 @@ def judgements(planned: PlannedFrame, records: dict[str, dict], fresh: set[str],
 
 def judge_stats(frame, judged: list[Judgement], model: str, mode: str, original_count: int,
                 excluded_count: int) -> dict:
-    """The ``*_evaluationllm.json`` dict (key order of spec §5); unparseable → judged 0."""
+    """The ``*_evaluationllm.json`` dict (key order of spec §5); unparseable (a jury: no majority) → judged 0,
+    counted in ``llm_err_count``."""
     matches = [j.value == 1 for j in judged]
-    unparseable = sum(j.status == UNPARSEABLE for j in judged)
+    unparseable = sum(j.status in (UNPARSEABLE, NO_MAJORITY) for j in judged)
     return summarize(frame, matches, model, mode, original_count, excluded_count,
                      extra={"llm_err_count": unparseable})

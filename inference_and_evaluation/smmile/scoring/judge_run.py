@@ -9,6 +9,9 @@ the content judged), so judging the same rows again sends nothing. Additions: ``
 ``<stem>_evaluationllm.manifest.json`` (which judge wrote the JSON, and the sha256 of the CSV bytes it
 judged: scoring refuses the judgement once the CSV holds other content, ``integrity.check_judgement``;
 another judge does not replace it without ``--overwrite``).
+
+A jury (``--jury``, ``scoring.jury``): each judge is planned, journaled and sent as above, one after the other;
+the faithful JSON carries the jury's verdict per row, ``_judgements.jsonl`` each judge's reply and verdict.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from smmile.errors import UserError
@@ -27,8 +30,9 @@ from smmile.scoring import comparison
 from smmile.scoring.results import RunRecord as ResultFile
 from smmile.scoring.exact_match import exclude_problems, json_text
 from smmile.scoring.results import check_judgement, problem_count, read_whole_hashed
-from smmile.scoring.judge import (FAILED, UNPARSEABLE, JudgeSettings, PlannedFrame, judge_identity, judge_stats,
-                                  judgements, plan_frame, sha256)
+from smmile.scoring import jury
+from smmile.scoring.judge import (FAILED, NO_MAJORITY, UNPARSEABLE, JudgeSettings, PlannedFrame, judge_identity,
+                                  judge_stats, judgements, plan_frame, sha256)
 from smmile.scoring.exact_match import ResultFileError
 from smmile.scoring.naming import (evaluationllm_json_path, judge_patterns, judge_record_path, judgements_path,
                                    question_column)
@@ -65,6 +69,27 @@ def plan_files(found: list[ResultFile], settings: JudgeSettings, outcome: Outcom
         jobs.append(FileJob(result.path, result.identity.scoring_name, result.mode, len(raw), excluded, frame,
                             plan_frame(frame, settings), sha256))
     return jobs
+
+
+def planned_for(job: FileJob, settings: JudgeSettings) -> PlannedFrame:
+    """The file's requests keyed for ``settings`` (a jury's judges share the content and prompts, not the keys)."""
+    p = job.planned
+    return replace(p, keys=[settings.key(j, prompt) for j, prompt in zip(p.judged, p.prompts)])
+
+
+@dataclass
+class Member:
+    """One judge of the run (a jury has several): its settings, backend, identity and executor."""
+
+    settings: JudgeSettings
+    backend: object
+    identity: dict
+    executor: object = None
+    seen: set = field(default_factory=set)  # keys already met in this run (cached rows)
+
+    @property
+    def label(self) -> str:
+        return jury.label(self.settings)
 
 
 def record_path(csv_path) -> Path:
@@ -127,7 +152,7 @@ def write_judgements(job: FileJob, judged) -> None:
     atomic_write_text(judgements_path(job.csv_path), "".join(j.to_json() + "\n" for j in judged))
 
 
-def write_file_results(job: FileJob, judged, identity: dict, sent: int) -> dict:
+def write_file_results(job: FileJob, judged, identity: dict, sent: int, members=None) -> dict:
     """``_judgements.jsonl``, then the faithful JSON, then the record of who judged (each atomic)."""
     from smmile.runner.manifest import command_line, git_revision
 
@@ -140,32 +165,44 @@ def write_file_results(job: FileJob, judged, identity: dict, sent: int) -> dict:
         "judge": identity, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command_line(),
         "smmile_git_revision": git_revision(),
         "counts": {"rows": len(judged), "requests_sent": sent, "cache_hits": sum(j.cached for j in judged),
-                   "unparseable": sum(j.status == UNPARSEABLE for j in judged)}})
+                   "unparseable": sum(j.status in (UNPARSEABLE, NO_MAJORITY) for j in judged),
+                   **({"jury": jury.tally(judged), "jury_unparseable": {m.label: sum(
+                       j.meta["jury"][i]["status"] == UNPARSEABLE for j in judged) for i, m in enumerate(members)}}
+                      if members else {})}})
     return stats
 
 
-def finish_file(job: FileJob, executor, settings, identity, seen: set, outcome: Outcome) -> dict | None:
-    """Verdicts for one file; its results are written only when every row got a reply."""
-    judged = judgements(job.planned, executor.records, executor.fresh, settings, seen)
-    failed = [j for j in judged if j.status == FAILED]
+def finish_file(job: FileJob, members: list[Member], identity, outcome: Outcome) -> dict | None:
+    """Verdicts for one file (a jury's: combined per row); its results are written only when every judge
+    replied to every row."""
+    per_judge = [judgements(planned_for(job, m.settings), m.executor.records, m.executor.fresh, m.settings, m.seen)
+                 for m in members]
+    sent = sum(not j.cached for judged in per_judge for j in judged)
+    judged = per_judge[0] if len(members) == 1 else jury.combine(per_judge, [m.label for m in members])
+    failed = [(m.label, j) for m, rows in zip(members, per_judge) for j in rows if j.status == FAILED]
     if failed:
         write_judgements(job, judged)
-        outcome.fail(f"{job.csv_path}: {len(failed)} of {len(judged)} judge request(s) failed "
-                     f"({failed[0].error}); results not written, rerun to retry")
+        who = f" by {failed[0][0]}" if len(members) > 1 else ""
+        outcome.fail(f"{job.csv_path}: {len(failed)} of {len(judged) * len(members)} judge request(s) failed{who} "
+                     f"({failed[0][1].error}); results not written, rerun to retry")
         return None
-    sent = sum(not j.cached for j in judged)
-    stats = write_file_results(job, judged, identity, sent)
-    _print_report(stats, judged, sent)
+    stats = write_file_results(job, judged, identity, sent, members if len(members) > 1 else None)
+    _print_report(stats, judged, sent, per_judge if len(members) > 1 else None)
     return stats
 
 
-def _print_report(stats, judged, sent: int) -> None:
+def _print_report(stats, judged, sent: int, per_judge=None) -> None:
+    what = "judge replies without a jury majority" if per_judge else "badly formatted judge replies"
     extra = [f"Number of correct answers (judge): {stats['correct_examples']}",
-             f"Number of badly formatted judge replies: {stats['llm_err_count']}"]
+             f"Number of {what}: {stats['llm_err_count']}"]
     print(comparison.format_file_report(stats, TITLE, LABEL, extra))
-    unparseable = sum(j.status == UNPARSEABLE for j in judged)
+    unparseable = sum(j.status == UNPARSEABLE for rows in (per_judge or [judged]) for j in rows)
     print(f"Judge requests sent: {sent}; cache hits: {sum(j.cached for j in judged)}; "
           f"unparseable replies: {unparseable} (counted as incorrect)")
+    if per_judge:
+        t = jury.tally(judged)
+        print(f"Jury of {len(per_judge)}: {t[jury.MAJORITY]} row(s) with a strict majority, {t[jury.TIE]} tie(s), "
+              f"{t[jury.NO_VERDICT]} without a parseable verdict (no majority: judged 0, counted above)")
 
 
 def judge_work(jobs: list[FileJob], settings: JudgeSettings) -> dict:
@@ -175,7 +212,7 @@ def judge_work(jobs: list[FileJob], settings: JudgeSettings) -> dict:
 
     work = {}
     for job in jobs:
-        p = job.planned
+        p = planned_for(job, settings)
         for row, (pid, judged, prompt, key) in enumerate(zip(p.problem_ids, p.judged, p.prompts, p.keys)):
             if key not in work:
                 work[key] = Work(judge_request(prompt, settings), {"index": row, "problem_id": str(pid), "item": {
@@ -205,28 +242,42 @@ def adopt_judge_cache(journal, work: dict, results_dir, settings: JudgeSettings)
     journal.close()
 
 
-def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, outcome: Outcome, *,
-                cache: bool = True, overwrite: bool = False) -> dict:
-    """Plan every file, refuse to replace another judge's results, send each distinct request once."""
-    from smmile.runner.executor import Executor
+def members_of(panel: list[JudgeSettings]) -> list[Member]:
+    """Each judge resolved and its backend built (a missing SDK or key: one line, exit 2, before any work)."""
     from smmile.scoring.judge_backends import build_backend, resolve_settings
 
-    settings = resolve_settings(settings)
-    backend = build_backend(settings)  # a missing SDK or key: one line, exit 2, before any work
-    identity = judge_identity(settings, backend.endpoint())
+    members = []
+    for settings in panel:
+        settings = resolve_settings(settings)
+        backend = build_backend(settings)
+        members.append(Member(settings, backend, judge_identity(settings, backend.endpoint())))
+    jury.check_panel([m.settings for m in members])
+    return members
+
+
+def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, outcome: Outcome, *,
+                cache: bool = True, overwrite: bool = False, panel: list[JudgeSettings] | None = None) -> dict:
+    """Plan every file, refuse to replace another judge's results, send each distinct request once per judge
+    (``panel``: a jury, judged one judge after the other; one judge of it is ``settings`` alone)."""
+    from smmile.runner.executor import Executor
+
+    members = members_of(panel or [settings])
+    identity = members[0].identity if len(members) == 1 else jury.jury_identity(
+        [m.settings for m in members], [m.identity for m in members])
     for folder in sorted({str(results_dir)} | {str(r.path.parent) for r in found}):
         check_writable_dir(folder, "results folder")
     with OutputLock(results_dir, f"LLM-judge scoring in {results_dir}"):
-        jobs = check_existing(plan_files(found, settings, outcome), identity, overwrite, outcome)
-        work = judge_work(jobs, settings)
-        journal = Journal(settings.journal_path(results_dir), version=RESPONSES_FORMAT) if cache else None
-        if journal is not None and work:
-            adopt_judge_cache(journal, work, results_dir, settings)
-        executor = Executor(journal, work)
-        executor.run(backend)
-        results, seen = {}, set()
+        jobs = check_existing(plan_files(found, members[0].settings, outcome), identity, overwrite, outcome)
+        for m in members:
+            work = judge_work(jobs, m.settings)
+            journal = Journal(m.settings.journal_path(results_dir), version=RESPONSES_FORMAT) if cache else None
+            if journal is not None and work:
+                adopt_judge_cache(journal, work, results_dir, m.settings)
+            m.executor = Executor(journal, work)
+            m.executor.run(m.backend)
+        results = {}
         for job in jobs:
-            stats = finish_file(job, executor, settings, identity, seen, outcome)
+            stats = finish_file(job, members, identity, outcome)
             if stats is not None:
                 results[f"{stats['model']}:{stats['inference_mode']}"] = stats
     return results
@@ -260,10 +311,11 @@ def visualize_file(result: ResultFile, outcome: Outcome) -> dict | None:
 
 def run_judge(results_dir: str | os.PathLike, settings: JudgeSettings, *, model: str | None = None,
               mode: str | None = None, visualize_only: bool = False, cache: bool = True,
-              overwrite: bool = False) -> int:
+              overwrite: bool = False, panel: list[JudgeSettings] | None = None) -> int:
     """Judge the results in ``results_dir`` (only ``model`` / ``mode`` when given) with the judge
     ``settings`` (resolved here: backend, URL, key); ``visualize_only``: report the existing judge results;
-    ``cache``: read and write the folder's judge cache; ``overwrite``: replace another judge's results.
+    ``cache``: read and write the folder's judge cache; ``overwrite``: replace another judge's results;
+    ``panel``: a jury (each judge's settings), whose strict majority is the verdict.
     0 when every file was judged, 1 when none was found or some were skipped or kept."""
     check_results_dir(results_dir)
     found = find_result_files(results_dir, judge_patterns(model, mode), model, mode)
@@ -278,7 +330,7 @@ def run_judge(results_dir: str | os.PathLike, settings: JudgeSettings, *, model:
             if stats is not None:
                 results[f"{stats['model']}:{stats['inference_mode']}"] = stats
     else:
-        results = judge_files(found, results_dir, settings, outcome, cache=cache, overwrite=overwrite)
+        results = judge_files(found, results_dir, settings, outcome, cache=cache, overwrite=overwrite, panel=panel)
     kept = comparison.report_comparison(results, results_dir, comparison.comparison_filename(
         "model_comparison_llm", model, mode), LABEL)
     if kept:

@@ -1,0 +1,175 @@
+"""Reviewers' verdicts on judged cells (``reviews.json``, exported by the report's problem explorer).
+
+Format ``smmile-reviews/1``: ``{"format": "smmile-reviews/1", "reviews": [{"problem_id", "model" (the report's
+model key), "mode" (0-shot | ICL), "format" (open | mcqa), "judges" (judge labels; [] for the gold flag),
+"verdict_shown" (0/1 or null), "review" (agree | disagree | unsure | gold-wrong), "note", "reviewer",
+"time" (ISO 8601)}]}``.
+
+A review's label is what the reviewer says the cell's correctness is: ``agree`` → the verdict shown,
+``disagree`` → its opposite; ``unsure``, ``gold-wrong`` and a review without a shown verdict give none. A
+reviewer's later review of the same cell replaces the earlier one. A cell's reviewed verdict is the strict
+majority of its reviewers' labels (a tie gives none, and is counted).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..errors import UserError
+from ..scoring.stats import clusters_for
+from . import agreement as ag
+from .labels import binary_scores
+
+FORMAT = "smmile-reviews/1"
+REVIEWS = ("agree", "disagree", "unsure", "gold-wrong")
+MODES, FORMATS = ("0-shot", "ICL"), ("open", "mcqa")
+CELL = ["model", "mode", "format", "problem_id"]
+FIELDS = ("problem_id", "model", "mode", "format", "judges", "verdict_shown", "review", "note", "reviewer", "time")
+
+
+def _check(entry, path: str, i: int) -> dict:
+    where = f"{path}: reviews[{i}]"
+    if not isinstance(entry, dict):
+        raise UserError(f"{where} is not an object")
+    missing = [k for k in FIELDS if k not in entry]
+    if missing:
+        raise UserError(f"{where}: missing {', '.join(missing)}")
+    checks = (("mode", entry["mode"] in MODES, "0-shot or ICL"), ("format", entry["format"] in FORMATS, "open or mcqa"),
+              ("review", entry["review"] in REVIEWS, " | ".join(REVIEWS)),
+              ("verdict_shown", entry["verdict_shown"] in (0, 1, None) and not isinstance(entry["verdict_shown"], bool),
+               "0, 1 or null"),
+              ("judges", isinstance(entry["judges"], list) and all(isinstance(j, str) for j in entry["judges"]),
+               "a list of judge labels"))
+    for key, ok, want in checks:
+        if not ok:
+            raise UserError(f"{where}: {key} {entry[key]!r} is not {want}")
+    for key in ("problem_id", "model", "reviewer", "time", "note"):
+        if not isinstance(entry[key], str) or (key != "note" and not entry[key]):
+            raise UserError(f"{where}: {key} must be a {'string' if key == 'note' else 'non-empty string'}")
+    return {k: entry[k] for k in FIELDS}
+
+
+def read_reviews(paths) -> pd.DataFrame:
+    """Every review of the files, checked (a bad file is one UserError naming it), one per reviewer and cell
+    (the latest by time), with its ``label`` (0/1 or NaN)."""
+    rows = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise UserError(f"cannot read reviews {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("reviews"), list):
+            raise UserError(f"{path}: not a reviews file (a JSON object with \"format\": \"{FORMAT}\" and a "
+                            "\"reviews\" list, as the report's problem explorer exports)")
+        rows += [{**_check(e, path, i), "source": str(path)} for i, e in enumerate(data["reviews"])]
+    frame = pd.DataFrame(rows, columns=list(FIELDS) + ["source"])
+    frame = frame.sort_values("time", kind="stable").drop_duplicates(CELL + ["reviewer"], keep="last")
+    frame["label"] = [label_of(v, r) for v, r in zip(frame["verdict_shown"], frame["review"])]
+    return frame.reset_index(drop=True)
+
+
+def label_of(shown, review: str) -> float:
+    """The reviewer's 0/1 label of a cell (NaN: none)."""
+    if shown is None or (isinstance(shown, float) and math.isnan(shown)) or review not in ("agree", "disagree"):
+        return math.nan
+    return float(shown) if review == "agree" else float(1 - shown)
+
+
+def cells(reviews: pd.DataFrame) -> pd.DataFrame:
+    """One row per reviewed cell: the verdict shown, the reviewers' strict-majority label (NaN: none or a tie),
+    the number of labels, and whether it is a judge cell."""
+    out = []
+    for key, g in reviews.groupby(CELL, sort=False):
+        labels = g["label"].dropna().tolist()
+        shown = g["verdict_shown"].dropna()
+        out.append({**dict(zip(CELL, key)), "verdict_shown": float(shown.iloc[-1]) if len(shown) else math.nan,
+                    "judged": bool(g["judges"].map(len).gt(0).any()), "n_labels": len(labels),
+                    "reviewed": ag.majority(labels) if labels else math.nan,
+                    "tie": bool(labels) and math.isnan(ag.majority(labels))})
+    return pd.DataFrame(out, columns=CELL + ["verdict_shown", "judged", "n_labels", "reviewed", "tie"])
+
+
+def automatic(records: list, warn=None) -> dict[tuple, float]:
+    """(model, mode, format, problem_id) -> exact match (open) or the letter match (mcqa), 0/1."""
+    out = {}
+    for r in records:
+        if r.metric in ("EM", "MCQA") and r.result is not None:
+            fmt = "mcqa" if r.metric == "MCQA" else "open"
+            for pid, v in binary_scores(r.scores, f"{r.source} ({r.metric})", warn).items():
+                out[(r.model, r.mode, fmt, str(pid))] = float(v)
+    return out
+
+
+def agreement_rows(table: pd.DataFrame, reviews: pd.DataFrame, n_boot: int, seed: int, level: float,
+                   cluster: str = "auto") -> list[dict]:
+    """Judge vs reviewers and EM vs reviewers per (mode, format) and over all; every pair of reviewers with
+    shared cells. Percent and Cohen's kappa with cluster-bootstrap intervals."""
+    rows = []
+    groups = [({"mode": "*", "format": "*"}, table)] + [
+        ({"mode": m, "format": f}, g) for (m, f), g in table.groupby(["mode", "format"], sort=False)]
+    for scope, g in groups:
+        for kind, column, subset in (("judge vs reviewers", "verdict_shown", g[g["judged"]]),
+                                     ("exact match vs reviewers", "em", g)):
+            ok = subset[subset["reviewed"].notna() & subset[column].notna()]
+            if len(ok):
+                rows.append({"comparison": kind, **scope, "rater_a": "judge" if column == "verdict_shown" else
+                             "exact match", "rater_b": "reviewers", "ties_excluded": int(subset["tie"].sum()),
+                             **ag.pair_agreement(ok[column], ok["reviewed"], clusters_for(ok["problem_id"], cluster),
+                                                 n_boot, seed, level)})
+    labelled = reviews[reviews["label"].notna()]
+    wide = labelled.pivot_table(index=CELL, columns="reviewer", values="label", aggfunc="first")
+    for a, b in itertools.combinations(wide.columns, 2):
+        both = wide[[a, b]].dropna()
+        if len(both):
+            ids = both.index.get_level_values("problem_id")
+            rows.append({"comparison": "reviewer pair", "mode": "*", "format": "*", "rater_a": a, "rater_b": b,
+                         **ag.pair_agreement(both[a], both[b], clusters_for(ids, cluster), n_boot, seed, level)})
+    return rows
+
+
+def disputed(reviews: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """Cells a reviewer disputes (disagree, gold-wrong) or on which the reviewers' labels differ."""
+    differ = reviews.groupby(CELL)["label"].agg(lambda s: s.dropna().nunique() > 1)
+    flagged = reviews.groupby(CELL)["review"].agg(lambda s: bool({"disagree", "gold-wrong"} & set(s)))
+    keys = set(differ[differ].index) | set(flagged[flagged].index)
+    if not keys:
+        return pd.DataFrame(columns=CELL + ["verdict_shown", "reviewed", "em", "reviews", "notes"])
+    rows = []
+    for key, g in reviews.groupby(CELL, sort=False):
+        if key not in keys:
+            continue
+        cell = table.set_index(CELL).loc[key]
+        rows.append({**dict(zip(CELL, key)), "verdict_shown": cell["verdict_shown"], "reviewed": cell["reviewed"],
+                     "em": cell["em"], "reviews": "; ".join(f"{r}: {v}" for r, v in zip(g["reviewer"], g["review"])),
+                     "notes": "; ".join(f"{r}: {n}" for r, n in zip(g["reviewer"], g["note"]) if n)})
+    return pd.DataFrame(rows)
+
+
+def review_table(reviews: pd.DataFrame, records: list, warn=None) -> pd.DataFrame:
+    """The reviewed cells with the automatic score beside them (``em``)."""
+    table = cells(reviews)
+    auto = automatic(records, warn)
+    table["em"] = [auto.get(tuple(k), math.nan) for k in table[CELL].itertuples(index=False)]
+    return table
+
+
+def rescored(record, table: pd.DataFrame) -> tuple[float, int, int] | None:
+    """A judge record's accuracy (%) with each reviewed problem's verdict replaced by the reviewers' label:
+    (accuracy, problems re-scored, verdicts changed); None when none of its problems was reviewed."""
+    mine = table[(table["model"] == record.model) & (table["mode"] == record.mode) & (table["format"] == "open")
+                 & table["judged"] & table["reviewed"].notna()]
+    scores = record.scores.copy()
+    scores.index = scores.index.astype(str)
+    labels = mine.set_index("problem_id")["reviewed"]
+    labels = labels[labels.index.isin(scores.index)]
+    if labels.empty:
+        return None
+    changed = int((scores[labels.index] != labels).sum())
+    scores[labels.index] = labels
+    return float(np.mean(scores) * 100), len(labels), changed

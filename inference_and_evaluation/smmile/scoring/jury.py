@@ -1,0 +1,93 @@
+"""A jury of LLM judges (``--jury BACKEND:MODEL[@BASE_URL] ...``): N judges, each with its own journal.
+
+* ``parse_judge`` — one ``BACKEND:MODEL[@BASE_URL]`` spec as ``JudgeSettings`` (the other settings shared).
+* ``combine`` — per row, the jury's verdict: the strict majority of the parseable verdicts
+  (``analysis.agreement.majority``). A row with no strict majority (a tie, or no parseable verdict) is never
+  broken by the order of the judges: it is scored as the original scores an unparseable reply (0, counted in
+  ``llm_err_count``) and counted as a tie or as "no verdict".
+* ``jury_identity`` — who judged: recorded in ``<stem>_evaluationllm.manifest.json``.
+
+A jury of one is not a jury: ``judge_run`` then behaves exactly as a single ``--judge-*`` judge.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from smmile.errors import UserError
+from smmile.runner.keys import digest
+from smmile.scoring.judge import NO_MAJORITY, OK, Judgement, JudgeSettings
+
+RULE = ("strict majority of the parseable verdicts; a tie or no parseable verdict is no verdict: judged 0 and "
+        "counted in llm_err_count")
+MAJORITY, TIE, NO_VERDICT = "majority", "tie", "no verdict"
+
+
+def label(settings: JudgeSettings) -> str:
+    """A judge's name in tables and in reviews.json: ``BACKEND:MODEL``."""
+    return f"{settings.backend}:{settings.model}"
+
+
+def parse_judge(spec: str, base: JudgeSettings, backends: tuple[str, ...]) -> JudgeSettings:
+    """``BACKEND:MODEL[@BASE_URL]`` (the model may hold ``:``, e.g. ``ollama:llama3.3:70b``) → ``base`` with
+    that backend, model and URL. A malformed spec is a UserError naming it."""
+    backend, colon, rest = spec.partition(":")
+    model, at, url = rest.partition("@")
+    if not colon or not backend or not model.strip() or (at and not url.strip()):
+        raise UserError(f"--jury {spec!r}: write each judge as BACKEND:MODEL[@BASE_URL], e.g. ollama:llama3.3 or "
+                        "openai-compatible:qwen2.5-72b@http://127.0.0.1:8000/v1")
+    if backend not in backends:
+        raise UserError(f"--jury {spec!r}: unknown backend {backend!r} (one of {', '.join(backends)})")
+    return replace(base, backend=backend, model=model.strip(), base_url=url.strip() or None)
+
+
+def check_panel(panel: list[JudgeSettings]) -> None:
+    """Two members with the same backend and model would share a journal and vote twice: refused."""
+    seen: dict[str, JudgeSettings] = {}
+    for s in panel:
+        if label(s) in seen:
+            raise UserError(f"--jury names {label(s)} twice; each judge votes once (a model served at two URLs is "
+                            "the same judge)")
+        seen[label(s)] = s
+
+
+def outcome(values: list[int]) -> tuple[int | None, str]:
+    """(verdict, how): the strict majority of the parseable ``values`` (0/1), else (None, tie | no verdict)."""
+    from smmile.analysis.agreement import majority
+
+    if not values:
+        return None, NO_VERDICT
+    verdict = majority(values)
+    return (None, TIE) if math.isnan(verdict) else (int(verdict), MAJORITY)
+
+
+def combine(per_judge: list[list[Judgement]], labels: list[str]) -> list[Judgement]:
+    """One Judgement per row: the jury's verdict, each judge's reply, value and status kept under ``jury``."""
+    out = []
+    for row in zip(*per_judge):
+        first = row[0]
+        verdict, how = outcome([j.value for j in row if j.status == OK])
+        members = [{"judge": name, "reply": j.reply, "value": j.value if j.status == OK else None,
+                    "status": j.status, "cached": j.cached, "cache_key": j.cache_key, "error": j.error}
+                   for name, j in zip(labels, row)]
+        out.append(Judgement(first.row, first.problem_id, first.prompt_sha256, digest([j.cache_key for j in row]),
+                             value=0 if verdict is None else verdict, status=OK if verdict is not None else NO_MAJORITY,
+                             cached=all(j.cached for j in row),
+                             meta={"backend": "jury", "model": ", ".join(labels), "protocol": first.meta.get("protocol"),
+                                   "jury_outcome": how, "jury": members}))
+    return out
+
+
+def tally(judged: list[Judgement]) -> dict:
+    """Rows by outcome: ``majority``, ``tie``, ``no verdict``."""
+    counts = {MAJORITY: 0, TIE: 0, NO_VERDICT: 0}
+    for j in judged:
+        counts[j.meta.get("jury_outcome", MAJORITY)] += 1
+    return counts
+
+
+def jury_identity(panel: list[JudgeSettings], identities: list[dict]) -> dict:
+    """The jury as one judge identity (``backend: jury`` so the report's runs table names it)."""
+    return {"backend": "jury", "model": ", ".join(label(s) for s in panel), "protocol": panel[0].protocol,
+            "jury": identities, "rule": RULE}
