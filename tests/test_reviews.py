@@ -1,0 +1,81 @@
+"""`smmile agreement --reviews` on a hand-written reviews.json (format smmile-reviews/1); every expected number
+is counted by hand below."""
+
+import json
+
+import pytest
+
+from smmile.cli import agreement as agreement_cli
+
+HEADER = "problem_id,final_question,true_answer,generated_answer,full_response\n"
+# exact match: a0 1, a1 1, b0 0, b1 0, c0 0, c1 1 (SMMILE++ ids: base problems a, b, c)
+ROWS = [("a_perm_0", "Red", "red"), ("a_perm_1", "Blue", "blue"), ("b_perm_0", "Green", "pink"),
+        ("b_perm_1", "Cyan", "gray"), ("c_perm_0", "Gold", "black"), ("c_perm_1", "White", "white")]
+JUDGE = ["ollama:llama3.3"]
+
+
+def review(pid, shown, verdict, reviewer, time, judges=JUDGE, note=""):
+    return {"problem_id": pid, "model": "llava_7b", "mode": "ICL", "format": "open", "judges": judges,
+            "verdict_shown": shown, "review": verdict, "note": note, "reviewer": reviewer, "time": time}
+
+
+ANN = [review("a_perm_0", 1, "agree", "ann", "2025-06-01T10:00:00Z"),       # label 1
+       review("a_perm_1", 0, "disagree", "ann", "2025-06-01T10:01:00Z"),    # label 1
+       review("b_perm_0", 1, "disagree", "ann", "2025-06-01T10:02:00Z"),    # label 0
+       review("b_perm_1", 0, "agree", "ann", "2025-06-01T10:03:00Z"),       # label 0
+       review("c_perm_0", 0, "unsure", "ann", "2025-06-01T10:04:00Z"),      # no label
+       review("c_perm_1", None, "gold-wrong", "ann", "2025-06-01T10:05:00Z", judges=[], note="gold should be ivory")]
+BOB = [review("a_perm_0", 1, "disagree", "bob", "2025-06-01T09:00:00Z"),    # replaced by his later review
+       review("a_perm_0", 1, "agree", "bob", "2025-06-02T09:00:00Z"),       # label 1
+       review("a_perm_1", 0, "agree", "bob", "2025-06-02T09:01:00Z"),       # label 0
+       review("b_perm_0", 1, "disagree", "bob", "2025-06-02T09:02:00Z")]    # label 0
+
+
+@pytest.fixture
+def folder(tmp_path):
+    d = tmp_path / "results"
+    d.mkdir()
+    (d / "result_llava_7b_ICL.csv").write_text(HEADER + "".join(f"{p},q,{g},{a},x\n" for p, g, a in ROWS))
+    for name, reviews in (("ann.json", ANN), ("bob.json", BOB)):
+        (tmp_path / name).write_text(json.dumps({"format": "smmile-reviews/1", "reviews": reviews}))
+    return d
+
+
+def test_reviews_agreement_matches_a_hand_count(folder, tmp_path, capsys):
+    out = tmp_path / "agreement"
+    assert agreement_cli.main([str(folder), "--reviews", str(tmp_path / "ann.json"), str(tmp_path / "bob.json"),
+                               "--out", str(out), "--n-boot", "300"]) == 0
+    data = json.loads((out / "agreement.json").read_text())
+    rows = {(r["comparison"], r["mode"]): r for r in data["reviews"]}
+    # cells (reviewers' majority): a0 1 (shown 1, EM 1); a1 tie (1 vs 0); b0 0 (shown 1, EM 0); b1 0 (shown 0, EM 0)
+    judge = rows[("judge vs reviewers", "*")]  # judge [1, 1, 0] vs reviewers [1, 0, 0]
+    assert (judge["n"], judge["ties_excluded"], judge["n_clusters"]) == (3, 1, 2)
+    assert judge["percent"] == pytest.approx(200 / 3)
+    assert judge["cohen_kappa"] == pytest.approx(0.4)  # p_o 2/3, p_e 2/3*1/3 + 1/3*2/3 = 4/9
+    assert judge["kappa_low"] <= 0.4 <= judge["kappa_high"] and judge["percent_low"] <= 200 / 3 <= judge["percent_high"]
+    em = rows[("exact match vs reviewers", "*")]  # EM [1, 0, 0] vs reviewers [1, 0, 0]
+    assert (em["n"], em["percent"], em["cohen_kappa"]) == (3, 100.0, 1.0)
+    assert rows[("judge vs reviewers", "ICL")]["cohen_kappa"] == pytest.approx(0.4)
+    pair = rows[("reviewer pair", "*")]  # shared labels a0 (1, 1), a1 (1, 0), b0 (0, 0)
+    assert (pair["rater_a"], pair["rater_b"], pair["n"]) == ("ann", "bob", 3)
+    assert pair["percent"] == pytest.approx(200 / 3) and pair["cohen_kappa"] == pytest.approx(0.4)
+    disputed = {r["problem_id"]: r for r in data["reviews_disputed"]}
+    assert set(disputed) == {"a_perm_1", "b_perm_0", "c_perm_1"}  # a0: bob's disagree was replaced
+    assert "gold should be ivory" in disputed["c_perm_1"]["notes"]
+    printed = capsys.readouterr().out
+    assert "disputed cells: 3" in printed
+
+
+@pytest.mark.parametrize("content, says", [("{", "cannot read reviews"), ('{"format": "other", "reviews": []}',
+                                           "not a reviews file"),
+                                           (json.dumps({"format": "smmile-reviews/1", "reviews": [
+                                               {**ANN[0], "review": "maybe"}]}), "reviews[0]: review 'maybe'")])
+def test_unreadable_reviews_file_is_one_line_exit_2(folder, tmp_path, capsys, content, says):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    assert agreement_cli.main([str(folder), "--reviews", str(bad), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and says in err
+    assert not (tmp_path / "o").exists()
+    assert agreement_cli.main([str(folder), "--reviews", str(tmp_path / "missing.json"), "--out",
+                               str(tmp_path / "o")]) == 2
