@@ -1,4 +1,10 @@
-"""Instruction templates, verbatim from the original scripts (spec §2.3, §3.3, §3.9, §3.10)."""
+"""Instruction templates, verbatim from the original scripts (spec §2.3, §3.3, §3.9, §3.10), and the prompt
+builders of the scripts that wrote their prompt as one text (MedVLM-R1, the Llama 3.3 text-only baseline)."""
+
+from __future__ import annotations
+
+from .options import medr1_letter
+from .problem import Problem
 
 TEMPLATE_A = (
     "\n{question}\n\nPlease select the best answer from the following options:\n{options_text}\n\n"
@@ -65,3 +71,36 @@ TEXTONLY_FOLLOW_UP = (
 
 def mcqa_prompt(template: str, question: str, options_text: str) -> str:
     return template.format(question=question, options_text=options_text)
+
+
+def medr1_prompt(problem: Problem, mode: str, fmt: str, lines: list[str]) -> str:
+    """§3.3: the template with {Question} := (the ICL examples, then) the query; `lines`: the MCQA option lines."""
+    qtext = problem.query.question + "\n" + "\n".join(lines) if fmt == "mcqa" else problem.query.question
+    if mode == "ICL":
+        context = ""
+        for i, row in enumerate(problem.examples, start=1):
+            if lines:
+                q, a = row.question + "\n" + "\n".join(lines), medr1_letter(lines, row.answer)
+            else:
+                q, a = row.question, row.answer
+            context += f"Example {i}:\nQuestion: {q}\nAnswer: {a}\n\n"
+        qtext = context + "Now answer this question:\n" + qtext
+    return (MEDR1_MCQA if fmt == "mcqa" else MEDR1_OPEN).replace("{Question}", qtext)
+
+
+def textonly_open_prompt(problem: Problem, mode: str) -> str:
+    """§3.9: the open-only text-only script's prompt."""
+    q = problem.query.question
+    if mode != "ICL":
+        return TEXTONLY_OPEN_0SHOT.format(q=q)
+    body = "".join(TEXTONLY_OPEN_ICL_ITEM.format(q=r.question, a=r.answer) for r in problem.examples)
+    return TEXTONLY_OPEN_ICL_HEAD + body + TEXTONLY_OPEN_ICL_TAIL.format(q=q)
+
+
+def textonly_mcqa_prompt(problem: Problem, mode: str, fmt: str, target: str) -> str:
+    """§3.10: the _mcqa text-only script's prompt (both formats); `target`: the question or Template A."""
+    mcqa = fmt == "mcqa"
+    if mode != "ICL":
+        return (TEXTONLY2_0SHOT_MCQA if mcqa else TEXTONLY2_0SHOT_OPEN) + target
+    body = "".join(TEXTONLY2_ICL_ITEM.format(q=r.question, a=r.answer) for r in problem.examples)
+    return TEXTONLY2_ICL_HEAD + body + (TEXTONLY2_ICL_MCQA if mcqa else TEXTONLY2_ICL_OPEN) + target

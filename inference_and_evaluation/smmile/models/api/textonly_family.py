@@ -16,22 +16,6 @@ from ..base import Family
 from .request import ChatRequest
 
 
-def open_script_prompt(item: Item) -> str:
-    q = item.problem.query.question
-    if item.mode != "ICL":
-        return T.TEXTONLY_OPEN_0SHOT.format(q=q)
-    body = "".join(T.TEXTONLY_OPEN_ICL_ITEM.format(q=r.question, a=r.answer) for r in item.problem.examples)
-    return T.TEXTONLY_OPEN_ICL_HEAD + body + T.TEXTONLY_OPEN_ICL_TAIL.format(q=q)
-
-
-def mcqa_script_prompt(item: Item) -> str:
-    mcqa = item.fmt == "mcqa"
-    if item.mode != "ICL":
-        return (T.TEXTONLY2_0SHOT_MCQA if mcqa else T.TEXTONLY2_0SHOT_OPEN) + item.target
-    body = "".join(T.TEXTONLY2_ICL_ITEM.format(q=r.question, a=r.answer) for r in item.problem.examples)
-    return T.TEXTONLY2_ICL_HEAD + body + (T.TEXTONLY2_ICL_MCQA if mcqa else T.TEXTONLY2_ICL_OPEN) + item.target
-
-
 class TextOnlyFamily(Family):
     name = "llama33textonly"
     output_key = "llama33textonly"
@@ -49,8 +33,8 @@ class TextOnlyFamily(Family):
 
     def prompt(self, item: Item) -> str:
         if self.script == "open" and item.fmt == "open":
-            return open_script_prompt(item)
-        return mcqa_script_prompt(item)
+            return T.textonly_open_prompt(item.problem, item.mode)
+        return T.textonly_mcqa_prompt(item.problem, item.mode, item.fmt, item.target)
 
     def request(self, item: Item) -> ChatRequest:
         prompt = self.prompt(item)

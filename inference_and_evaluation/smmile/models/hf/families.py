@@ -7,7 +7,7 @@ from ...generation import GenerationSettings
 from ...protocol.conversation import MessageStyle, build_conversation, render_messages, user_images
 from ...protocol.items import Item, Rngs
 from ...protocol.options import medr1_letter, medr1_options
-from ...protocol.templates import MEDGEMMA_SYSTEM, MEDR1_MCQA, MEDR1_OPEN
+from ...protocol.templates import MEDGEMMA_SYSTEM, medr1_prompt
 from ..base import Family
 from .imageprep import (DROP_ALPHA, WHITE, converter, qwen_4_51_step, qwen_vl_utils_fetch,
                         qwen_vl_utils_fetch_on_white)
@@ -91,33 +91,16 @@ class MedGemmaFamily(LocalFamily):
 
 
 # -- MedVLM-R1 (§3.3) ---------------------------------------------------------------------------------------------
-
 class MedR1Family(LocalFamily):
     name = "medvlm-r1"
     output_key = "medr1"
 
     def plan(self, item: Item, rngs: Rngs) -> None:  # no shuffle: options in letter order (§2.2)
-        q = item.problem.query
+        lines = medr1_options(item.problem) if item.fmt == "mcqa" else []
         if item.fmt == "mcqa":
-            lines = medr1_options(item.problem)
             item.options = {line[0]: line[3:] for line in lines}
-            item.correct = medr1_letter(lines, q.answer)
-            qtext = q.question + "\n" + "\n".join(lines)
-        else:
-            lines, qtext = [], q.question
-        template = MEDR1_MCQA if item.fmt == "mcqa" else MEDR1_OPEN
-        if item.mode == "ICL":
-            context = "".join(self._example(i, row, lines) for i, row in enumerate(item.problem.examples, start=1))
-            qtext = context + "Now answer this question:\n" + qtext
-        item.target = template.replace("{Question}", qtext)
-
-    @staticmethod
-    def _example(i: int, row, lines: list[str]) -> str:
-        if lines:
-            q, a = row.question + "\n" + "\n".join(lines), medr1_letter(lines, row.answer)
-        else:
-            q, a = row.question, row.answer
-        return f"Example {i}:\nQuestion: {q}\nAnswer: {a}\n\n"
+            item.correct = medr1_letter(lines, item.problem.query.answer)
+        item.target = medr1_prompt(item.problem, item.mode, item.fmt, lines)
 
     GENERATION = GenerationSettings(max_new_tokens=512, do_sample=False, temperature=1)
     extra_generate_kwargs = {"num_return_sequences": 1, "pad_token_id": PAD_FROM_TOKENIZER, "use_cache": True}
