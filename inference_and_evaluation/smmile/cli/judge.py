@@ -10,6 +10,8 @@ from ..scoring.jury import parse_judge
 from ..scoring.judge_backends import judge_backends
 from ..scoring.judge_run import run_judge
 from . import common as fd
+from .api_models import add_batch_flags
+from ..models.api.batch import show_progress
 
 INTERRUPTED = ("interrupted: replies received so far are kept in the judge's journal under the results folder's "
                ".smmile/judge/ and no file was left half-written; rerun the same command to continue")
@@ -52,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "journaled as a judge of its own; a row's verdict is the strict majority of the parseable "
                         "verdicts, a tie or no parseable verdict is judged 0 and counted (llm_err_count). The other "
                         "--judge-* settings apply to every judge. Put RESULTS_DIR before --jury")
+    add_batch_flags(g)
     g.add_argument("--no-cache", action="store_true",
                    help="do not read or write the judge's journal, <results_dir>/.smmile/judge/"
                         "<backend>-<model>-<digest>.journal.jsonl (every row is sent)")
@@ -62,11 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_from(args: argparse.Namespace) -> JudgeSettings:
+    if args.batch:
+        show_progress()
     return JudgeSettings(
         backend=args.judge_backend, model=args.judge_model, base_url=args.judge_base_url, protocol=args.protocol,
         seed=args.judge_seed, max_tokens=args.judge_max_tokens, concurrency=args.judge_concurrency,
         retries=args.judge_retries, timeout=args.judge_timeout,
-        max_consecutive_failures=args.judge_max_consecutive_failures)
+        max_consecutive_failures=args.judge_max_consecutive_failures, batch=bool(args.batch),
+        poll_interval=args.poll_interval)
 
 
 def panel_from(args: argparse.Namespace, settings: JudgeSettings) -> list[JudgeSettings] | None:

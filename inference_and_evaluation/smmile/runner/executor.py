@@ -65,6 +65,9 @@ class Executor:
 
         try:
             if pending:
+                bind = getattr(backend, "bind_journal", None)  # --batch: custom_ids are keys, batches journaled
+                if bind is not None:
+                    bind(self.journal, by_item)
                 backend.generate([(self.work[k].item, self.work[k].request) for k in pending], on_done)
         finally:
             if self.journal is not None:

@@ -73,6 +73,8 @@ class JudgeSettings:
     retries: int = 3
     timeout: float = 120.0
     max_consecutive_failures: int = 8
+    batch: bool = False  # --batch: the provider's batch API (how requests are sent: not in identity())
+    poll_interval: float | None = None  # --poll-interval, seconds (None: the batch module's default)
 
     def options(self) -> dict:
         """Generation options of every request (``paper``: none, the server's defaults)."""

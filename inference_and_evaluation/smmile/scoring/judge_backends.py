@@ -48,7 +48,8 @@ def build_backend(settings: JudgeSettings):
     cls = load_symbol(BACKENDS[settings.backend])
     transport = {"api_model": settings.model, "base_url": settings.base_url, "concurrency": settings.concurrency,
                  "max_retries": settings.retries, "timeout": settings.timeout,
-                 "max_consecutive_failures": settings.max_consecutive_failures}
+                 "max_consecutive_failures": settings.max_consecutive_failures,
+                 "batch": settings.batch or None, "poll_interval": settings.poll_interval}
     backend = cls(settings={k: v for k, v in transport.items() if v is not None}, generation=GenerationSettings())
     backend.unit = "judge requests"
     return backend

@@ -63,7 +63,10 @@ class AnthropicBackend(ApiBackend):
         return {**wire, **req.options}
 
     async def send(self, client, wire: dict) -> tuple[str, dict]:
-        response = await client.messages.create(**wire)
+        return self.reply_of(await client.messages.create(**wire))
+
+    def reply_of(self, response) -> tuple[str, dict]:
+        """Text and tokens of a message (a synchronous reply or a batch result)."""
         content = getattr(response, "content", None)
         if isinstance(response, (str, bytes)) or content is None:
             raise ValueError("malformed message response (no content)")

@@ -42,7 +42,8 @@ class ApiBackend(Backend):
     provider = "api"
     sdk: str | None = None  # the official SDK package, checked when the backend is built
     # settings that change how requests are sent, not what is asked: not part of the journal key
-    RUN_ONLY = ("concurrency", "max_retries", "timeout", "max_cost", "base_url", "price", "max_consecutive_failures")
+    RUN_ONLY = ("concurrency", "max_retries", "timeout", "max_cost", "base_url", "price", "max_consecutive_failures",
+                "batch", "poll_interval")
     limits: dict = {}  # request_bytes, image_b64_bytes, image_side, image_side_many (over 20 images)
     unit = "problems"  # what one work item is, in messages ("judge requests" for the judge)
     default_max_image_side: int | None = None  # corrected protocol only
@@ -71,6 +72,10 @@ class ApiBackend(Backend):
         if self.sdk:
             import_sdk(self.sdk, f"the {self.provider} backend")  # a missing SDK fails before any work
         self._client_args = self.client_args()  # so does a missing key
+        if s.get("batch"):
+            from .batch import supported
+
+            supported(self)  # --batch on a backend without a batch API: refused before any work
 
     # -- provider hooks -------------------------------------------------------------------------
     def client_args(self) -> dict:
@@ -224,12 +229,21 @@ class ApiBackend(Backend):
                   f"stopped launching new requests; {len(work) - started} problem(s) not started",
                   file=sys.stderr)
 
+    def bind_journal(self, journal, keys: dict[int, str]) -> None:
+        """From the executor: its journal and each work item's key (by id(item)), for --batch's custom_ids and
+        its record of batches in flight."""
+        self.journal, self.item_keys = journal, keys
+
     def generate(self, work, on_done) -> None:
         if not work:
             return
         if self.meter.max_cost is not None and self.meter.price is None:
             print(f"warning: no price known for {self.model!r}; --max-cost cannot be enforced (use --price IN:OUT)",
                   file=sys.stderr)
+        if self.settings.get("batch"):
+            from .batch import run_batches
+
+            return run_batches(self, work, on_done)
         try:
             asyncio.get_running_loop()
         except RuntimeError:

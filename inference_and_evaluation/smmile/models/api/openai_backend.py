@@ -67,7 +67,10 @@ class OpenAIChatBackend(ApiBackend):
         return {**wire, **req.options}
 
     async def send(self, client, wire: dict) -> tuple[str, dict]:
-        response = await client.chat.completions.create(**wire)
+        return self.reply_of(await client.chat.completions.create(**wire))
+
+    def reply_of(self, response) -> tuple[str, dict]:
+        """Text and tokens of a chat completion (a synchronous reply or a batch result)."""
         if isinstance(response, (str, bytes)) or not getattr(response, "choices", None):
             raise json.JSONDecodeError("malformed chat completion (no choices)", str(response)[:200], 0)
         usage = getattr(response, "usage", None)

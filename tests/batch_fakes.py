@@ -1,0 +1,278 @@
+"""Loopback fakes of the two batch APIs, for tests (127.0.0.1 only, started and stopped by each test).
+
+OpenAI (and Azure OpenAI under `/openai/...?api-version=`): POST /v1/files (multipart upload), GET
+/v1/files/{id}/content, POST /v1/batches, GET /v1/batches/{id}, POST /v1/batches/{id}/cancel.
+Anthropic: POST /v1/messages/batches, GET /v1/messages/batches/{id}, GET .../{id}/results (the batch's
+results_url, JSONL), POST .../{id}/cancel.
+
+A batch ends after `polls` status checks once `release` is set (set by default; clear it to hold batches in
+flight). `outcome(custom_id, body, n)` decides each item (`n`: how many times that custom_id was submitted
+before): "ok", an int status (an errored item), or "expired" (the batch ends expired, that item unprocessed).
+Replies come from `reply({"body": body})` and carry the same usage as `api_server`'s synchronous replies, so a
+batch run and a synchronous run against the same `reply` see identical responses. Results are written in
+reverse submission order, so a client that matched them by order would be caught.
+"""
+
+from __future__ import annotations
+
+import http.server
+import itertools
+import json
+import re
+import threading
+import time
+from email.parser import BytesParser
+from email.policy import default as email_policy
+from typing import Callable
+from urllib.parse import urlsplit
+
+from api_server import _error, _success, default_reply
+
+_ANTHROPIC_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class FakeBatchApi:
+    def __init__(self, reply: Callable[[dict], str] = default_reply, polls: int = 1,
+                 outcome: Callable[[str, dict, int], object] | None = None, expires_in: float = 86400.0):
+        self.reply, self.polls, self.outcome, self.expires_in = reply, polls, outcome, expires_in
+        self.release = threading.Event()
+        self.release.set()
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict] = {}  # id -> {"kind", "items": [(custom_id, body)], "polls", "state", ...}
+        self.calls: list[tuple[str, str]] = []  # (method, path) of every request
+        self.submitted: dict[str, int] = {}  # custom_id -> times submitted
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> "FakeBatchApi":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def created(self) -> list[dict]:
+        """The batches created, in order: id, kind and custom_ids."""
+        with self._lock:
+            return [{"id": k, "kind": b["kind"], "custom_ids": [c for c, _ in b["items"]]}
+                    for k, b in self.batches.items()]
+
+    def bodies(self) -> dict[str, dict]:
+        """The last body submitted per custom_id."""
+        with self._lock:
+            return {c: body for b in self.batches.values() for c, body in b["items"]}
+
+    # -- batch life ------------------------------------------------------------------------------
+    def _new_id(self, prefix: str) -> str:
+        return f"{prefix}{next(self._ids):04d}"
+
+    def _create(self, kind: str, items: list[tuple[str, dict]]) -> dict:
+        with self._lock:
+            ids = [c for c, _ in items]
+            if len(set(ids)) != len(ids):
+                raise ValueError("custom_id values must be unique within a batch")
+            plan = []
+            for c, body in items:
+                plan.append((self.outcome or (lambda *_: "ok"))(c, body, self.submitted.get(c, 0)))
+                self.submitted[c] = self.submitted.get(c, 0) + 1
+            batch = {"kind": kind, "items": items, "plan": plan, "polls": 0, "state": "in_progress",
+                     "created": int(time.time()), "cancel": False}
+            batch["id"] = self._new_id("msgbatch_" if kind == "anthropic" else "batch_")
+            self.batches[batch["id"]] = batch
+            return batch
+
+    def _advance(self, batch: dict) -> None:
+        with self._lock:
+            if batch["state"] != "in_progress":
+                return
+            batch["polls"] += 1
+            if batch["cancel"]:
+                batch["state"] = "cancelled"
+            elif self.release.is_set() and batch["polls"] > self.polls:
+                batch["state"] = "expired" if "expired" in batch["plan"] else "completed"
+            else:
+                return
+            self._finish(batch)
+
+    def _finish(self, batch: dict) -> None:
+        out, err = [], []
+        for (c, body), what in reversed(list(zip(batch["items"], batch["plan"]))):
+            if batch["state"] == "cancelled" or what == "expired":
+                err.append({"custom_id": c, "what": "canceled" if batch["state"] == "cancelled" else "expired"})
+            elif what == "ok":
+                proto = "anthropic" if batch["kind"] == "anthropic" else "openai"
+                out.append({"custom_id": c, "status": 200, "body": _success(proto, body, self.reply({"body": body}))})
+            else:
+                err.append({"custom_id": c, "status": int(what), "body": _error(batch["kind"], int(what))})
+        batch["results"] = out + err
+
+    # -- wire formats ----------------------------------------------------------------------------
+    def _openai_batch(self, b: dict) -> dict:
+        done = b["state"] != "in_progress"
+        results = b.get("results", [])
+        ok = sum(1 for r in results if r.get("status") == 200)
+        out_id = err_id = None
+        if done:
+            lines_ok, lines_err = [], []
+            for i, r in enumerate(results):
+                line = {"id": f"batch_req_{i}", "custom_id": r["custom_id"], "response": None, "error": None}
+                if r.get("status") == 200:
+                    line["response"] = {"status_code": 200, "request_id": f"req_{i}", "body": r["body"]}
+                    lines_ok.append(line)
+                elif "status" in r:
+                    line["response"] = {"status_code": r["status"], "request_id": f"req_{i}", "body": r["body"]}
+                    lines_err.append(line)
+                else:
+                    line["error"] = {"code": "batch_expired", "message": "This request could not be executed "
+                                     "before the completion window expired."}
+                    lines_err.append(line)
+            if lines_ok:
+                out_id = b.setdefault("out_id", self._store(lines_ok))
+            if lines_err:
+                err_id = b.setdefault("err_id", self._store(lines_err))
+        n = len(b["items"])
+        return {"id": b["id"], "object": "batch", "endpoint": b.get("endpoint"), "errors": None,
+                "input_file_id": b.get("input_file_id"), "completion_window": "24h", "status": b["state"],
+                "output_file_id": out_id, "error_file_id": err_id, "created_at": b["created"],
+                "expires_at": int(b["created"] + self.expires_in),
+                "request_counts": {"total": n, "completed": ok if done else 0,
+                                   "failed": (len(results) - ok) if done else 0}}
+
+    def _store(self, lines: list[dict]) -> str:
+        fid = self._new_id("file-")
+        self.files[fid] = "".join(json.dumps(x) + "\n" for x in lines).encode()
+        return fid
+
+    def _anthropic_batch(self, b: dict) -> dict:
+        ended = b["state"] != "in_progress"
+        counts = {"processing": 0 if ended else len(b["items"]), "succeeded": 0, "errored": 0, "canceled": 0,
+                  "expired": 0}
+        for r in b.get("results", []):
+            key = "succeeded" if r.get("status") == 200 else "errored" if "status" in r else r["what"]
+            counts[key] += 1
+        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(b["created"]))
+        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(b["created"] + self.expires_in))
+        return {"id": b["id"], "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
+                "request_counts": counts, "created_at": created, "expires_at": expires,
+                "ended_at": created if ended else None, "archived_at": None, "cancel_initiated_at": None,
+                "results_url": f"{self.url}/v1/messages/batches/{b['id']}/results" if ended else None}
+
+    def _anthropic_results(self, b: dict) -> bytes:
+        lines = []
+        for r in b["results"]:
+            if r.get("status") == 200:
+                result = {"type": "succeeded", "message": r["body"]}
+            elif "status" in r:
+                result = {"type": "errored", "error": r["body"]}
+            else:
+                result = {"type": r["what"]}
+            lines.append(json.dumps({"custom_id": r["custom_id"], "result": result}) + "\n")
+        return "".join(lines).encode()
+
+    # -- HTTP ------------------------------------------------------------------------------------
+    def _handler(self):
+        api = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                path = urlsplit(self.path).path
+                with api._lock:
+                    api.calls.append(("GET", path))
+                m = re.fullmatch(r"(?:/v1|/openai)/files/([^/]+)/content", path)
+                if m and m.group(1) in api.files:
+                    return self._send(200, api.files[m.group(1)], "application/octet-stream")
+                m = re.fullmatch(r"/v1/messages/batches/([^/]+)(/results)?", path)
+                if m and api.batches.get(m.group(1), {}).get("kind") == "anthropic":
+                    b = api.batches[m.group(1)]
+                    if m.group(2):
+                        if b["state"] == "in_progress":
+                            return self._json(400, _error("anthropic", 400, "batch still processing"))
+                        return self._send(200, api._anthropic_results(b), "application/binary")
+                    api._advance(b)
+                    return self._json(200, api._anthropic_batch(b))
+                m = re.fullmatch(r"(?:/v1|/openai)/batches/([^/]+)", path)
+                if m and api.batches.get(m.group(1), {}).get("kind") in ("openai", "azure"):
+                    b = api.batches[m.group(1)]
+                    api._advance(b)
+                    return self._json(200, api._openai_batch(b))
+                self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": f"no {path}"}})
+
+            def do_POST(self):
+                path = urlsplit(self.path).path
+                raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+                with api._lock:
+                    api.calls.append(("POST", path))
+                if re.fullmatch(r"(?:/v1|/openai)/files", path):
+                    return self._upload(raw)
+                if re.fullmatch(r"(?:/v1|/openai)/batches", path):
+                    return self._openai_create(json.loads(raw), "azure" if path.startswith("/openai") else "openai")
+                if path == "/v1/messages/batches":
+                    reqs = json.loads(raw).get("requests") or []
+                    bad = [r.get("custom_id") for r in reqs if not _ANTHROPIC_ID.fullmatch(str(r.get("custom_id")))]
+                    if bad or not reqs:
+                        return self._json(400, _error("anthropic", 400, f"bad custom_id {bad[:1]}"))
+                    b = api._create("anthropic", [(r["custom_id"], r["params"]) for r in reqs])
+                    return self._json(200, api._anthropic_batch(b))
+                m = re.fullmatch(r"(?:/v1|/openai|/v1/messages)/batches/([^/]+)/cancel", path)
+                if m and m.group(1) in api.batches:
+                    b = api.batches[m.group(1)]
+                    b["cancel"] = True
+                    api._advance(b)
+                    return self._json(200, api._anthropic_batch(b) if b["kind"] == "anthropic" else api._openai_batch(b))
+                self._json(404, {"error": {"message": f"no route {path}"}})
+
+            def _upload(self, raw: bytes):
+                msg = BytesParser(policy=email_policy).parsebytes(
+                    b"Content-Type: " + self.headers["content-type"].encode() + b"\r\n\r\n" + raw)
+                fields = {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+                          for part in msg.iter_parts()}
+                if fields.get("purpose") != b"batch" or not fields.get("file"):
+                    return self._json(400, {"error": {"message": "purpose=batch and a file are required"}})
+                fid = api._new_id("file-")
+                api.files[fid] = fields["file"]
+                self._json(200, {"id": fid, "object": "file", "bytes": len(fields["file"]), "created_at": 0,
+                                 "filename": "upload.jsonl", "purpose": "batch", "status": "processed"})
+
+            def _openai_create(self, body: dict, kind: str):
+                data = api.files.get(body.get("input_file_id"))
+                want = "/chat/completions" if kind == "azure" else "/v1/chat/completions"
+                if data is None or body.get("endpoint") != want or body.get("completion_window") != "24h":
+                    return self._json(400, {"error": {"message": f"bad batch request {body}"}})
+                items = []
+                for line in data.decode().splitlines():
+                    rec = json.loads(line)
+                    if rec.get("method") != "POST" or rec.get("url") != want:
+                        return self._json(400, {"error": {"message": f"bad line {line[:200]}"}})
+                    items.append((rec["custom_id"], rec["body"]))
+                b = api._create(kind, items)
+                b.update(endpoint=want, input_file_id=body["input_file_id"])
+                self._json(200, api._openai_batch(b))
+
+            def _json(self, status: int, obj: dict):
+                self._send(status, json.dumps(obj).encode(), "application/json")
+
+            def _send(self, status: int, data: bytes, ctype: str):
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", ctype)
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        return Handler
