@@ -15,6 +15,7 @@ from report_fixtures import demo_reports, system_chromium
 from smmile.cli import main as smmile
 from smmile.data.load import load_problems
 from smmile.protocol.options import unique_answers
+from smmile.report.explorer_page import unpacked
 from smmile.scoring import stats
 
 EXTRA = "not-in-the-dataset"
@@ -22,7 +23,7 @@ EXTRA = "not-in-the-dataset"
 
 def payload(page: Path) -> dict:
     found = re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', page.read_text(), re.S)
-    return json.loads(found.group(1).replace("<\\/", "</"))
+    return unpacked(json.loads(found.group(1).replace("<\\/", "</")))
 
 
 def text(data: dict, index: int) -> str | None:
@@ -68,7 +69,9 @@ def test_every_problem_and_the_extra_one(small):
     ids = [p["id"] for p in data["problems"]]
     assert ids == [p.problem_id for p in problems] + [EXTRA]
     extra = data["problems"][-1]
-    assert "q" not in extra and "ex" not in extra and extra["ans"], "shown from the CSV alone"
+    assert extra["csv"] == 1 and "ex" not in extra and "img" not in extra and extra["ans"], "shown from the CSV alone"
+    # as the first result file (in name order: the MCQA file, whose extra row copies problem 0's) gives them
+    assert text(data, extra["q"]) == problems[0].query.question and text(data, extra["gold"]) == problems[0].query.answer
     first = data["problems"][0]
     assert text(data, first["q"]) == problems[0].query.question
     assert [text(data, e[2]) for e in first["ex"]] == [r.answer for r in problems[0].examples]

@@ -2,16 +2,23 @@
 flags and every model's answers and scores, as one compact JSON payload for the page's script.
 
 * Problems come from the dataset (``smmile.data.load.load_problems``: hub id, local path or demo); ids a
-  result file has but the dataset lacks are shown from the CSV alone (question and gold answer).
+  result file has but the dataset lacks, and every problem when there is no dataset, are shown from the
+  result files alone (question and gold answer as the CSVs give them; no images, examples or flags).
   SMMILE++ permutations keep their ``base`` id, and the page groups them.
 * Answers: open format ``generated_answer`` with its exact-match and judge scores and the judge's raw
   reply (``<stem>_judgements.jsonl``); MCQA the letter with its option text (the CSV's, else the
   problem's answer that carries that letter: letters follow the order of the problem's distinct
-  answers, spec §2.1-2.2) and whether it was correct. Answers and scores come from the
+  answers, spec §2.1-2.2) and whether it was correct; the extractor's codes (``EXTRACTION_FAILED``,
+  ``INVALID_OPTION:X``, ``ERROR``) in words. Each judged result names its judge(s) (``judges``), for the
+  reviews the page collects. Answers and scores come from the
   report's own ``smmile.scoring.stats`` records (each CSV read once), so the explorer counts what the
   tables count.
 * Every text is stored once (``strings``), every image once as a JPEG thumbnail (``images``, by content
-  hash, so SMMILE++ shares the images of its permutations).
+  hash, so SMMILE++ shares the images of its permutations). An image larger than its thumbnail is also
+  written once beside the page (``images/<hash>.<ext>``: the dataset's own file when the browser shows it
+  and no side exceeds FULL_SIZE, else downscaled to FULL_SIZE) and named in ``full``: the page loads it
+  only when the image is clicked, from disk like the figures, and shows the thumbnail without it.
+* Runs with a journal get the prompt as sent (``explorer_prompts``): per problem ``pr[result]``.
 * The images are streamed: ``read_dataset`` reads a dataset a batch of rows at a time and keeps only each
   image's content hash; ``Images.make`` reads it again the same way and has the thumbnails made in worker
   processes, a few chunks at a time; the page receives them one by one (``Images.uris``). The encoded
@@ -26,8 +33,10 @@ import json
 import os
 from collections import deque
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Iterator
 
+from smmile.protocol.extract import EXTRACTION_FAILED
 from smmile.protocol.problem import Problem
 from smmile.report import names
 from smmile.report.build import model_order
@@ -36,7 +45,12 @@ from smmile.scoring.naming import judgements_path
 
 THUMB_SIZE = 320  # longest side, pixels
 THUMB_QUALITY = 82
+FULL_SIZE = 2048  # longest side of the full-resolution image, pixels (larger ones are downscaled)
+FULL_QUALITY = 88  # JPEG quality of a downscaled (or re-encoded) full-resolution image
+FULL_DIR = "images"  # beside the page
+SHOWN_AS_IS = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp", "GIF": ".gif"}  # formats every browser shows
 CORRECT_AT = 0.5  # a fractional judge score (several rows of one problem) counts as correct from here
+INVALID_OPTION = "INVALID_OPTION:"  # protocol.outputs.mcqa_fields: a letter that names no option
 CHUNK = 32  # images per thumbnail job
 IN_FLIGHT = 8  # thumbnail jobs submitted and not yet collected, at most (their images are held meanwhile)
 
@@ -91,6 +105,7 @@ class Images:
                    if row.image is not None)
         self._index = {digest: i for i, digest in enumerate(dict.fromkeys(digests))}
         self._uris: dict[bytes, str] = {}
+        self._full: dict[bytes, str] = {}
 
     def __len__(self) -> int:
         return len(self._index)
@@ -98,17 +113,21 @@ class Images:
     def index(self, ref) -> int:
         return -1 if ref is None else self._index[ref.digest]
 
-    def make(self, sources: list, pool) -> None:
+    def make(self, sources: list, pool, full_dir: str | None = None) -> None:
         """The thumbnails, made on ``pool`` while the datasets at ``sources`` are read again a batch of rows
-        at a time (file order); at most IN_FLIGHT chunks of images wait for their thumbnails at once."""
+        at a time (file order); at most IN_FLIGHT chunks of images wait for their thumbnails at once. With
+        ``full_dir``, each image larger than its thumbnail is also written there (``full_image``) and files
+        there that no image of this page names are removed."""
         from smmile.data.load import image_of, iter_records
 
         pending: deque = deque()
         chunk: dict[bytes, bytes] = {}
         queued: set = set()
+        if full_dir is not None:
+            os.makedirs(full_dir, exist_ok=True)
 
         def send() -> None:
-            pending.append((list(chunk), pool.submit(thumbnails, list(chunk.values()))))
+            pending.append((list(chunk), pool.submit(partial(thumbnails, full_dir=full_dir), list(chunk.items()))))
             chunk.clear()
             while len(pending) > IN_FLIGHT:
                 self._collect(*pending.popleft())
@@ -127,45 +146,122 @@ class Images:
             send()
         while pending:
             self._collect(*pending.popleft())
+        if full_dir is not None:
+            remove_unnamed(full_dir, set(self._full.values()))
 
     def _collect(self, digests: list, handle) -> None:
-        self._uris.update(zip(digests, handle.result()))
+        for digest, (uri, full) in zip(digests, handle.result()):
+            self._uris[digest] = uri
+            if full:
+                self._full[digest] = full
+
+    def full_names(self) -> list[str]:
+        """Per image (index order) its full-resolution file relative to the page ("" when the thumbnail is
+        the whole image, or none was written)."""
+        return [f"{FULL_DIR}/{self._full[digest]}" if digest in self._full else "" for digest in self._index]
 
     def uris(self) -> Iterator[str]:
         """The thumbnails' data URIs in index order ("" for an image that could not be read or decoded)."""
         return (self._uris.get(digest, "") for digest in self._index)
 
 
-def thumbnails(chunk: list[bytes]) -> list[str]:
-    """JPEG data URIs, longest side at most THUMB_SIZE (never enlarged); transparency on white."""
+def _on_white(img):
+    """``img`` as RGB, transparency on white."""
+    from PIL import Image
+
+    rgba = img.convert("RGBA")
+    flat = Image.new("RGB", rgba.size, (255, 255, 255))
+    flat.paste(rgba, mask=rgba.getchannel("A"))
+    return flat
+
+
+def thumbnails(chunk: list[tuple[bytes, bytes]], full_dir: str | None = None) -> list[tuple[str, str]]:
+    """Per ``(digest, encoded image)``: its thumbnail as a JPEG data URI, longest side at most THUMB_SIZE
+    (never enlarged; transparency on white), and the name of its full-resolution file written into
+    ``full_dir`` ("" without ``full_dir``, or when the image is no larger than its thumbnail)."""
     from PIL import Image
 
     out = []
-    for data in chunk:
+    for digest, data in chunk:
         try:
             with Image.open(io.BytesIO(data)) as img:
+                size, fmt = img.size, img.format
                 img.draft("RGB", (THUMB_SIZE, THUMB_SIZE))
                 img.thumbnail((THUMB_SIZE, THUMB_SIZE))
-                rgba = img.convert("RGBA")
-            flat = Image.new("RGB", rgba.size, (255, 255, 255))
-            flat.paste(rgba, mask=rgba.getchannel("A"))
+                flat = _on_white(img)
             buffer = io.BytesIO()
             flat.save(buffer, format="JPEG", quality=THUMB_QUALITY, optimize=True)
-            out.append("data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"))
+            uri = "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
         except Exception:  # an undecodable image is shown as missing, not a failed report
-            out.append("")
+            out.append(("", ""))
+            continue
+        full = ""
+        if full_dir is not None and max(size) > THUMB_SIZE:
+            try:
+                full = full_image(digest, data, size, fmt, full_dir)
+            except Exception:  # the thumbnail is still shown
+                full = ""
+        out.append((uri, full))
     return out
 
 
+def full_image(digest: bytes, data: bytes, size: tuple, fmt: str | None, full_dir: str) -> str:
+    """The image at full resolution in ``full_dir`` (named by its content hash; written once): the dataset's
+    bytes when a browser shows the format and no side exceeds FULL_SIZE, else a JPEG of at most FULL_SIZE
+    (transparency on white). Returns the file name."""
+    from PIL import Image
+
+    from smmile.fsguard import atomic_write_bytes
+
+    if fmt in SHOWN_AS_IS and max(size) <= FULL_SIZE:
+        name, encoded = digest.hex()[:32] + SHOWN_AS_IS[fmt], data
+    else:
+        with Image.open(io.BytesIO(data)) as img:
+            img.draft("RGB", (FULL_SIZE, FULL_SIZE))
+            img.thumbnail((FULL_SIZE, FULL_SIZE), Image.Resampling.LANCZOS)
+            flat = _on_white(img)
+        buffer = io.BytesIO()
+        flat.save(buffer, format="JPEG", quality=FULL_QUALITY, optimize=True)
+        name, encoded = digest.hex()[:32] + ".jpg", buffer.getvalue()
+    path = os.path.join(full_dir, name)
+    if not (os.path.isfile(path) and os.path.getsize(path) == len(encoded)):
+        atomic_write_bytes(path, encoded)
+    return name
+
+
+def remove_unnamed(full_dir: str, keep: set) -> None:
+    """Files an earlier report wrote into ``full_dir`` that this page does not name (its own kind of name only)."""
+    for name in os.listdir(full_dir):
+        stem, ext = os.path.splitext(name)
+        if name not in keep and len(stem) == 32 and all(c in "0123456789abcdef" for c in stem) \
+                and ext in (*SHOWN_AS_IS.values(),):
+            os.remove(os.path.join(full_dir, name))
+
+
 # -- problems -----------------------------------------------------------------------------------------
+def flag_text(value) -> str | None:
+    """A flag's value as a person reads it: yes / no for booleans, None (not shown) when unknown."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    if isinstance(value, bool) or str(value) in ("True", "False"):
+        return "yes" if str(value) == "True" else "no"
+    text = str(value).strip()
+    return None if text in ("", "None", "nan", "NaN") else text
+
+
 def flag_values(problem, flags: list[str]) -> dict:
-    return {flag: str(value) for flag, value in stratify.problem_labels(problem, flags, "ICL").items()}
+    return {flag: flag_text(value) for flag, value in stratify.problem_labels(problem, flags, "ICL").items()}
 
 
-def problem_entry(pid: str, set_index: int, problem, flags: list[str], strings: Strings, images: Images) -> dict:
+def problem_entry(pid: str, set_index: int, problem, flags: list[str], strings: Strings, images: Images,
+                  from_csv: tuple | None = None) -> dict:
+    """One problem; without ``problem`` (not in the dataset, or no dataset) its question and gold answer as
+    the result files give them (``from_csv``) and ``csv: 1``."""
     base = bootstrap.base_problem_ids([pid])[0]
     entry = {"id": pid, "set": set_index, "base": base}
     if problem is None:
+        question, gold = from_csv or (None, None)
+        entry.update(q=strings.add(question), gold=strings.add(gold), csv=1)
         return entry
     query = problem.query
     values = flag_values(problem, flags)
@@ -177,19 +273,37 @@ def problem_entry(pid: str, set_index: int, problem, flags: list[str], strings: 
 
 
 # -- answers ---------------------------------------------------------------------------------------------
-def judge_replies(csv_path: str) -> dict:
-    """problem_id -> (reply, status) from the judge's replies file (first row of a problem)."""
+UNRECORDED_JUDGE = "unrecorded judge"
+QUESTION_COLUMNS = ("final_question", "original_question", "question")
+GOLD_COLUMNS = ("true_answer", "correct_answer")
+
+
+def judge_label(found: dict | None) -> str | None:
+    """``backend/model`` of a judge record (``_judgements.jsonl`` line or ``_evaluationllm.manifest.json``)."""
+    if not isinstance(found, dict) or not found.get("model"):
+        return None
+    return f"{found['backend']}/{found['model']}" if found.get("backend") else str(found["model"])
+
+
+def judge_replies(csv_path: str) -> tuple[dict, list[str]]:
+    """problem_id -> (reply, status) from the judge's replies file (first row of a problem), and the judges
+    its records name (a jury's ``judges`` list, else each record's backend/model)."""
     path = judgements_path(csv_path)
     found: dict = {}
+    judges: dict = {}
     try:
         with open(path, encoding="utf-8") as handle:
             for line in handle:
                 record = json.loads(line) if line.strip() else None
                 if isinstance(record, dict):
                     found.setdefault(str(record.get("problem_id")), (record.get("reply"), record.get("status")))
+                    named = record.get("judges")
+                    for label in (named if isinstance(named, list) else [judge_label(record)]):
+                        if label:
+                            judges.setdefault(str(label), None)
     except (OSError, ValueError):
         pass
-    return found
+    return found, list(judges)
 
 
 def _first_rows(frame, columns: list[str]) -> dict:
@@ -210,6 +324,19 @@ def _scores(series) -> dict:
     return {str(k): (None if v != v else round(float(v), 4)) for k, v in series.items()}
 
 
+def _text(value) -> str | None:
+    return None if value is None or (isinstance(value, float) and value != value) else str(value)
+
+
+def asked(frame) -> dict:
+    """problem_id -> (question, gold answer) as the result file gives them (None where it has no column)."""
+    qcol = next((c for c in QUESTION_COLUMNS if c in frame.columns), None)
+    gcol = next((c for c in GOLD_COLUMNS if c in frame.columns), None)
+    rows = _first_rows(frame, [c for c in (qcol, gcol) if c])
+    return {pid: (_text(row.get(qcol)) if qcol else None, _text(row.get(gcol)) if gcol else None)
+            for pid, row in rows.items()}
+
+
 def open_answers(frame, scores: dict, replies: dict, strings: Strings) -> dict:
     em, llm = _scores(scores.get("EM")), _scores(scores.get("LLM"))
     out = {}
@@ -220,69 +347,137 @@ def open_answers(frame, scores: dict, replies: dict, strings: Strings) -> dict:
     return out
 
 
+def mcqa_choice(letter, answer) -> tuple[str | None, str | None]:
+    """(letter, option text) of an MCQA row in words: the extractor's and the scripts' codes explained."""
+    letter, answer = _text(letter), _text(answer)
+    if letter == EXTRACTION_FAILED or answer == EXTRACTION_FAILED:
+        return "no letter found in the reply", None
+    if letter == "ERROR" or (answer or "").startswith("ERROR"):
+        return "the request failed", (answer or "").removeprefix("ERROR:").strip() or None
+    if answer is not None and answer.startswith(INVALID_OPTION):
+        return f"“{letter}”, not one of the options", None
+    if letter is not None and letter.strip() == "":
+        return "no letter found in the reply", None
+    return letter, answer
+
+
 def mcqa_answers(frame, scores: dict, strings: Strings) -> dict:
     letter_column = next((c for c in ("selected_option", "extracted_answer") if c in frame.columns), "selected_option")
     correct = _scores(scores.get("MCQA"))
     out = {}
     for pid, row in _first_rows(frame, [letter_column, "generated_answer"]).items():
-        out[pid] = [strings.add(row[letter_column]), strings.add(row["generated_answer"]), correct.get(pid)]
+        letter, option = mcqa_choice(row[letter_column], row["generated_answer"])
+        out[pid] = [strings.add(letter), strings.add(option), correct.get(pid)]
     return out
 
 
-def result_entries(rset, set_index: int, models: dict, strings: Strings) -> tuple[list[dict], dict]:
-    """The set's result files (``results`` entries) and, per problem id, {result index: answer}."""
+def judges_of(info, recorded: list[str]) -> list[str]:
+    """The judge(s) of a result: named by its replies file, else by the record beside its
+    ``_evaluationllm.json``, else UNRECORDED_JUDGE (e.g. the published outputs)."""
+    if recorded:
+        return recorded
+    label = judge_label(getattr(info, "judge", None))
+    return [label] if label else [UNRECORDED_JUDGE]
+
+
+def prompt_entry(prompt, strings: Strings, images: Images) -> dict:
+    """A Prompt (``explorer_prompts``) as the page reads it: ``m`` [[role, [text index | [image index]]]],
+    ``t`` the query turn, ``o`` [[letter, option]] as displayed, ``n`` a note."""
+    entry = {"t": strings.add(prompt.target)}
+    if prompt.messages is not None:
+        entry["m"] = [[strings.add(role), [[images.index(part[1])] if isinstance(part, tuple) else strings.add(part)
+                                            for part in parts]] for role, parts in prompt.messages]
+    if prompt.options:
+        entry["o"] = [[strings.add(letter), strings.add(text)] for letter, text in prompt.options]
+    if prompt.note:
+        entry["n"] = strings.add(prompt.note)
+    return entry
+
+
+def result_entries(rset, set_index: int, models: dict, strings: Strings, problems: dict | None = None,
+                   images: Images | None = None) -> tuple[list[dict], dict, dict, dict]:
+    """The set's result files (``results`` entries) and, per problem id, {result index: answer}, the question
+    and gold answer the files give, and {result index: prompt entry} (runs with a journal)."""
+    from smmile.report.explorer_prompts import run_prompts
+
     by_source: dict = {}
     for record in rset.records:
         by_source.setdefault(record.source, (record, {}))[1][record.metric] = record.scores
-    results, answers = [], {}
+    results, answers, from_csv, prompts = [], {}, {}, {}
+    runs = getattr(rset, "runs", {}) or {}
     for source in sorted(by_source):
         record, scores = by_source[source]
         fmt = record.result.fmt if record.result is not None else ("mcqa" if "MCQA" in scores else "open")
-        found = (mcqa_answers(record.frame, scores, strings) if fmt == "mcqa" else
-                 open_answers(record.frame, scores, judge_replies(source), strings))
+        info = runs.get(os.path.basename(source))
+        if fmt == "mcqa":
+            found, judges = mcqa_answers(record.frame, scores, strings), []
+        else:
+            replies, recorded = judge_replies(source)
+            found = open_answers(record.frame, scores, replies, strings)
+            judges = judges_of(info, recorded) if "LLM" in scores else []
+        for pid, pair in asked(record.frame).items():
+            from_csv.setdefault(pid, pair)
         index = len(results)
         models.setdefault(record.model, len(models))
-        results.append({"set": set_index, "model": models[record.model], "mode": record.mode, "fmt": fmt,
-                        "file": os.path.basename(source), "metrics": sorted(scores)})
+        entry = {"set": set_index, "model": models[record.model], "mode": record.mode, "fmt": fmt,
+                 "metrics": sorted(scores)}
+        if judges:
+            entry["judges"] = judges
+        results.append(entry)
         for pid, answer in found.items():
             answers.setdefault(pid, {})[index] = answer
-    return results, answers
+        manifest = getattr(info, "manifest", None)
+        if manifest and images is not None:
+            for pid, prompt in run_prompts(os.path.dirname(os.path.abspath(source)), manifest, problems or {}).items():
+                prompts.setdefault(pid, {})[index] = prompt_entry(prompt, strings, images)
+    return results, answers, from_csv, prompts
 
 
 # -- the payload -----------------------------------------------------------------------------------------
 def set_problems(rset, set_index: int, problems: list, flags: list[str], answers: dict, strings: Strings,
-                 images: Images) -> list[dict]:
-    """The dataset's problems in dataset order, then ids only the results have; answers attached."""
+                 images: Images, from_csv: dict | None = None, prompts: dict | None = None) -> list[dict]:
+    """The dataset's problems in dataset order, then ids only the results have (all of them without a
+    dataset, in the order the result files first name them); answers and prompts attached."""
     by_id = {p.problem_id: p for p in problems}
     ids = list(by_id) + [pid for pid in answers if pid not in by_id]
+    from_csv, prompts = from_csv or {}, prompts or {}
     entries = []
     for pid in ids:
-        entry = problem_entry(pid, set_index, by_id.get(pid), flags, strings, images)
+        entry = problem_entry(pid, set_index, by_id.get(pid), flags, strings, images, from_csv.get(pid))
         entry["ans"] = {str(k): v for k, v in sorted(answers.get(pid, {}).items())}
+        if pid in prompts:
+            entry["pr"] = {str(k): v for k, v in sorted(prompts[pid].items())}
         entries.append(entry)
     return entries
 
 
-def build(sets: list, datasets: list, images: Images) -> dict:
+def build(sets: list, datasets: list | None, images: Images | None = None, loaded: list | None = None) -> dict:
     """The explorer payload for ``sets`` (report.build.ReportSet) with their loaded problems
-    (``datasets[i]``: a list of Problem, possibly empty) and their ``Images``. Its ``images`` entry is
-    ``images`` itself: the page writes the thumbnails (``Images.uris``) into its JSON one at a time
+    (``datasets[i]``: a list of Problem, possibly empty; None: no dataset at all) and their ``Images``.
+    ``loaded[i]``: what the page says about set i's dataset (its name, or why there is none). Its ``images``
+    entry is ``images`` itself: the page writes the thumbnails (``Images.uris``) into its JSON one at a time
     (``explorer_page.section``)."""
+    datasets = datasets if datasets is not None else [[] for _ in sets]
+    images = images if images is not None else Images(datasets)
     strings, models = Strings(), {}
     flags = list(dict.fromkeys(f for problems in datasets for f in stratify.valid_flags(problems)))
     results, problems = [], []
     for index, (rset, dataset) in enumerate(zip(sets, datasets)):
-        found, answers = result_entries(rset, index, models, strings)
+        by_id = {p.problem_id: p for p in dataset}
+        found, answers, from_csv, prompts = result_entries(rset, index, models, strings, by_id, images)
         offset = len(results)
         results += found
         answers = {pid: {k + offset: v for k, v in a.items()} for pid, a in answers.items()}
-        problems += set_problems(rset, index, dataset, flags, answers, strings, images)
+        prompts = {pid: {k + offset: v for k, v in a.items()} for pid, a in prompts.items()}
+        problems += set_problems(rset, index, dataset, flags, answers, strings, images, from_csv, prompts)
     ordered = names_order(models)
     first_seen = list(models)
     for result in results:
         result["model"] = ordered.index(first_seen[result["model"]])
-    return {"version": 1, "correct_at": CORRECT_AT,
-            "sets": [{"slug": s.slug, "label": s.label} for s in sets],
+    loaded = loaded or [None] * len(sets)
+    return {"version": 2, "correct_at": CORRECT_AT,
+            "sets": [{"slug": s.slug, "label": s.label, "dataset": bool(d), "source": loaded[i]}
+                     for i, (s, d) in enumerate(zip(sets, datasets))],
             "models": [{"key": k, "name": names.display(k)} for k in ordered],
             "metrics": {m: names.metric(m) for m in names.METRICS},
             "flags": [{"name": f, "label": names.flag(f)} for f in flags],
@@ -300,7 +495,9 @@ def unmatched(payload: dict) -> list[str]:
     --dataset shows every problem twice: once with images, once with the answers)."""
     warnings = []
     for index, s in enumerate(payload["sets"]):
-        missing = [p["id"] for p in payload["problems"] if p["set"] == index and "q" not in p]
+        if not s["dataset"]:
+            continue
+        missing = [p["id"] for p in payload["problems"] if p["set"] == index and p.get("csv")]
         if missing:
             warnings.append(f"{len(missing)} problem(s) of {s['label']} are not in its dataset (first: {missing[0]}); "
                             "the explorer shows them without images or examples (wrong --dataset?)")

@@ -1,61 +1,110 @@
 """The problem explorer's section of the page: its markup, style and script (plain JavaScript, no
 library, works from disk). The data (report.explorer) is embedded as JSON in a non-executed script
-element and read once; filters live in the URL (``#problems?model=qwen72B&metric=LLM&mode=ICL``), so a
-main-table cell links to the problems behind it and a filtered view can be bookmarked.
+element and read once (its texts gzip-packed); filters, order and a single problem live in the URL
+(``#problems?model=qwen72B&metric=LLM&mode=ICL``, ``#problems?id=<problem id>``), so a main-table cell
+links to the problems behind it and a view can be bookmarked. Downloads: the shown problems as CSV, and
+the reviews (agree / disagree / unsure per judge verdict, "gold answer looks wrong" per problem; kept in
+the browser's localStorage meanwhile) as ``reviews.json`` in the format ``smmile-reviews/1``.
+Narrower than 700 px: the filters fold, the answers table becomes one block per model.
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 from typing import Iterator
 
 from smmile.report.html import esc
 
 CSS = r"""
-#problems .filters { display: flex; flex-wrap: wrap; gap: 6px 14px; align-items: end; background: #f4f6fa;
-  border: 1px solid #dde2ea; padding: 8px 10px; font-size: 0.86em; position: sticky; top: 0; z-index: 5; }
+#problems .fbox { background: #f4f6fa; border: 1px solid #dde2ea; padding: 4px 10px; margin: 6px 0; z-index: 5; }
+#problems .fbox > summary { font-size: 0.9em; font-weight: 600; padding: 2px 0; }
+@media (min-width: 701px) { #problems .fbox { position: sticky; top: 0; } }
+#problems .filters { display: flex; flex-wrap: wrap; gap: 6px 14px; align-items: end; font-size: 0.86em; padding: 4px 0 6px; }
 #problems .filters label { display: flex; flex-direction: column; gap: 2px; color: #333; }
 #problems .filters select, #problems .filters input { font-size: 1em; padding: 2px 4px; max-width: 220px; }
 #problems .status { margin: 8px 0; font-size: 0.92em; }
-#problems .pager button, #problems .filters button { font-size: 0.95em; padding: 2px 10px; margin-right: 6px; }
-.pcard { border: 1px solid #d5d9e0; border-radius: 4px; margin: 10px 0 14px; padding: 8px 10px; background: #fff; }
-.phead { font-size: 0.9em; color: #333; margin-bottom: 6px; }
+#problems .tools { display: flex; flex-wrap: wrap; gap: 6px 10px; align-items: center; font-size: 0.86em; margin: 4px 0 8px; }
+#problems .tools input { font-size: 1em; padding: 2px 4px; width: 11em; }
+#problems .pager button, #problems .filters button, #problems .tools button { font-size: 0.95em; padding: 2px 10px; margin-right: 6px; }
+.fromcsv { background: #eef4ff; border-left: 4px solid #3b5b92; padding: 6px 10px; font-size: 0.88em; }
+.pcard { border: 1px solid #d5d9e0; border-radius: 4px; margin: 10px 0 14px; padding: 8px 10px; background: #fff; min-width: 0; }
+.phead { font-size: 0.9em; color: #333; margin-bottom: 6px; overflow-wrap: anywhere; }
 .phead .pid { font-family: monospace; color: #1f3763; }
+.phead a.plink { margin-left: 6px; font-size: 0.92em; color: #3b5b92; }
 .chip { display: inline-block; background: #eef1f7; border-radius: 3px; padding: 0 5px; margin: 1px 3px 1px 0;
   font-size: 0.92em; }
 .orders { margin: 4px 0 6px; font-size: 0.86em; }
 .orders button { font-size: 0.95em; margin: 0 4px 3px 0; padding: 1px 6px; border: 1px solid #aab; background: #fff; }
 .orders button.on { background: #1f3763; color: #fff; }
-.query { display: flex; gap: 12px; align-items: flex-start; }
-.query .qtext { font-size: 1.02em; }
+.query { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
+.query .qtext { font-size: 1.02em; overflow-wrap: anywhere; }
+.query > div { min-width: 0; flex: 1 1 240px; }
 .gold { margin-top: 4px; color: #1b5e20; font-weight: 600; }
+.goldrev { font-size: 0.84em; margin-top: 4px; display: flex; flex-wrap: wrap; gap: 4px 8px; align-items: center; }
+.goldrev input[type=text] { flex: 1 1 12em; max-width: 28em; font-size: 1em; }
+ol.opts { margin: 4px 0; padding-left: 0; list-style: none; font-size: 0.9em; }
+ol.opts li.right { color: #1b5e20; font-weight: 600; }
 .examples { display: flex; flex-wrap: wrap; gap: 10px; margin: 8px 0; }
-.ex { width: 170px; font-size: 0.84em; border-left: 3px solid #c5cbe0; padding-left: 6px; }
+.ex { width: 170px; font-size: 0.84em; border-left: 3px solid #c5cbe0; padding-left: 6px; overflow-wrap: anywhere; }
 .ex .exa { color: #333; font-weight: 600; }
 img.thumb { max-width: 160px; max-height: 160px; border: 1px solid #ccd; cursor: zoom-in; background: #fafafa; }
 .query img.thumb { max-width: 220px; max-height: 220px; }
 .noimg { display: inline-block; width: 90px; height: 60px; background: #eee; color: #888; font-size: 0.8em;
   text-align: center; line-height: 60px; }
+.awrap { max-width: 100%; overflow-x: auto; }
 table.answers { font-size: 0.84em; margin-top: 6px; }
 table.answers td { text-align: left; vertical-align: top; max-width: 300px; overflow-wrap: anywhere; }
 table.answers tr.picked td { background: #fff8d6 !important; }
 .yes { color: #0b6b2f; font-weight: 700; }
 .no { color: #b23b00; font-weight: 700; }
 .part { color: #7a5a00; font-weight: 700; }
+.code { color: #666; font-style: italic; }
 table.answers details summary { font-size: 0.9em; }
-#zoom { position: fixed; inset: 0; background: rgba(0,0,0,0.75); display: none; align-items: center;
-  justify-content: center; z-index: 20; cursor: zoom-out; }
-#zoom img { max-width: 90vw; max-height: 90vh; min-width: 320px; image-rendering: auto; background: #fff; }
+.rv { display: inline-flex; gap: 2px; margin-left: 4px; white-space: nowrap; }
+.rv button { font-size: 0.8em; padding: 0 4px; border: 1px solid #aab; background: #fff; border-radius: 3px; cursor: pointer; }
+.rv button.on[data-review=agree] { background: #0b6b2f; color: #fff; }
+.rv button.on[data-review=disagree] { background: #b23b00; color: #fff; }
+.rv button.on[data-review=unsure] { background: #7a5a00; color: #fff; }
+details.prompt { font-size: 0.86em; margin: 4px 0; }
+.msg { border-left: 3px solid #c5cbe0; padding: 2px 8px; margin: 4px 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+.msg .role { font-weight: 700; color: #1f3763; white-space: normal; }
+.msg img.thumb { max-width: 120px; max-height: 120px; display: block; margin: 3px 0; }
+#zoom { position: fixed; inset: 0; background: rgba(0,0,0,0.8); display: none; flex-direction: column;
+  align-items: center; justify-content: center; z-index: 20; cursor: zoom-out; }
+#zoom img { max-width: 96vw; max-height: 90vh; image-rendering: auto; background: #fff; }
+#zoom .zcap { color: #eee; font-size: 0.85em; margin-top: 6px; }
+#zoom .zcap a { color: #bcd; }
+@media (max-width: 700px) {
+  body { padding: 0 10px 30px; }
+  h1 { font-size: 1.3em; overflow-wrap: anywhere; }
+  table.answers thead { display: none; }
+  table.answers, table.answers tbody, table.answers tr, table.answers td { display: block; max-width: none; }
+  table.answers tr { border-top: 2px solid #c5cbe0; padding: 2px 0; }
+  table.answers td { border: none; padding: 2px 4px; }
+  table.answers td[data-h]::before { content: attr(data-h) ": "; color: #555; font-weight: 600; }
+  table.answers td.missing { display: none; }
+  .ex { width: 100%; }
+  #problems .filters select, #problems .filters input { max-width: 100%; }
+}
 """
 
 SCRIPT = r"""
-(function () {
+(async function () {
   "use strict";
   const node = document.getElementById("explorer-data");
   if (!node) return;
   const D = JSON.parse(node.textContent);
+  if (D.packed !== undefined) {  // the problems and texts, gzip-compressed (explorer_page.packed)
+    const bytes = Uint8Array.from(atob(D.packed), (c) => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    Object.assign(D, JSON.parse(await new Response(stream).text()));
+    delete D.packed;
+  }
   const S = D.strings, AT = D.correct_at, PAGE = 20, MODES = ["0-shot", "ICL"];
   const METRIC_NAMES = D.metrics;  // name -> display, from smmile.scoring.metrics
+  const FORMATS = {open: "open", mcqa: "MCQA"};
   const $ = (id) => document.getElementById(id);
   const str = (i) => (i === undefined || i === null || i < 0) ? "" : S[i];
   const esc = (t) => String(t).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
@@ -64,11 +113,28 @@ SCRIPT = r"""
   const metrics = Object.keys(METRIC_NAMES).filter((m) => D.results.some((r) => r.metrics.includes(m)));
   const modelKeys = D.models.map((m) => m.key);
   const flagValues = D.flags.map((f, i) => [...new Set(D.problems.map((p) => p.fv ? str(p.fv[i]) : "").filter((v) => v))].sort());
-  const totals = {};
-  D.problems.forEach((p) => { const k = p.set + "|" + p.base; totals[k] = (totals[k] || 0) + 1; });
-  const EMPTY = {set: "", mode: "", metric: metrics[0] || "", model: "", outcome: "", special: "", a: "", b: "", q: "", page: 1};
+  const totals = {}, position = new Map();
+  D.problems.forEach((p, i) => { const k = p.set + "|" + p.base; totals[k] = (totals[k] || 0) + 1; position.set(p, i); });
+  const EMPTY = {set: "", mode: "", metric: metrics[0] || "", model: "", outcome: "", special: "", a: "", b: "", q: "", sort: "", id: "", page: 1};
   let state = Object.assign({flags: {}}, EMPTY);
-  let cards = {};
+  let cards = {}, shownNow = [];
+
+  // -- reviews, kept in this browser (localStorage) until exported as reviews.json -----------------------
+  const STORE = "smmile-reviews/1|" + D.sets.map((s) => s.label).join("|") + "|" + D.problems.length;
+  let R = {reviewer: "", items: {}};
+  try { R = Object.assign(R, JSON.parse(localStorage.getItem(STORE) || "{}")); } catch (e) { /* private mode */ }
+  const save = () => { try { localStorage.setItem(STORE, JSON.stringify(R)); } catch (e) { /* kept for this visit */ } };
+  const reviewCount = () => Object.keys(R.items).length;
+  function reviewer() {
+    if (!R.reviewer) {
+      const name = window.prompt("Your name, saved with your reviews:", "") || "";
+      R.reviewer = name.trim() || "anonymous";
+      const box = $("ex-reviewer");
+      if (box) box.value = R.reviewer;
+    }
+    return R.reviewer;
+  }
+  function findProblem(id, set) { return D.problems.find((p) => p.id === id && String(p.set) === String(set)); }
 
   function score(p, model, mode, metric) {
     const r = byKey[[p.set, model, mode, metric].join("|")];
@@ -90,6 +156,12 @@ SCRIPT = r"""
       if (ok(v)) found.good = true; else found.bad = true;
     }
     return found;
+  }
+
+  function tally(p, st) {  // answers right and scored, over every model and the chosen mode(s)
+    let right = 0, n = 0;
+    allModels().forEach((m) => modesOf(st).forEach((mode) => { const v = score(p, m, mode, st.metric); if (v !== null) { n += 1; if (ok(v)) right += 1; } }));
+    return {right: right, n: n};
   }
 
   function special(p, st) {
@@ -114,10 +186,12 @@ SCRIPT = r"""
         return va !== null && vb !== null && ok(va) !== ok(vb);
       });
     }
+    if (st.special === "reviewed") return Object.values(R.items).some((x) => x.problem_id === p.id && String(x.set) === String(p.set));
     return true;
   }
 
   function matches(p, st) {
+    if (st.id && p.id !== st.id && p.base !== st.id) return false;
     if (st.set !== "" && D.sets[p.set].slug !== st.set) return false;
     for (const [name, value] of Object.entries(st.flags)) {
       const i = D.flags.findIndex((f) => f.name === name);
@@ -136,7 +210,7 @@ SCRIPT = r"""
 
   function thumb(i, alt) {
     const uri = (i === undefined || i < 0) ? "" : D.images[i];
-    return uri ? '<img class="thumb" src="' + uri + '" alt="' + esc(alt) + '">' : '<span class="noimg">no image</span>';
+    return uri ? '<img class="thumb" data-img="' + i + '" src="' + uri + '" alt="' + esc(alt) + '">' : '<span class="noimg">no image</span>';
   }
 
   function mark(v) {
@@ -151,21 +225,36 @@ SCRIPT = r"""
     return "<details><summary>" + esc(text.slice(0, limit)) + "…</summary>" + esc(text) + "</details>";
   }
 
-  function openCell(p, r) {
+  function reviewKey(p, r) { return "v|" + p.set + "|" + p.id + "|" + r; }
+
+  function reviewButtons(p, r) {
+    const key = reviewKey(p, r), mine = R.items[key];
+    const judges = (D.results[r].judges || []).join(", ");
+    return '<span class="rv" title="your review of this verdict (' + esc(judges) + ')">' +
+      [["agree", "agree", "✓"], ["disagree", "disagree", "✗"], ["unsure", "unsure", "?"]].map(([value, label, sign]) =>
+        '<button type="button" data-review="' + value + '" data-key="' + esc(key) + '" aria-label="' + label + '" title="' + label +
+        ' with the judge"' + (mine && mine.review === value ? ' class="on"' : "") + ">" + sign + " " + label + "</button>").join("") + "</span>";
+  }
+
+  function openCell(p, r, mode) {
     const a = p.ans[r];
     if (!a) return '<td class="missing" colspan="3">–</td>';
     const reply = str(a[3]);
-    const judge = mark(a[2]) + (reply ? "<details><summary>reply</summary>" + esc(reply) + "</details>" : "");
-    return "<td>" + long(str(a[0]), 220) + "</td><td>" + mark(a[1]) + "</td><td>" + judge + "</td>";
+    const judged = a[2] !== null && a[2] !== undefined && D.results[r].judges;
+    const judge = mark(a[2]) + (judged ? reviewButtons(p, r) : "") + (reply ? "<details><summary>judge's reply</summary>" + esc(reply) + "</details>" : "");
+    return '<td data-h="' + mode + ' open answer">' + long(str(a[0]), 220) + '</td><td data-h="' + mode + ' exact match">' + mark(a[1]) +
+      '</td><td data-h="' + mode + ' judge">' + judge + "</td>";
   }
 
-  function mcqaCell(p, r) {
+  function mcqaCell(p, r, mode) {
     const a = p.ans[r];
     if (!a) return '<td class="missing">–</td>';
     const letter = str(a[0]);
     let option = str(a[1]);
-    if (!option && letter.length === 1 && p.opts) option = str(p.opts[letter.charCodeAt(0) - 65]);
-    return "<td>" + esc(letter || "(no letter)") + (option ? ". " + esc(option) : "") + " " + mark(a[2]) + "</td>";
+    const plain = letter.length === 1;
+    if (!option && plain && p.opts) option = str(p.opts[letter.charCodeAt(0) - 65]);
+    const shown = plain ? esc(letter) : '<span class="code">' + esc(letter || "no letter found in the reply") + "</span>";
+    return '<td data-h="' + mode + ' MCQA">' + shown + (option ? (plain ? ". " : ": ") + esc(option) : "") + " " + mark(a[2]) + "</td>";
   }
 
   function answersTable(p, st) {
@@ -175,31 +264,70 @@ SCRIPT = r"""
     D.models.forEach((m, mi) => {
       const cells = modes.map((mode) => {
         const open = byKey[[p.set, mi, mode, "EM"].join("|")], mcqa = byKey[[p.set, mi, mode, "MCQA"].join("|")];
-        return {open: open !== undefined && p.ans[open] ? open : undefined, mcqa: mcqa !== undefined && p.ans[mcqa] ? mcqa : undefined};
+        return {mode: mode, open: open !== undefined && p.ans[open] ? open : undefined, mcqa: mcqa !== undefined && p.ans[mcqa] ? mcqa : undefined};
       });
       if (!cells.some((c) => c.open !== undefined || c.mcqa !== undefined)) return;
       const picked = [st.model, st.special === "disagree" ? st.a : "", st.special === "disagree" ? st.b : ""].includes(m.key);
-      const tds = cells.map((c) => (c.open !== undefined ? openCell(p, c.open) : '<td class="missing" colspan="3">–</td>') +
-                                   (c.mcqa !== undefined ? mcqaCell(p, c.mcqa) : '<td class="missing">–</td>')).join("");
+      const tds = cells.map((c) => (c.open !== undefined ? openCell(p, c.open, c.mode) : '<td class="missing" colspan="3">–</td>') +
+                                   (c.mcqa !== undefined ? mcqaCell(p, c.mcqa, c.mode) : '<td class="missing">–</td>')).join("");
       rows.push("<tr" + (picked ? ' class="picked"' : "") + '><td class="name">' + esc(m.name) + "</td>" + tds + "</tr>");
     });
     if (!rows.length) return '<p class="note">No model answered this problem.</p>';
     const head1 = '<tr><th class="name" rowspan="2">Model</th>' + modes.map((m) => '<th colspan="4">' + esc(m) + "</th>").join("") + "</tr>";
-    const head2 = "<tr>" + modes.map(() => "<th>open answer</th><th>EM</th><th>judge</th><th>MCQA</th>").join("") + "</tr>";
-    return '<table class="answers"><thead>' + head1 + head2 + "</thead><tbody>" + rows.join("") + "</tbody></table>";
+    const head2 = "<tr>" + modes.map(() => "<th>open answer</th><th>exact match</th><th>judge</th><th>MCQA</th>").join("") + "</tr>";
+    return '<div class="awrap"><table class="answers"><thead>' + head1 + head2 + "</thead><tbody>" + rows.join("") + "</tbody></table></div>";
+  }
+
+  function resultName(r) {
+    const x = D.results[r];
+    return D.models[x.model].name + " · " + x.mode + " · " + FORMATS[x.fmt] + (D.sets.length > 1 ? " · " + D.sets[x.set].label : "");
+  }
+
+  function optionsBlock(p) {
+    const shown = Object.entries(p.pr || {}).find(([, pr]) => pr.o);
+    if (shown) {
+      const [r, pr] = shown;
+      return '<div class="meta">MCQA options as displayed to ' + esc(resultName(+r)) + ' (each prompt below has its own order):</div><ol class="opts">' +
+        pr.o.map((o) => "<li" + (o[1] === p.gold ? ' class="right"' : "") + ">" + esc(str(o[0])) + ". " + esc(str(o[1])) + "</li>").join("") + "</ol>";
+    }
+    if (!p.opts || !p.opts.length) return "";
+    return '<div class="meta">MCQA options, in letter order (no run journal records the order a model saw them in):</div><ol class="opts">' +
+      p.opts.map((o, i) => "<li" + (o === p.gold ? ' class="right"' : "") + ">" + String.fromCharCode(65 + i) + ". " + esc(str(o)) + "</li>").join("") + "</ol>";
+  }
+
+  function promptBlocks(p) {
+    return Object.keys(p.pr || {}).map((r) => '<details class="prompt" data-pr="' + r + '"><summary>Prompt as sent to ' +
+      esc(resultName(+r)) + '</summary><div class="pbox"></div></details>').join("");
+  }
+
+  function promptBody(p, r) {
+    const pr = p.pr[r];
+    const note = pr.n !== undefined ? '<p class="note">' + esc(str(pr.n)) + "</p>" : "";
+    if (!pr.m) return note + '<p class="note">The query turn as sent (the dataset is needed for the whole conversation):</p><div class="msg">' + esc(str(pr.t)) + "</div>";
+    return note + pr.m.map((m) => '<div class="msg"><span class="role">' + esc(str(m[0])) + "</span>\n" +
+      m[1].map((part) => Array.isArray(part) ? thumb(part[0], "image in the prompt") : esc(str(part))).join("") + "</div>").join("");
+  }
+
+  function goldReview(p) {
+    const key = "g|" + p.set + "|" + p.id, mine = R.items[key];
+    return '<div class="goldrev"><label><input type="checkbox" data-gold="' + esc(key) + '"' + (mine ? " checked" : "") +
+      "> gold answer looks wrong</label>" + '<input type="text" data-gold-note="' + esc(key) + '" placeholder="note (why)" value="' +
+      esc(mine ? mine.note : "") + '"></div>';
   }
 
   function problemBody(p, st) {
     const gold = str(p.gold);
     const letter = p.opts ? p.opts.indexOf(p.gold) : -1;
-    const goldText = (p.gold === undefined ? "" : esc(gold)) + (letter >= 0 ? ' <span class="chip">MCQA ' + String.fromCharCode(65 + letter) + "</span>" : "");
+    const goldText = (p.gold === undefined || p.gold < 0 ? "(not given)" : esc(gold)) + (letter >= 0 ? ' <span class="chip">MCQA ' + String.fromCharCode(65 + letter) + "</span>" : "");
     const examples = (p.ex || []).map((e, i) => '<div class="ex">' + thumb(e[0], "example " + (i + 1)) +
       "<div>" + (i + 1) + ". " + esc(str(e[1])) + '</div><div class="exa">→ ' + esc(str(e[2])) + "</div></div>").join("");
-    const query = '<div class="query">' + thumb(p.img, "query image") + '<div><div class="qtext">' +
-      esc(str(p.q) || "(question not in the dataset)") + '</div><div class="gold">Gold: ' + goldText + "</div></div></div>";
-    const exBlock = p.ex === undefined ? '<p class="note">Not in the dataset given with --dataset: examples and images unknown.</p>'
+    const image = p.csv ? "" : thumb(p.img, "query image");
+    const query = '<div class="query">' + image + '<div><div class="qtext">' +
+      esc(str(p.q) || "(question not given)") + '</div><div class="gold">Gold: ' + goldText + "</div>" + goldReview(p) + "</div></div>";
+    const exBlock = p.csv ? '<p class="note">' + (D.sets[p.set].dataset ? "Not in the dataset given with --dataset: question and gold answer from the result files; examples and images unknown."
+      : "From the result files: examples and images are in the dataset (--dataset).") + "</p>"
       : (p.ex.length ? '<div class="meta">ICL examples, in order:</div><div class="examples">' + examples + "</div>" : '<p class="note">No ICL examples.</p>');
-    return '<div class="phead">' + flagsChips(p) + "</div>" + query + exBlock + answersTable(p, st);
+    return '<div class="phead">' + flagsChips(p) + "</div>" + query + optionsBlock(p) + exBlock + answersTable(p, st) + promptBlocks(p);
   }
 
   function flagsChips(p) {
@@ -209,6 +337,8 @@ SCRIPT = r"""
 
   function order(p) { const m = /_perm_(\d+)$/.exec(p.id); return m ? +m[1] : 0; }
 
+  function link(p) { return "#problems?id=" + encodeURIComponent(p.base) + (D.sets.length > 1 ? "&set=" + encodeURIComponent(D.sets[p.set].slug) : ""); }
+
   function card(ps, key, st) {
     const p0 = ps[0];
     const total = totals[key];
@@ -216,8 +346,10 @@ SCRIPT = r"""
     const perms = total > 1 ? '<div class="orders">' + ps.length + " of " + total + " orders of the examples match: " +
       ps.map((p, i) => '<button data-card="' + esc(key) + '" data-i="' + i + '"' + (i === 0 ? ' class="on"' : "") + ">order " + order(p) + "</button>").join("") + "</div>" : "";
     const setLabel = D.sets.length > 1 ? '<span class="chip">' + esc(D.sets[p0.set].label) + "</span>" : "";
-    return '<div class="pcard" data-problem="' + esc(p0.id) + '"><div class="phead"><span class="pid" title="' + esc(p0.base) + '">' +
-      esc(p0.base) + "</span> " + setLabel + "</div>" + perms +
+    const t = tally(p0, st);
+    const right = t.n ? '<span class="chip" title="answers scored correct, ' + esc(METRIC_NAMES[st.metric] || "") + '">' + t.right + " of " + t.n + " right</span>" : "";
+    return '<div class="pcard" data-problem="' + esc(p0.id) + '" data-set="' + p0.set + '"><div class="phead"><span class="pid" title="problem id">' +
+      esc(p0.base) + '</span><a class="plink" href="' + esc(link(p0)) + '" title="link to this problem">link</a> ' + setLabel + right + "</div>" + perms +
       '<div class="pbody">' + problemBody(p0, st) + "</div></div>";
   }
 
@@ -231,19 +363,31 @@ SCRIPT = r"""
       ": " + n + " answers, mean score " + mean + "%";
   }
 
+  function sortKeys(keys, groups, st) {
+    if (!st.sort) return keys;
+    const value = new Map(keys.map((k) => {
+      const t = tally(groups.get(k)[0], st);
+      const v = st.sort === "disagree" ? -Math.min(t.right, t.n - t.right) : (t.n ? t.right : Infinity) * (st.sort === "right-desc" && t.n ? -1 : 1);
+      return [k, v];
+    }));
+    return keys.slice().sort((a, b) => (value.get(a) - value.get(b)) || (position.get(groups.get(a)[0]) - position.get(groups.get(b)[0])));
+  }
+
   function render() {
     const st = state;
     cards = {};
     const shown = D.problems.filter((p) => matches(p, st));
+    shownNow = shown;
     const groups = new Map();
     shown.forEach((p) => { const k = p.set + "|" + p.base; if (!groups.has(k)) groups.set(k, []); groups.get(k).push(p); });
-    const keys = [...groups.keys()];
+    const keys = sortKeys([...groups.keys()], groups, st);
     const pages = Math.max(1, Math.ceil(keys.length / PAGE));
     st.page = Math.min(Math.max(1, st.page), pages);
     const grouped = keys.length !== shown.length ? " (" + keys.length + " base problems)" : "";
     $("ex-status").innerHTML = "<b>" + shown.length + "</b> of " + D.problems.length + " problems shown" + grouped + summary(shown, st);
     $("ex-page").textContent = "page " + st.page + " of " + pages;
     $("ex-list").innerHTML = keys.slice((st.page - 1) * PAGE, st.page * PAGE).map((k) => card(groups.get(k), k, st)).join("");
+    $("ex-count").textContent = reviewCount();
   }
 
   function options(values, labels, any) {
@@ -255,19 +399,24 @@ SCRIPT = r"""
     const parts = [];
     if (D.sets.length > 1) parts.push(['set', 'results', options(D.sets.map((s) => s.slug), D.sets.map((s) => s.label), "all")]);
     parts.push(["mode", "mode", options(MODES, MODES, "both")]);
-    parts.push(["metric", "metric", metrics.map((m) => '<option value="' + m + '">' + METRIC_NAMES[m] + "</option>").join("")]);
+    parts.push(["metric", "metric", metrics.map((m) => '<option value="' + m + '">' + esc(METRIC_NAMES[m]) + "</option>").join("")]);
     parts.push(["model", "model", options(modelKeys, D.models.map((m) => m.name), "any")]);
     parts.push(["outcome", "its answer", options(["correct", "wrong"], ["correct", "wrong"], "any")]);
-    parts.push(["special", "show", options(["allwrong", "helped", "hurt", "disagree"],
-      ["all models wrong", "ICL helped (wrong 0-shot, right ICL)", "ICL hurt (right 0-shot, wrong ICL)", "two models disagree"], "all problems")]);
+    parts.push(["special", "show", options(["allwrong", "helped", "hurt", "disagree", "reviewed"],
+      ["all models wrong", "ICL helped (wrong 0-shot, right ICL)", "ICL hurt (right 0-shot, wrong ICL)", "two models disagree", "reviewed by you"], "all problems")]);
     parts.push(["a", "model A", options(modelKeys, D.models.map((m) => m.name), "–")]);
     parts.push(["b", "model B", options(modelKeys, D.models.map((m) => m.name), "–")]);
-    D.flags.forEach((f, i) => parts.push(["flag:" + f.name, f.label, options(flagValues[i], flagValues[i], "any")]));
+    parts.push(["sort", "order", options(["right-asc", "right-desc", "disagree"],
+      ["fewest models right first", "most models right first", "most disagreement first"], "dataset order")]);
+    D.flags.forEach((f, i) => { if (flagValues[i].length) parts.push(["flag:" + f.name, f.label, options(flagValues[i], flagValues[i], "any")]); });
     box.innerHTML = parts.map(([name, label, opts]) => "<label>" + esc(label) + '<select data-f="' + esc(name) + '">' + opts + "</select></label>").join("") +
       '<label>search<input data-f="q" type="search" placeholder="question, answer, id"></label><button id="ex-clear" type="button">clear filters</button>';
     box.addEventListener("change", onControl);
     box.addEventListener("input", (e) => { if (e.target.dataset.f === "q") onControl(e); });
     $("ex-clear").addEventListener("click", () => { state = Object.assign({flags: {}}, EMPTY); syncControls(); update(); });
+    if (window.matchMedia && window.matchMedia("(max-width: 700px)").matches) $("ex-fbox").open = false;
+    $("ex-reviewer").value = R.reviewer;
+    $("ex-reviewer").addEventListener("change", (e) => { R.reviewer = e.target.value.trim(); save(); });
   }
 
   function syncControls() {
@@ -296,7 +445,7 @@ SCRIPT = r"""
   function fromHash() {
     const h = location.hash;
     if (!h.startsWith("#problems")) return false;
-    const q = new URLSearchParams(h.slice(h.indexOf("?") + 1));
+    const q = new URLSearchParams(h.indexOf("?") < 0 ? "" : h.slice(h.indexOf("?") + 1));
     state = Object.assign({flags: {}}, EMPTY);
     q.forEach((v, k) => { if (k.startsWith("flag:")) state.flags[k.slice(5)] = v; else if (k in EMPTY) state[k] = k === "page" ? +v || 1 : v; });
     return true;
@@ -314,16 +463,102 @@ SCRIPT = r"""
     $("problems").scrollIntoView();
   }
 
+  // -- downloads -------------------------------------------------------------------------------------------
+  function download(name, type, text) {
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(new Blob([text], {type: type}));
+    a.download = name;
+    document.body.appendChild(a);
+    a.click();
+    setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+  }
+
+  function exportReviews() {
+    const keys = Object.keys(R.items).sort();
+    const reviews = keys.map((k) => { const x = Object.assign({}, R.items[k]); delete x.set; return x; });
+    download("reviews.json", "application/json", JSON.stringify({format: "smmile-reviews/1", reviews: reviews}, null, 1) + "\n");
+  }
+
+  function csvCell(v) {
+    let t = v === null || v === undefined ? "" : String(v);
+    if (/^[=+\-@\t\r]/.test(t)) t = "'" + t;  // never a formula in a spreadsheet
+    return /[",\n\r]/.test(t) ? '"' + t.replace(/"/g, '""') + '"' : t;
+  }
+
+  function exportCsv() {
+    const head = ["set", "problem_id", "question", "gold_answer", "model", "model_key", "mode", "format", "answer", "exact_match", "judge", "judges", "mcqa_correct"];
+    const lines = [head.join(",")];
+    shownNow.forEach((p) => Object.keys(p.ans).forEach((r) => {
+      const x = D.results[r], a = p.ans[r];
+      if (state.mode && x.mode !== state.mode) return;
+      const mcqa = x.fmt === "mcqa";
+      const answer = mcqa ? [str(a[0]), str(a[1])].filter((t) => t).join(". ") : str(a[0]);
+      lines.push([D.sets[p.set].label, p.id, str(p.q), str(p.gold), D.models[x.model].name, D.models[x.model].key, x.mode, FORMATS[x.fmt], answer,
+        mcqa ? "" : a[1], mcqa ? "" : a[2], (x.judges || []).join("; "), mcqa ? a[2] : ""].map(csvCell).join(","));
+    }));
+    download("problems.csv", "text/csv", lines.join("\r\n") + "\r\n");
+  }
+
+  function markVerdict(button) {
+    const key = button.dataset.key, [, set, , r] = key.split("|");
+    const id = key.slice(2 + set.length + 1, key.length - r.length - 1);
+    const p = findProblem(id, set), x = D.results[+r];
+    if (!p || !x) return;
+    const who = reviewer();
+    if (R.items[key] && R.items[key].review === button.dataset.review) delete R.items[key];  // a second click takes it back
+    else {
+      const v = p.ans[r] ? p.ans[r][2] : null;
+      R.items[key] = {problem_id: p.id, model: D.models[x.model].key, mode: x.mode, format: x.fmt, judges: (x.judges || []).slice(),
+        verdict_shown: v === null || v === undefined ? null : (ok(v) ? 1 : 0), review: button.dataset.review, note: "", reviewer: who,
+        time: new Date().toISOString(), set: p.set};
+    }
+    save();
+    button.parentElement.querySelectorAll("button").forEach((b) => b.classList.toggle("on", !!R.items[key] && R.items[key].review === b.dataset.review));
+    $("ex-count").textContent = reviewCount();
+  }
+
+  function markGold(key, checked, note) {
+    const [, set] = key.split("|");
+    const id = key.slice(2 + set.length + 1);
+    const p = findProblem(id, set);
+    if (!p) return;
+    if (!checked) { delete R.items[key]; }
+    else {
+      const who = reviewer();
+      R.items[key] = {problem_id: p.id, model: null, mode: null, format: null, judges: [], verdict_shown: null, review: "gold-wrong",
+        note: note, reviewer: who, time: new Date().toISOString(), set: p.set};
+    }
+    save();
+    $("ex-count").textContent = reviewCount();
+  }
+
+  function zoom(img) {
+    const i = img.dataset.img === undefined ? -1 : +img.dataset.img;
+    const full = i >= 0 && D.full ? D.full[i] : "";
+    const z = $("zoom"), big = z.querySelector("img");
+    big.onerror = () => { big.onerror = null; big.src = img.src; z.querySelector(".zcap").textContent = "thumbnail (the full-resolution file is not beside the page)"; };
+    big.onload = () => { if (big.src !== img.src) z.querySelector(".zcap").innerHTML = big.naturalWidth + " × " + big.naturalHeight + ' px · <a href="' + esc(full) + '" target="_blank" rel="noopener">open the file</a>'; };
+    z.querySelector(".zcap").textContent = full ? "" : "thumbnail (the image is no larger)";
+    big.src = full || img.src;
+    z.style.display = "flex";
+  }
+
   document.addEventListener("click", (e) => {
     const t = e.target;
-    if (t.matches && t.matches(".orders button")) {
+    if (!t.matches) return;
+    if (t.matches(".orders button")) {
       const ps = cards[t.dataset.card], card = t.closest(".pcard");
       card.querySelectorAll(".orders button").forEach((b) => b.classList.toggle("on", b === t));
       card.querySelector(".pbody").innerHTML = problemBody(ps[+t.dataset.i], state);
-    } else if (t.matches && t.matches("img.thumb")) {
-      $("zoom").querySelector("img").src = t.src;
-      $("zoom").style.display = "flex";
-    } else if (t.id === "zoom" || (t.parentElement && t.parentElement.id === "zoom")) {
+    } else if (t.matches("button[data-review]")) {
+      markVerdict(t);
+    } else if (t.matches("[data-review-export]")) {
+      exportReviews();
+    } else if (t.matches("[data-csv-export]")) {
+      exportCsv();
+    } else if (t.matches("img.thumb")) {
+      zoom(t);
+    } else if (t.id === "zoom" || (t.parentElement && t.parentElement.id === "zoom" && t.tagName === "IMG")) {
       $("zoom").style.display = "none";
     } else if (t.dataset && t.dataset.step) {
       state.page += +t.dataset.step;
@@ -331,9 +566,31 @@ SCRIPT = r"""
       $("problems").scrollIntoView();
     }
   });
+  document.addEventListener("change", (e) => {
+    const t = e.target;
+    if (t.matches && t.matches("input[data-gold]")) {
+      const note = t.closest(".goldrev").querySelector("input[data-gold-note]").value;
+      markGold(t.dataset.gold, t.checked, note);
+    } else if (t.matches && t.matches("input[data-gold-note]")) {
+      const box = t.closest(".goldrev").querySelector("input[data-gold]");
+      if (t.value.trim() && !box.checked) box.checked = true;
+      markGold(t.dataset.goldNote, box.checked, t.value);
+    }
+  });
+  document.addEventListener("toggle", (e) => {
+    const t = e.target;
+    if (t.matches && t.matches("details.prompt") && t.open && !t.dataset.done) {
+      const card = t.closest(".pcard"), pid = card.dataset.problem;
+      const on = card.querySelector(".orders button.on");
+      const p = on ? cards[on.dataset.card][+on.dataset.i] : findProblem(pid, card.dataset.set);
+      t.querySelector(".pbox").innerHTML = promptBody(p, t.dataset.pr);
+      t.dataset.done = "1";
+    }
+  }, true);
   window.addEventListener("hashchange", onHash);
   buildControls();
   if (fromHash()) { syncControls(); render(); setTimeout(() => $("problems").scrollIntoView(), 0); } else { syncControls(); render(); }
+  node.dataset.ready = "1";
 })();
 """
 
@@ -352,24 +609,68 @@ def images_json(uris) -> Iterator[str]:
     yield "]"
 
 
+PACKED = ("problems", "strings")
+
+
+def packed(payload: dict) -> str:
+    """The payload's problems and texts as base64 of their gzip-compressed JSON (the page's script unpacks
+    them with the browser's DecompressionStream): a third of the bytes, for the answers of every model.
+    Deterministic (no time stamp in the gzip header)."""
+    raw = json.dumps({k: payload[k] for k in PACKED}, separators=(",", ":"), ensure_ascii=False,
+                     allow_nan=False).encode("utf-8")
+    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+
+
+def unpacked(data: dict) -> dict:
+    """The page's JSON with ``packed`` read back (for tools and tests that read the page)."""
+    if "packed" not in data:
+        return data
+    inner = json.loads(gzip.decompress(base64.b64decode(data["packed"])).decode("utf-8"))
+    return {**{k: v for k, v in data.items() if k != "packed"}, **inner}
+
+
+def without_dataset(payload: dict) -> str:
+    """The note at the top of the explorer when a folder's problems come from its result files alone."""
+    plain = [s for s in payload["sets"] if not s["dataset"]]
+    if not plain:
+        return ""
+    why = "; ".join(f"{s['label']}: " + (f"dataset {s['source']}" if s.get("source") else "no --dataset given")
+                    for s in plain)
+    return ('<p class="fromcsv"><b>Built from the result files alone</b> (' + esc(why) + "): problem ids, questions and "
+            "gold answers as the result files give them, and every model's answers and verdicts; no images, ICL "
+            "examples, flags or MCQA options. Add <code>--dataset</code> to see them.</p>")
+
+
 def section(payload: dict, images_slot: str) -> str:
     """The section with the payload's JSON, whose ``images`` array is left to the page's writer: the text
-    ``images_slot`` stands where ``images_json`` of the thumbnails goes (``images`` is last in the payload)."""
+    ``images_slot`` stands where ``images_json`` of the thumbnails goes (``images`` is last in the payload).
+    The problems and texts are packed (``packed``); ``full`` names each image's full-resolution file."""
     n = len(payload["problems"])
-    head = data_json({**payload, "images": 0})
+    images = payload["images"]
+    head = {k: v for k, v in payload.items() if k not in (*PACKED, "images")}
+    head.update(packed=packed(payload), full=images.full_names() if hasattr(images, "full_names") else [],
+                images=0)
+    head = data_json(head)
     assert list(payload)[-1] == "images" and head.endswith('"images":0}')
     data = head[:-len("0}")] + images_slot + "}"
-    note = ("Every problem of the dataset: the query image and question, the ICL examples in order, the gold answer, "
-            "the flags, and every model's answers per mode — the open answer with exact match (EM) and the judge's "
-            "verdict (its raw reply under 'reply'), and the MCQA letter with its option. ✓ correct, ✗ wrong, a "
-            f"percentage for a judge score averaged over several rows (counted correct from {payload['correct_at']:.0%}). "
-            "SMMILE++ permutations of one problem are grouped; pick an order to see its examples and answers. Filters "
-            "combine; the address bar keeps them (bookmarkable). Click an image to enlarge it.")
-    return (f'<section id="problems"><h2>Problems ({n})</h2><p class="note">{esc(note)}</p>'
-            '<div class="filters" id="ex-filters"></div><p class="status" id="ex-status"></p>'
+    note = ("Every problem with the question, the gold answer and every model's answers per mode — the open answer "
+            "with exact match and the judge's verdict (its reply under 'judge's reply'), and the MCQA letter with its "
+            "option — and, with --dataset, the query image, the ICL examples in order, the flags and the MCQA options; "
+            "the prompt as sent for every run with a journal. ✓ correct, ✗ wrong, a percentage for a judge score "
+            f"averaged over several rows (counted correct from {payload['correct_at']:.0%}). SMMILE++ permutations of "
+            "one problem are grouped; pick an order to see its examples and answers. Filters combine; the address bar "
+            "keeps them, and each problem's 'link' leads to it alone. Click an image for its full resolution. Review: "
+            "agree / disagree / unsure with a judge's verdict, or flag a gold answer; your reviews stay in this browser "
+            "until you download them (reviews.json).")
+    return (f'<section id="problems"><h2>Problems ({n})</h2>{without_dataset(payload)}<p class="note">{esc(note)}</p>'
+            '<details class="fbox" id="ex-fbox" open><summary>Filters and order</summary>'
+            '<div class="filters" id="ex-filters"></div></details><p class="status" id="ex-status"></p>'
+            '<div class="tools"><button type="button" data-csv-export>download these problems (CSV)</button>'
+            '<label>reviewer <input id="ex-reviewer" type="text" placeholder="your name"></label>'
+            '<button type="button" data-review-export>download reviews (<span id="ex-count">0</span>)</button></div>'
             '<div id="ex-list"></div><div class="pager"><button type="button" data-step="-1">previous</button>'
             '<span id="ex-page"></span> <button type="button" data-step="1">next</button></div>'
-            '<div id="zoom"><img alt="enlarged image"></div>'
+            '<div id="zoom"><img alt="enlarged image"><div class="zcap"></div></div>'
             f'<script type="application/json" id="explorer-data">{data}</script></section>')
 
 
