@@ -79,3 +79,23 @@ def test_unreadable_reviews_file_is_one_line_exit_2(folder, tmp_path, capsys, co
     assert not (tmp_path / "o").exists()
     assert agreement_cli.main([str(folder), "--reviews", str(tmp_path / "missing.json"), "--out",
                                str(tmp_path / "o")]) == 2
+
+
+def test_report_rescores_judge_cells_with_the_reviews(folder, tmp_path):
+    from smmile.cli import report as report_cli
+
+    # a judge's published-style scores (no record): a0 1, a1 0, b0 1, b1 0, c0 0, c1 1 -> 50 %
+    scores = {"a_perm_0": 100.0, "a_perm_1": 0.0, "b_perm_0": 100.0, "b_perm_1": 0.0, "c_perm_0": 0.0, "c_perm_1": 100.0}
+    (folder / "result_llava_7b_ICL_evaluationllm.json").write_text(json.dumps({
+        "model": "llava_7b", "inference_mode": "ICL", "total_examples": 6, "original_count": 6, "excluded_count": 0,
+        "llm_err_count": 0, "correct_examples": 3, "accuracy": 50.0, "err_count": 0, "problem_accuracies": scores,
+        "incorrect_examples": [], "word_count": 1.0}))
+    out = tmp_path / "report"
+    assert report_cli.main([str(folder), "--out", str(out), "--reviews", str(tmp_path / "ann.json"),
+                            str(tmp_path / "bob.json"), "--jobs", "1", "--n-boot", "200", "--formats", "png"]) in (0, 1)
+    page = (out / "index.html").read_text()
+    # reviewed with a label: a0 -> 1 (was 1), b0 -> 0 (was 1), b1 -> 0 (was 0); a1 is a tie: kept
+    # re-scored: a0 1, a1 0, b0 0, b1 0, c0 0, c1 1 -> 2/6 = 33.33 %; 3 reviewed, 1 changed
+    assert "Reviewed judge verdicts" in page
+    assert "<td>50.00</td><td>33.33</td><td>3</td><td>1</td>" in page
+    assert "Disputed verdicts" in page and "gold should be ivory" in page

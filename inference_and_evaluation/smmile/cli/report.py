@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--analyses", action="append", default=[], metavar="DIR",
                         help="output folder of `smmile analyze` / `smmile agreement` (repeatable)")
     parser.add_argument("--title", help="page title (default: from the results folders)")
+    parser.add_argument("--reviews", nargs="+", default=[], metavar="REVIEWS_JSON",
+                        help="reviews.json file(s) exported by the problem explorer: the disputed verdicts, and beside "
+                             "each judge-based main-table cell its accuracy re-scored with the reviewers' verdicts")
     fd.add_resampling_flags(parser, "interval level; significance is Holm-adjusted p < 1 - level with the "
                                     "interval excluding 0")
     parser.add_argument("--formats", default="png,svg", help="figure formats, comma-separated: png and/or svg")
@@ -57,5 +60,6 @@ def main(argv: list[str] | None = None) -> int:
     request = ReportRequest(
         results=tuple(a.results), out=a.out, plusplus=a.plusplus, datasets=tuple(a.dataset), revision=a.revision,
         figures=a.figures, analyses=tuple(a.analyses), title=a.title, n_boot=a.n_boot, seed=a.seed, level=a.level,
-        cluster=a.cluster, formats=a.formats, jobs=a.jobs, force=a.force, figure_size=a.figure_size)
+        cluster=a.cluster, formats=a.formats, jobs=a.jobs, force=a.force, figure_size=a.figure_size,
+        reviews=tuple(a.reviews))
     return fd.guarded(lambda: run_report(request), interrupted=INTERRUPTED)

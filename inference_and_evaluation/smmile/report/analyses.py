@@ -27,7 +27,7 @@ SECTIONS = (("noise", "Noise: an unrelated example added"),
             ("agreement", "Agreement: judge vs humans and exact match"),
             ("other", "Other analysis files"))
 VARIANT_KINDS = ("noise", "order", "permutation", "shots", "flip", "images", "diagnostics")
-PER_PROBLEM = ("flips", "by_problem", "items")
+PER_PROBLEM = ("flips", "by_problem", "items", "reviewed_cells")
 MAX_ROWS = 200
 IMAGE_EXTS = (".png", ".svg")
 
@@ -76,6 +76,16 @@ VERSUS = (Col("Scope", "text", ("scope",)), Col("Model", "model", ("model",)), C
           Col("agreement %", "pct", ("percent",)), Col("Cohen's κ", "coef", ("cohen_kappa",)),
           Col("judge %", "pct", ("judge_accuracy",)), Col("human %", "pct", ("human_accuracy",)),
           Col("EM %", "pct", ("em_accuracy",)), Col("bias pp", "signed", ("bias",)))
+JUDGES = (Col("Comparison", "text", ("comparison",)), Col("Mode", "text", ("mode",)), Col("Format", "text", ("format",)),
+          Col("Rater A", "text", ("rater_a",)), Col("Rater B", "text", ("rater_b",)), Col("n", "int", ("n",)),
+          Col("base problems", "int", ("n_clusters",)), Col("ties excluded", "int", ("ties_excluded",)),
+          Col("agreement % [CI]", "ci", ("percent", "percent_low", "percent_high")),
+          Col("κ [CI]", "ci", ("cohen_kappa", "kappa_low", "kappa_high")),
+          Col("Fleiss' κ [CI]", "ci", ("fleiss_kappa", "kappa_low", "kappa_high")))
+DISPUTED = (Col("Model", "model", ("model",)), Col("Mode", "text", ("mode",)), Col("Format", "text", ("format",)),
+            Col("Problem", "text", ("problem_id",)), Col("verdict shown", "int", ("verdict_shown",)),
+            Col("reviewers", "int", ("reviewed",)), Col("exact match", "int", ("em",)),
+            Col("reviews", "text", ("reviews",)), Col("notes", "text", ("notes",)))
 CORRELATION = (Col("Mode", "text", ("mode",)), Col("results", "int", ("n_results",)),
                Col("Pearson r", "coef", ("pearson_r",)), Col("mean bias pp", "signed", ("mean_bias",)))
 INTER_RATER = (Col("raters", "int", ("n_raters",)), Col("labels", "int", ("n_labels",)), Col("items", "int", ("n_items",)),
@@ -99,13 +109,16 @@ DIAGNOSTICS = (Col("Model", "model", ("model",)), Col("Metric", "metric", ("metr
                Col("not computed (missing runs)", "text", ("not_computed",)))
 LAYOUTS = {"summary": SUMMARY, "curve": CURVE, "diagnostics": DIAGNOSTICS, "averages": AVERAGES, "recency": RECENCY, "consistency": CONSISTENCY,
            "rater_pairs": RATER_PAIRS, "judge_vs_humans": VERSUS, "em_vs_judge": VERSUS,
-           "judge_human_correlation": CORRELATION, "em_judge_correlation": CORRELATION, "inter_rater": INTER_RATER}
+           "judge_human_correlation": CORRELATION, "em_judge_correlation": CORRELATION, "inter_rater": INTER_RATER,
+           "judges": JUDGES, "reviews": JUDGES, "reviews_disputed": DISPUTED}
 TITLES = {"summary": "Paired differences", "curve": "Accuracy at each number of examples",
           "diagnostics": "ICL diagnostics per model (A − B in pp; share = part of the gain from examples left)", "averages": "Mean over models", "recency": "Recency",
           "consistency": "Consistency across orders", "rater_pairs": "Human raters, pairwise",
           "judge_vs_humans": "Judge vs the human majority", "em_vs_judge": "Exact match vs judge",
           "judge_human_correlation": "Judge vs humans across models",
-          "em_judge_correlation": "Exact match vs judge across models", "inter_rater": "Human raters"}
+          "em_judge_correlation": "Exact match vs judge across models", "inter_rater": "Human raters",
+          "judges": "Judges of the jury: pairwise, Fleiss, vs exact match", "reviews": "Judge and exact match vs reviewers",
+          "reviews_disputed": "Disputed verdicts"}
 
 
 @dataclass
@@ -211,7 +224,8 @@ def agreement_view(data: dict, path: str, relative: str) -> AnalysisView:
     view = AnalysisView("agreement", relative, path, figure="dumbbell")
     if isinstance(data.get("inter_rater"), dict):
         view.tables.append(typed_table("inter_rater", [data["inter_rater"]]))
-    for name in ("rater_pairs", "judge_vs_humans", "judge_human_correlation", "em_vs_judge", "em_judge_correlation"):
+    for name in ("rater_pairs", "judge_vs_humans", "judge_human_correlation", "em_vs_judge", "em_judge_correlation",
+                 "judges", "reviews", "reviews_disputed"):
         if is_records(data.get(name)):
             view.tables.append(typed_table(name, data[name]))
     humans = [r for r in data.get("judge_vs_humans") or [] if isinstance(r, dict) and r.get("scope") == "model"]
@@ -277,7 +291,8 @@ def json_view(data, path: str, relative: str) -> AnalysisView:
         return AnalysisView(section_of(relative), relative, path, notes=[f"unreadable: {type(data).__name__}: {data}"])
     if isinstance(data, dict) and data.get("analysis") in VARIANT_KINDS:
         return variant_view(data, path, relative)
-    if isinstance(data, dict) and ("inter_rater" in data or "em_vs_judge" in data or "judge_vs_humans" in data):
+    if isinstance(data, dict) and any(k in data for k in ("inter_rater", "em_vs_judge", "judge_vs_humans", "judges",
+                                                          "reviews")):
         return agreement_view(data, path, relative)
     return generic_view(data, path, relative)
 

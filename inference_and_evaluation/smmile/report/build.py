@@ -62,6 +62,7 @@ class ReportData:
     sets: list = field(default_factory=list)  # ReportSet
     changes: list = field(default_factory=list)  # per-model change of a set from the first one
     analysis_views: list = field(default_factory=list)  # analyses.AnalysisView
+    reviews_html: str = ""  # report.reviews_section (smmile report --reviews)
     warnings: list = field(default_factory=list)
     explorer: dict | None = None  # explorer.build's payload, when --dataset is given
 

@@ -20,6 +20,7 @@ from smmile.analysis.results import parse_spec
 from smmile.errors import MissingDependency, UserError
 from smmile.report import (analysis_section, build, drawing, explorer, explorer_page, figures, html, sections,
                            side_by_side, strata)
+from smmile.report import reviews_section
 from smmile.report.stages import Stages
 from smmile.scoring import bootstrap, plots
 from smmile.scoring.stats import check_resampling
@@ -54,6 +55,7 @@ class ReportRequest:
     jobs: int = field(default_factory=drawing.default_workers)
     force: bool = False
     figure_size: str = "page"  # plots.SIZES: page (as the page shows them), paper (one column), slide (16:9)
+    reviews: tuple[str, ...] = ()  # reviews.json files (smmile-reviews/1): reviewed judge verdicts beside the main table
 
 
 def settings_from(req: ReportRequest) -> build.Settings:
@@ -141,6 +143,7 @@ def render(data, figs, page_dir: str) -> str:
     linked = payload is not None
     body = [sections.warnings(data)]
     body += [sections.main_section(data, s, figs, page_dir, linked) for s in data.sets]
+    body.append(data.reviews_html)
     body.append(side_by_side.sets_section(data, figs, page_dir))
     body += [sections.gain_section(data, s, figs, page_dir) for s in data.sets]
     body += [strata.strat_section(data, s, figs, page_dir) for s in data.sets]
@@ -191,7 +194,10 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
     specs = result_specs(req)
     out, fig_dir = check_outputs(req)
     stage(f"statistics for {len(specs)} results folder(s) ({settings.n_boot} resamples)")
+    for path in req.reviews:  # an unreadable reviews file: one line, exit 2, before any work
+        reviews_section.rv.read_reviews([path])
     data = build.gather(specs, req.analyses, settings, req.title)
+    data.reviews_html = reviews_section.section(data, list(req.reviews))
     sources, datasets, said = (load_datasets(data.sets, req, stage, data.warnings) if req.datasets
                                else (None, None, None))
     if datasets is not None and any(datasets):  # SMMILE++ strata without stratify's _ci.json: from the rows and the dataset
