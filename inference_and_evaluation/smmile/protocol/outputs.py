@@ -59,49 +59,35 @@ class OutputSpec:
         return self.mcqa_columns if fmt == "mcqa" else self.open_columns
 
 
-def base_row(item: Item) -> dict:
+def csv_row(spec: OutputSpec, item: Item, answer: str, full: str, selected: str) -> dict:
+    """The script's columns in its order (MedVLM-R1's names through `columns.ALIASES`)."""
     q = item.problem.query
-    return {"problem_id": item.problem.rows[0].problem_id, "final_question": q.question, "true_answer": q.answer}
-
-
-def mcqa_fields(item: Item, selected: str) -> dict:
-    """Spec §2.6 bookkeeping for an extracted letter."""
-    assert item.options is not None
-    answer = item.options.get(selected)
-    return {"correct_option": item.correct, "selected_option": selected, "is_correct": selected == item.correct,
-            "generated_answer": answer if answer is not None else f"INVALID_OPTION:{selected}"}
-
-
-def select(columns, row: dict) -> dict:
-    """The script's CSV columns in its order (MedVLM-R1's names through `columns.ALIASES`)."""
-    return {c: row.get(C.ALIASES.get(c, c)) for c in columns}
+    row = {"problem_id": item.problem.rows[0].problem_id, "final_question": q.question, "true_answer": q.answer,
+           "correct_option": item.correct, "selected_option": selected, "is_correct": selected == item.correct,
+           "generated_answer": answer, "full_response": full}
+    return {c: row[C.ALIASES.get(c, c)] for c in spec.columns(item.fmt)}
 
 
 def derive_row(spec: OutputSpec, item: Item, reply) -> dict:
+    """The row of a reply; in MCQA (§2.6) generated_answer is the selected option's text or INVALID_OPTION:<letter>."""
     answer, full = spec.cut(reply)
-    row = base_row(item)
-    if item.fmt != "mcqa":
-        row.update(generated_answer=answer, full_response=full)
-        return select(spec.open_columns, row)
-    texts, selected = {"answer": answer, "full": full, "text": reply.text}, answer
-    for step in spec.extractors:
-        selected = step(texts, item)
-        if selected != EXTRACTION_FAILED:
-            break
-    row.update(mcqa_fields(item, selected))
-    if spec.failed_as_is and selected == EXTRACTION_FAILED:
-        row["generated_answer"] = EXTRACTION_FAILED
-    row["full_response"] = row["generated_answer"] if spec.full_is_option else full
-    return select(spec.mcqa_columns, row)
+    selected = answer
+    if item.fmt == "mcqa":
+        texts = {"answer": answer, "full": full, "text": reply.text}
+        for step in spec.extractors:
+            selected = step(texts, item)
+            if selected != EXTRACTION_FAILED:
+                break
+        answer = item.options.get(selected, f"INVALID_OPTION:{selected}")
+        if spec.failed_as_is and selected == EXTRACTION_FAILED:
+            answer = EXTRACTION_FAILED
+        full = answer if spec.full_is_option else full
+    return csv_row(spec, item, answer, full, selected)
 
 
 def error_row(spec: OutputSpec, item: Item, message: str) -> dict:
     """The original's row for a failed problem: the error text in the answer columns, `ERROR` as letter."""
-    row = base_row(item)
-    if item.fmt == "mcqa":
-        row.update(correct_option=item.correct, selected_option="ERROR", is_correct=False)
-    row["generated_answer"] = row["full_response"] = message
-    return select(spec.columns(item.fmt), row)
+    return csv_row(spec, item, message, message, "ERROR")
 
 
 # -- answer cuts ----------------------------------------------------------------------------------------------------
