@@ -32,8 +32,11 @@ class LocalFamily(Family):
     pinned_rgb = DROP_ALPHA  # how the paper's pinned processor made images RGB (imageprep)
     nested_images = False  # see encode.encode_chat
 
-    def __init__(self, protocol: str = "paper", **_):
-        self.protocol = protocol
+    def __init__(self, protocol: str = "paper", script: str = "open", **_):
+        """`script="mcqa"`: the `_mcqa` script of a family that had two (LLaVA, LLaVA-Med), with its own errors."""
+        self.protocol, self.script = protocol, script
+        if script == "mcqa":
+            self.output_key += "_mcqa"
 
     @property
     def corrected(self) -> bool:
@@ -119,11 +122,7 @@ class LlavaFamily(LocalFamily):
 
     SETTINGS = ("protocol", "script")
     name = "llava"
+    output_key = "llava"
     mcqa_template = "A"
     style = MessageStyle(answer_as_parts=True)
     extra_generate_kwargs = {"pad_token_id": PAD_FROM_TOKENIZER}
-
-    def __init__(self, protocol: str = "paper", script: str = "open", **_):
-        super().__init__(protocol)
-        self.script = script
-        self.output_key = "llava_mcqa" if script == "mcqa" else "llava"

@@ -83,12 +83,8 @@ class LlavaMedFamily(LocalFamily):
 
     SETTINGS = ("protocol", "script")
     name = "llava-med"
+    output_key = "llavamed"
     mcqa_template = "A"
-
-    def __init__(self, protocol: str = "paper", script: str = "open", **_):
-        super().__init__(protocol)
-        self.script = script
-        self.output_key = "llavamed_mcqa" if script == "mcqa" else "llavamed"
 
     def plan(self, item: Item, rngs: Rngs) -> None:
         super().plan(item, rngs)  # the problem's shuffle comes first, then one draw per non-square image
