@@ -5,7 +5,6 @@ resubmitted alone, limits split, and a client killed between submit and collect 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -229,6 +228,19 @@ def test_a_batch_the_provider_no_longer_knows_is_resubmitted(env, tmp_path):
         [again] = api.created()
     assert sorted(again["custom_ids"]) == sorted(lost["custom_ids"])
     assert [r["state"] for r in ledger(out, "anthropic")] == ["submitted", "gone", "submitted", "collected"]
+
+
+def test_a_batch_open_past_its_window_is_canceled_and_its_items_resubmitted_boundedly(env, tmp_path):
+    with FakeBatchApi(reply=reply, expires_in=-2 * 3600) as api:  # every batch is already past its 24 h window
+        api.release.clear()  # ... and would never end by itself
+        assert front(point(env, "anthropic", api.url), tmp_path, *BATCH, "--max-retries", "1") == 1
+        created = api.created()
+        cancels = [path for method, path in api.calls if path.endswith("/cancel")]
+    assert len(created) == 2 and created[1]["custom_ids"] == created[0]["custom_ids"]  # resubmitted once, no more
+    assert cancels == [f"/v1/messages/batches/{b['id']}/cancel" for b in created]
+    records = journal(tmp_path, "anthropic")
+    assert len(records) == 24 and {r["response"]["error"] for r in records.values()} == {
+        "ERROR: API Request Failed - batch request canceled"}
 
 
 def test_batch_is_refused_where_there_is_no_batch_api(env, tmp_path, capsys):
