@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 @dataclass
 class Action:
-    kind: str = "ok"  # ok | status | sleep | malformed
+    kind: str = "ok"  # ok | status | sleep | malformed | null (a reply whose content is null)
     status: int = 200
     headers: dict = field(default_factory=dict)
     seconds: float = 0.0
@@ -33,8 +34,12 @@ def default_reply(record: dict) -> str:
 
 class FakeApi:
     def __init__(self, latency: float = 0.0, script: Callable[[dict], Action | None] | None = None,
-                 reply: Callable[[dict], str] = default_reply):
+                 reply: Callable[[dict], str] = default_reply, limit: int | None = None,
+                 limit_retry_after: str = "1", headers: Callable[[dict], dict] | None = None):
+        """`limit`: requests allowed in flight; one more is answered 429 with Retry-After `limit_retry_after` at
+        once. `headers(record)`: extra headers of a successful reply (e.g. rate-limit state)."""
         self.latency, self.script, self.reply = latency, script, reply
+        self.limit, self.limit_retry_after, self.extra_headers = limit, limit_retry_after, headers
         self.records: list[dict] = []
         self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -100,10 +105,16 @@ class FakeApi:
                 if protocol is None:
                     return self._json(404, {"error": {"message": f"no route {parts.path}"}})
                 action = (api.script(rec) if api.script else None) or Action()
-                rec["action"] = action.kind if action.kind != "status" else action.status
                 with api._lock:
-                    api.in_flight += 1
-                    api.max_in_flight = max(api.max_in_flight, api.in_flight)
+                    if api.limit is not None and api.in_flight >= api.limit:
+                        action = Action("status", 429, headers={"retry-after": api.limit_retry_after})
+                    else:
+                        api.in_flight += 1
+                        api.max_in_flight = max(api.max_in_flight, api.in_flight)
+                rec["action"] = action.kind if action.kind != "status" else action.status
+                if action.kind == "status" and action.status == 429 and api.limit is not None:
+                    body = _error(protocol, 429, "too many requests in flight")
+                    return self._json(429, body, action.headers)
                 try:
                     time.sleep(api.latency + (action.seconds if action.kind == "sleep" else 0.0))
                 finally:
@@ -115,7 +126,15 @@ class FakeApi:
                 if action.kind == "malformed":
                     return self._send(200, b'{"choices": [ {"message": oops', {"content-type": "application/json"})
                 reply = action.reply if action.reply is not None else api.reply(rec)
-                self._json(200, _success(protocol, body, reply))
+                out = _success(protocol, body, reply)
+                if action.kind == "null":
+                    if protocol in ("openai", "azure"):
+                        out["choices"][0]["message"]["content"] = None
+                    elif protocol == "anthropic":
+                        out["content"] = []
+                    else:
+                        out["message"]["content"] = None
+                self._json(200, out, api.extra_headers(rec) if api.extra_headers else None)
 
             def _json(self, status: int, obj: dict, headers: dict | None = None):
                 self._send(status, json.dumps(obj).encode(), {"content-type": "application/json", **(headers or {})})
@@ -146,12 +165,49 @@ def _protocol(path: str) -> str | None:
     return None
 
 
-def _tokens(body: dict, reply: str) -> tuple[int, int]:
-    return max(1, len(json.dumps(body)) // 4), max(1, len(reply) // 4)
+def _tokens(protocol: str, body: dict, reply: str) -> tuple[int, int]:
+    """Usage as the providers document it: text at 4 characters a token; an image by the provider's own rule
+    (written out here, apart from the library's). Other protocols: the request's JSON at 4 bytes a token."""
+    out = max(1, math.ceil(len(reply) / 4))
+    if protocol not in ("openai", "azure", "anthropic"):
+        return max(1, len(json.dumps(body)) // 4), out
+    chars, image_tokens = len(body.get("system") or "") if isinstance(body.get("system"), str) else 0, 0
+    for m in body.get("messages", []):
+        content = m.get("content")
+        for part in ([{"type": "text", "text": content}] if isinstance(content, str) else content or []):
+            if part.get("type") == "text":
+                chars += len(part["text"])
+            elif part.get("type") == "image_url":  # GPT-4o: detail low 85; else fit 2048 box, short side 768, tiles
+                url, detail = part["image_url"]["url"], part["image_url"].get("detail", "auto")
+                w, h = _image_size(url.split(",", 1)[1])
+                if detail == "low":
+                    image_tokens += 85
+                    continue
+                if w > 2048 or h > 2048:
+                    f = 2048 / max(w, h)
+                    w, h = w * f, h * f
+                if min(w, h) > 768:
+                    f = 768 / min(w, h)
+                    w, h = w * f, h * f
+                image_tokens += 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+            elif part.get("type") == "image":  # Claude: w*h/750 after fitting 1568 px and 1.15 megapixels
+                w, h = _image_size(part["source"]["data"])
+                f = min(1.0, 1568 / max(w, h), (1_150_000 / (w * h)) ** 0.5)
+                image_tokens += math.ceil(w * f * h * f / 750)
+    return math.ceil(chars / 4) + image_tokens, out
+
+
+def _image_size(b64: str) -> tuple[int, int]:
+    import base64
+    import io
+
+    from PIL import Image
+
+    return Image.open(io.BytesIO(base64.b64decode(b64))).size
 
 
 def _success(protocol: str, body: dict, reply: str) -> dict:
-    pin, pout = _tokens(body, reply)
+    pin, pout = _tokens(protocol, body, reply)
     model = body.get("model", "")
     if protocol in ("openai", "azure"):
         return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,

@@ -97,7 +97,8 @@ def test_plain_openai_when_only_openai_key(keys, tmp_path):
     keys.setenv("OPENAI_API_KEY", SENTINEL)
     with FakeApi() as api:
         rc = api_models.openai_main(["--model", "gpt-4o", "--dataset", "demo", "--output-dir", str(tmp_path),
-                                  "--inference_mode", "0-shot", "--base-url", api.url + "/v1"])
+                                  "--inference_mode", "0-shot", "--base-url", api.url + "/v1",
+                                  "--allow-key-for-host", "127.0.0.1"])
         reqs = api.requests()
     assert rc == 0 and {r["protocol"] for r in reqs} == {"openai"}
     assert reqs[0]["headers"]["authorization"] == f"Bearer {SENTINEL}"
@@ -106,7 +107,8 @@ def test_plain_openai_when_only_openai_key(keys, tmp_path):
 
 def test_claude_messages(keys, tmp_path, problems):
     with FakeApi() as api:
-        rc = api_models.anthropic_main(["--dataset", "demo", "--output-dir", str(tmp_path), "--base-url", api.url])
+        rc = api_models.anthropic_main(["--dataset", "demo", "--output-dir", str(tmp_path), "--base-url", api.url,
+                                        "--allow-key-for-host", "127.0.0.1"])
         reqs = api.requests("anthropic")
     assert rc == 0 and len(reqs) == len(problems)
     for r in reqs:

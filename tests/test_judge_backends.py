@@ -107,7 +107,7 @@ def test_secrets_are_scrubbed(env, tmp_path, capsys):
         rc = judge_cli.main([str(d), "--judge-backend", "openai-compatible", "--judge-base-url", api.url + "/v1"])
         assert all(r["headers"]["authorization"] == f"Bearer {SENTINEL}" for r in api.requests())  # it was used...
     captured = capsys.readouterr()
-    assert rc == 1 and "bad credentials Bearer ***" in captured.err
+    assert rc == 2 and "bad credentials Bearer ***" in captured.err  # a refused key stops the judge at once
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.name.endswith(".journal.jsonl") and p.parent.name == "judge" for p in written)
     for p in written:
@@ -194,6 +194,7 @@ def test_every_api_provider_is_a_judge(env, tmp_path):
     d = results(tmp_path)
     env.setenv("ANTHROPIC_API_KEY", SENTINEL)
     with FakeApi(reply=one) as api:
+        env.setenv("ANTHROPIC_BASE_URL", api.url)  # names the key's endpoint: the key may go there
         assert judge_cli.main([str(d), "--judge-backend", "anthropic", "--judge-base-url", api.url,
                                "--judge-model", "claude-judge"]) == 0
         sent = api.requests("anthropic")

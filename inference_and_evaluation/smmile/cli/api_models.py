@@ -6,29 +6,39 @@ import argparse
 import os
 from pathlib import Path
 
+from ..errors import UserError
 from ..runner.run import RunSpec, parse_shard, run
 from . import common as fd
 
 API_FLAGS = ("concurrency", "max_retries", "timeout", "max_cost", "price", "base_url", "api_model",
-             "max_image_side", "max_tokens", "max_consecutive_failures", "batch", "poll_interval")
+             "max_image_side", "max_tokens", "max_consecutive_failures", "allow_key_for_host", "dry_run", "batch",
+             "poll_interval")
 
 
 def add_api_flags(p: argparse.ArgumentParser) -> None:
     """Transport and accounting flags shared by the API front doors and `smmile run`."""
     g = p.add_argument_group("API / server models")
-    g.add_argument("--concurrency", type=fd.positive_int, default=None,
-                   help="requests in flight at once (default 8)")
+    g.add_argument("--concurrency", type=concurrency, default=None, metavar="N|auto",
+                   help="requests in flight at once; auto (the default, ollama: 8) starts at 4, adds one per round "
+                        "trip while requests succeed and backs off on 429/503, Retry-After and rate-limit headers")
+    g.add_argument("--dry-run", action="store_true", default=None,
+                   help="send nothing: print the requests, images, estimated tokens and cost (synchronous and "
+                        "batch) of what this command would send")
+    g.add_argument("--allow-key-for-host", action="append", default=None, metavar="HOST",
+                   help="send the provider's API key (from the environment) to --base-url on HOST, which is not the "
+                        "provider's official endpoint (repeatable); otherwise such a --base-url is refused")
     g.add_argument("--max-retries", type=fd.non_negative_int, default=None,
                    help="retries per request on 429/5xx/timeouts/connection errors (default 5; exponential "
                         "backoff with jitter, Retry-After honoured)")
     g.add_argument("--timeout", type=fd.positive_number, default=None, help="seconds per request (default 120)")
     g.add_argument("--max-cost", type=fd.non_negative_number, default=None,
-                   help="stop launching new requests once the estimated cost (USD) reaches this")
+                   help="budget in USD for this output, reruns included (the journal records what was spent): a "
+                        "request is launched only while its estimated cost (input + whole output cap) still fits")
     g.add_argument("--max-consecutive-failures", type=fd.positive_int, default=None, metavar="N",
                    help="stop launching requests after N problems in a row failed on transient errors even after "
                         "all retries (server down); nothing final is written and a rerun resumes (default 8)")
     g.add_argument("--price", type=price, default=None, metavar="IN:OUT",
-                   help="USD per million input:output tokens (default: the table in smmile/models/api/accounting.py)")
+                   help="USD per million input:output tokens (default: the dated table in smmile/models/api/prices.py)")
     g.add_argument("--base-url", default=None,
                    help="server URL (OpenAI-compatible: e.g. http://127.0.0.1:8000/v1; ollama: http://host:11434); "
                         "keys come from the environment, never from flags")
@@ -65,13 +75,89 @@ def price(text: str) -> str:
     return text
 
 
+def concurrency(text: str) -> int | str:
+    """argparse type of --concurrency: a whole number of at least 1, or auto."""
+    return "auto" if text == "auto" else fd.positive_int(text)
+
+
 def api_settings(args: argparse.Namespace) -> dict:
-    """The API flags that were given, as RunSpec.settings."""
+    """The API flags that were given, as RunSpec.settings. A --base-url carrying credentials is refused here,
+    before anything (manifest, report, journal) could write it."""
+    from ..models.api.secrets import url_has_credentials
+
+    if getattr(args, "base_url", None) and url_has_credentials(args.base_url):
+        raise UserError("--base-url must not carry credentials (user:password@ or ?query); API keys come from the "
+                        "environment only")
     if getattr(args, "batch", None):
         from ..models.api.batch import show_progress
 
         show_progress()
     return {k: getattr(args, k) for k in API_FLAGS if getattr(args, k, None) is not None}
+
+
+def openai_provider() -> str:
+    """`--provider auto` of inference_openai.py, and `smmile run --model gpt-4o`: Azure when AZURE_OPENAI_API_KEY
+    is set, else OpenAI when OPENAI_API_KEY is set (else Azure, whose error names both)."""
+    return "openai" if not os.environ.get("AZURE_OPENAI_API_KEY") and os.environ.get("OPENAI_API_KEY") else "azure"
+
+
+def auto_backend(preset_backend: str) -> str:
+    """The backend a preset runs on when --backend is not given: an Azure preset follows `openai_provider`."""
+    from ..models.presets_api import BACKENDS
+
+    return BACKENDS[openai_provider()] if preset_backend == BACKENDS["azure"] else preset_backend
+
+
+def dry_run(spec: RunSpec) -> int:
+    """--dry-run: plan the run as `run(spec)` would, and print what the requests it would send cost; send
+    nothing, write nothing."""
+    from ..data.load import load_for_run
+    from ..models import registry
+    from ..models.api.backend import ApiBackend
+    from ..runner.executor import Executor, Work
+    from ..runner.run import Runner
+
+    runner = Runner(spec)
+    if not issubclass(registry.load_symbol(spec.backend or runner.preset.backend), ApiBackend):
+        raise UserError("--dry-run estimates API requests only; this backend runs a local model")
+    loaded = load_for_run(spec.dataset, spec.revision, augmented=spec.augmented, image_dir=spec.image_dir,
+                          recover_missing=spec.protocol == "corrected")
+    items = runner.plan(loaded)
+    requests = {it.index: runner.family.request(it) for it in items}
+    keys = runner.keys(items, requests)
+    executor = Executor(runner.journal, {keys[it.index]: Work(requests[it.index], {}, it) for it in items},
+                        empty_is_answer=True)
+    backend = runner.build_backend()
+    print(format_estimate(backend.estimate([executor.work[k].request for k in executor.pending]),
+                          planned=len(items), unit="problems"))
+    return 0
+
+
+def format_estimate(est: dict, planned: int, unit: str) -> str:
+    """The --dry-run report of `ApiBackend.estimate`."""
+    from ..models.api.prices import PRICES_DATE
+
+    def usd(v):
+        return "unknown (no price for this model: --price IN:OUT)" if v is None else f"${v:,.4f}"
+
+    sizes = ", ".join(f"{k} x{n}" for k, n in list(est["image_sizes"].items())[:6])
+    more = len(est["image_sizes"]) - 6
+    price = est["price"]
+    lines = [
+        f"dry run: nothing sent. {est['model']} ({est['provider']}) at {est['endpoint']}",
+        f"  requests: {est['requests']} ({planned} {unit} planned, {planned - est['requests'] - est['not_sent_too_large']} "
+        f"already journaled" + (f", {est['not_sent_too_large']} too large to send" if est["not_sent_too_large"] else "") + ")",
+        f"  images: {est['images']}, {est['image_b64_bytes'] / 1e6:.1f} MB as base64; sizes as sent: {sizes or '-'}"
+        + (f" and {more} more" if more > 0 else ""),
+        f"  estimated input tokens: {est['input_tokens']:,} (text {est['text_tokens']:,} at ~4 characters a token; "
+        f"images {est['image_tokens']:,}: {est['image_rule']})",
+        f"  output tokens: at most {est['output_tokens_cap']:,} (max_tokens {', '.join(map(str, est['max_tokens']))} "
+        "per request)",
+        f"  estimated cost, at most: {usd(est['cost_sync_usd'])} synchronous, {usd(est['cost_batch_usd'])} batch"
+        + (f" (USD {price[0]:g} / {price[1]:g} per million input / output tokens, prices of {PRICES_DATE} "
+           "or --price)" if price else ""),
+    ]
+    return "\n".join(lines)
 
 
 def _hf_cache(path: str | None) -> None:
@@ -99,7 +185,7 @@ def _go(p, argv, preset: str, *, open_suffix=True, summary=None, backend=None, p
                        revision=a.revision, augmented=augmented, output_dir=out, protocol=a.protocol,
                        open_suffix=open_suffix, image_dir=Path(a.image_dir), shard=parse_shard(a.shard),
                        backend=backend(a) if callable(backend) else backend, settings=api_settings(a), summary=summary)
-        return run(spec).exit_code
+        return dry_run(spec) if a.dry_run else run(spec).exit_code
 
     return fd.guarded(go, interrupted=fd.INTERRUPTED_RUN)
 
@@ -122,9 +208,7 @@ def openai_main(argv: list[str] | None = None) -> int:
     _fixed_output(p)
 
     def backend(a) -> str:
-        provider = a.provider
-        if provider == "auto":
-            provider = "openai" if not os.environ.get("AZURE_OPENAI_API_KEY") and os.environ.get("OPENAI_API_KEY") else "azure"
+        provider = openai_provider() if a.provider == "auto" else a.provider
         from ..models.presets_api import BACKENDS
 
         return BACKENDS[provider]

@@ -8,6 +8,7 @@ from ..errors import UserError
 from ..models import presets_api, registry
 from ..runner.run import RunSpec, parse_shard, run
 from . import common as fd
+from . import api_models
 from .api_models import add_api_flags, api_settings
 from .local_models import LOCAL_BACKENDS, add_local_model_flags, local_model_settings
 
@@ -78,11 +79,20 @@ def main(argv: list[str] | None = None) -> int:
                        revision=args.revision, augmented=augmented, output_dir=out, protocol=args.protocol,
                        open_suffix=not args.no_open_suffix, model_path=args.model_path,
                        image_dir=Path(args.image_dir), shard=parse_shard(args.shard), batch_size=args.batch_size,
-                       backend=LOCAL_BACKENDS.get(args.backend) or presets_api.backend_path(args.backend),
+                       backend=LOCAL_BACKENDS.get(args.backend) or presets_api.backend_path(args.backend)
+                       or _preset_backend(args.model),
                        settings={**api_settings(args), **local_model_settings(args),
                                  **generation_settings(args)})
         if args.backend == "openai-compatible":
             presets_api.served_model(args.model)  # any model the server serves, tagged by its name
-        return run(spec).exit_code
+        return api_models.dry_run(spec) if args.dry_run else run(spec).exit_code
 
     return fd.guarded(go, interrupted=fd.INTERRUPTED_RUN)
+
+
+def _preset_backend(model: str) -> str | None:
+    """`--model gpt-4o` without --backend picks Azure or OpenAI as inference_openai.py does."""
+    preset = registry.PRESETS.get(model)
+    if preset is None or preset.backend != presets_api.BACKENDS["azure"]:
+        return None
+    return api_models.auto_backend(preset.backend)

@@ -35,6 +35,7 @@ class Executor:
     def __init__(self, journal: Journal | None, work: dict[str, Work], empty_is_answer: bool = False):
         self.journal, self.work, self.empty_is_answer = journal, work, empty_is_answer
         journaled = journal.records() if journal is not None else {}
+        self.journaled = list(journaled.values())  # every record of this journal (a budget counts what they cost)
         self.records = {k: journaled[k] for k in work if k in journaled and self.reusable(journaled[k])}
         self.fresh: set[str] = set()  # keys answered by the backend in this run
 
@@ -64,6 +65,8 @@ class Executor:
                 on_record(record)
 
         try:
+            if pending and hasattr(backend, "count_journaled"):
+                backend.count_journaled(self.journaled)
             if pending:
                 bind = getattr(backend, "bind_journal", None)  # --batch: custom_ids are keys, batches journaled
                 if bind is not None:

@@ -17,8 +17,10 @@ MIN_FRACTION = 0.10
 
 class Progress:
     def __init__(self, total: int, done: int, desc: str, *, stream: TextIO | None = None,
-                 interactive: bool | None = None, clock: Callable[[], float] = time.monotonic):
+                 interactive: bool | None = None, clock: Callable[[], float] = time.monotonic,
+                 detail: Callable[[], str] | None = None):
         self.total, self.done, self.desc = total, done, desc
+        self.detail = detail  # e.g. an API backend's current concurrency, shown on each status line
         self.stream = stream or sys.stderr
         self.failed = 0
         self.clock = clock
@@ -41,8 +43,10 @@ class Progress:
         self.failed += bool(failed)
         if self.bar is not None:
             self.bar.update(1)
-            if self.failed:
-                self.bar.set_postfix_str(f"{self.failed} failed", refresh=False)
+            post = ", ".join(x for x in (f"{self.failed} failed" if self.failed else "",
+                                          self.detail() if self.detail else "") if x)
+            if post:
+                self.bar.set_postfix_str(post, refresh=False)
             return
         now = self.clock()
         if (now - self.last_time >= MIN_SECONDS and self.done - self.last_done >= MIN_FRACTION * self.total
@@ -64,8 +68,15 @@ class Progress:
             text += f", ETA {_duration((self.total - self.done) / rate) if rate else '?'}"
         else:
             text += f", {ran} in {_duration(elapsed)}"
-        self._line(f"{text}, {self.failed} failed")
+        self._line(f"{text}, {self.failed} failed" + (f", {self.detail()}" if self.detail else ""))
         self.last_time, self.last_done = now, self.done
+
+    def note(self, text: str) -> None:
+        """A line at once (e.g. a long wait the server asked for), above the bar on a terminal."""
+        if self.bar is not None:
+            self.bar.write(f"{self.desc}: {text}", file=self.stream)
+        else:
+            self._line(text)
 
     def _line(self, text: str) -> None:
         print(f"{self.desc}: {text}", file=self.stream, flush=True)

@@ -138,7 +138,10 @@ class Runner:
         backend = self.build_backend()
         self.backend_info = backend.describe()
         pending = len(executor.pending)
-        bar = Progress(total=len(self._items), done=len(self._items) - pending, desc=self.stem)
+        bar = Progress(total=len(self._items), done=len(self._items) - pending, desc=self.stem,
+                       detail=getattr(backend, "progress_detail", None))
+        if hasattr(backend, "note"):
+            backend.note = bar.note  # an API backend's one-line messages (rate limits, budget) go with the progress
         try:
             executor.run(backend, lambda record: bar.update(record["status"] == "error"))
         finally:

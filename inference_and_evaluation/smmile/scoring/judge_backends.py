@@ -29,8 +29,13 @@ def resolve_settings(settings: JudgeSettings, warn=lambda m: print(m, file=sys.s
     """``openai`` with a ``--judge-base-url`` that is not OpenAI's own endpoint is an OpenAI-compatible
     server: its key is ``OPENAI_COMPATIBLE_API_KEY``; ``OPENAI_API_KEY`` is never sent there (the
     inference backends' rule)."""
+    from smmile.errors import UserError
     from smmile.models.api.openai_backend import is_openai_endpoint
+    from smmile.models.api.secrets import url_has_credentials
 
+    if settings.base_url and url_has_credentials(settings.base_url):  # before anything could write it
+        raise UserError("--judge-base-url must not carry credentials (user:password@ or ?query); API keys come "
+                        "from the environment only")
     if settings.backend == "openai" and settings.base_url and not is_openai_endpoint(settings.base_url):
         if os.environ.get("OPENAI_API_KEY"):
             warn(f"note: {settings.base_url} is not OpenAI's endpoint: OPENAI_API_KEY is not sent there; the judge "

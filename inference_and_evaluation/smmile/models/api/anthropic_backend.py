@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 
 from ...errors import UserError
-from .backend import ApiBackend, import_sdk
+from .accounting import anthropic_image_tokens
+from .backend import ApiBackend, NoContent, import_sdk
 from .images import Encoded
 from .request import ChatRequest
 from .retry import Failure, status_failure
@@ -26,6 +28,7 @@ class AnthropicBackend(ApiBackend):
         if not key:
             raise UserError("ANTHROPIC_API_KEY environment variable not set")
         self.scrub.add(key)
+        self.guard_key("ANTHROPIC_API_KEY", ("api.anthropic.com",), "ANTHROPIC_BASE_URL")
         return {"api_key": key, **({"base_url": self.base_url} if self.base_url else {})}
 
     def endpoint(self) -> str | None:
@@ -62,18 +65,31 @@ class AnthropicBackend(ApiBackend):
             wire["extra_body"] = body
         return {**wire, **req.options}
 
-    async def send(self, client, wire: dict) -> tuple[str, dict]:
-        return self.reply_of(await client.messages.create(**wire))
+    def image_tokens(self, size: tuple[int, int]) -> int | None:
+        return anthropic_image_tokens(*size)
+
+    def image_rule(self) -> str:
+        return "Claude: width x height / 750 after resizing to <= 1568 px long edge and ~1.15 MP"
+
+    async def send(self, client, wire: dict) -> tuple[str, dict, dict]:
+        raw = await client.messages.with_raw_response.create(**wire)  # the headers: rate-limit state
+        response = raw.parse()
+        if inspect.isawaitable(response):
+            response = await response
+        return (*self.reply_of(response), raw.headers)
 
     def reply_of(self, response) -> tuple[str, dict]:
         """Text and tokens of a message (a synchronous reply or a batch result)."""
+        if isinstance(response, (str, bytes)):
+            raise ValueError("malformed message response")
         content = getattr(response, "content", None)
-        if isinstance(response, (str, bytes)) or content is None:
-            raise ValueError("malformed message response (no content)")
+        text = getattr(content[0], "text", None) if content else None
+        if not isinstance(text, str):
+            raise NoContent(f"the reply has no text content (stop_reason: {getattr(response, 'stop_reason', None)})")
         usage = getattr(response, "usage", None)
         tokens = {"input_tokens": getattr(usage, "input_tokens", 0) or 0,
                   "output_tokens": getattr(usage, "output_tokens", 0) or 0} if usage else {}
-        return (content[0].text if content else ""), tokens
+        return text, tokens
 
     def classify(self, exc: BaseException) -> Failure:
         anthropic = import_sdk("anthropic", "the Anthropic backend")

@@ -9,25 +9,31 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ...errors import MissingDependency
+from ...errors import MissingDependency, UserError
 from ..base import Backend, Response
-from .accounting import CostMeter, parse_price, price_for
+from .accounting import CostMeter, batch_cost, parse_price, price_for, text_tokens
 from .images import Encoded, encode_png
+from .limiter import Limiter
 from .request import ChatRequest
 from .retry import Failure, RetryPolicy
-from .secrets import Scrubber, public_url
+from .secrets import Scrubber, host_of, key_may_go_to, public_url
 
-DEFAULTS = {"concurrency": 8, "max_retries": 5, "timeout": 120.0, "max_consecutive_failures": 8}
+DEFAULTS = {"max_retries": 5, "timeout": 120.0, "max_consecutive_failures": 8}
 
 
 class TooLarge(Exception):
     """The request exceeds a documented provider limit even after downscaling; it is not sent."""
+
+
+class NoContent(Exception):
+    """A reply without content (null or missing text): a failed request, never an empty answer."""
 
 
 def import_sdk(name: str, why: str):
@@ -43,17 +49,22 @@ class ApiBackend(Backend):
     sdk: str | None = None  # the official SDK package, checked when the backend is built
     # settings that change how requests are sent, not what is asked: not part of the journal key
     RUN_ONLY = ("concurrency", "max_retries", "timeout", "max_cost", "base_url", "price", "max_consecutive_failures",
-                "batch", "poll_interval")
+                "allow_key_for_host", "dry_run", "batch", "poll_interval")
     limits: dict = {}  # request_bytes, image_b64_bytes, image_side, image_side_many (over 20 images)
     unit = "problems"  # what one work item is, in messages ("judge requests" for the judge)
     default_max_image_side: int | None = None  # corrected protocol only
+    default_concurrency: int | str = "auto"  # see limiter.py
 
     def __init__(self, preset=None, spec=None, settings=None, generation=None):
         super().__init__(preset, spec, settings, generation)
         s = self.settings = {**DEFAULTS, **self.settings}
         self.model = s.get("api_model") or (preset.model_id if preset else "")
         self.base_url = s.get("base_url")
-        self.concurrency = max(1, int(s["concurrency"]))
+        level = s.get("concurrency") or self.default_concurrency
+        self.concurrency = level if level == "auto" else max(1, int(level))
+        self.limiter = Limiter(None if level == "auto" else self.concurrency, note=self._note)
+        self.dry_run = bool(s.get("dry_run"))
+        self.fatal: str | None = None  # why the run stopped at once (a refused key, a very long Retry-After)
         self.timeout = float(s["timeout"])
         self.policy = RetryPolicy(max_retries=int(s["max_retries"]))
         corrected = getattr(spec, "protocol", "paper") == "corrected"
@@ -68,7 +79,7 @@ class ApiBackend(Backend):
         self.unreachable_streak = 0
         self.last_failure: str | None = None
         self.stats = {"retries": 0, "failed_problems": 0, "downscaled_images": 0, "not_sent_too_large": 0,
-                      "not_started_max_cost": 0, "not_started_unreachable": 0}
+                      "not_started_max_cost": 0, "not_started_unreachable": 0, "throttled": 0}
         if self.sdk:
             import_sdk(self.sdk, f"the {self.provider} backend")  # a missing SDK fails before any work
         self._client_args = self.client_args()  # so does a missing key
@@ -80,6 +91,17 @@ class ApiBackend(Backend):
     # -- provider hooks -------------------------------------------------------------------------
     def client_args(self) -> dict:
         return {}
+
+    def guard_key(self, var: str, official: tuple[str, ...], named_by: str | None = None, hint: str = "") -> None:
+        """Refuse to send the key in `var` to a --base-url that is neither its provider's (`official` hosts), nor
+        allowed with --allow-key-for-host, nor the host of the variable `named_by` (e.g. OPENAI_BASE_URL)."""
+        allowed = self.settings.get("allow_key_for_host") or ()
+        if key_may_go_to(self.base_url, official, allowed, os.environ.get(named_by) if named_by else None):
+            return
+        host = host_of(self.base_url)
+        raise UserError(f"{var} is sent only to {official[0].lstrip('.')}, not to {public_url(self.base_url)}: "
+                        f"to send it there, add --allow-key-for-host {host}"
+                        + (f" or set {named_by} to that URL" if named_by else "") + hint)
 
     def endpoint(self) -> str | None:
         """Where requests go, without credentials (for messages, manifests and the judge's record)."""
@@ -99,6 +121,8 @@ class ApiBackend(Backend):
             return Failure("Request timed out.", True)
         if isinstance(exc, ConnectionError):  # e.g. ollama's "Failed to connect to Ollama..." (the original's text)
             return Failure(str(exc) or type(exc).__name__, True)
+        if isinstance(exc, NoContent):
+            return Failure(str(exc), False)
         if isinstance(exc, json.JSONDecodeError):
             return Failure(f"malformed response: {exc}", True)
         return Failure(f"{exc}", False)
@@ -127,11 +151,22 @@ class ApiBackend(Backend):
             out[id(ref)] = enc
         return out
 
+    def image_tokens(self, size: tuple[int, int]) -> int | None:
+        """The provider's documented token count of one image as sent (None: not documented)."""
+        return None
+
+    def input_tokens(self, req: ChatRequest, images: dict[int, Encoded]) -> int:
+        """Estimated input tokens: text at ~4 characters a token, images by the provider's rule."""
+        return text_tokens(req.messages) + sum(self.image_tokens(e.size) or 0 for e in images.values())
+
     def prepare(self, req: ChatRequest) -> tuple[dict, dict]:
-        """SDK arguments and notes (downscaled images, request size) for the journal."""
+        """SDK arguments and notes (downscaled images, request size, estimated tokens) for the journal."""
         images = self.encode(req)
         wire = self.render(req, images)
-        notes = {"images": len(images), "downscaled_images": sum(e.downscaled for e in images.values())}
+        notes = {"images": len(images), "downscaled_images": sum(e.downscaled for e in images.values()),
+                 "image_sizes": [list(e.size) for e in images.values()],
+                 "image_b64_bytes": sum(len(e.b64) for e in images.values()),
+                 "estimated_input_tokens": self.input_tokens(req, images)}
         if self.check_limits:
             size = len(json.dumps(wire, default=str))
             notes["request_bytes"] = size
@@ -140,22 +175,70 @@ class ApiBackend(Backend):
                 raise TooLarge(f"request of {size} bytes exceeds the {cap}-byte limit")
         return wire, notes
 
+    def estimated_cost(self, req: ChatRequest, notes: dict) -> float | None:
+        """At most what this request costs: its estimated input and its whole output-token cap."""
+        return self.meter.cost_of({"input_tokens": notes["estimated_input_tokens"],
+                                   "output_tokens": req.max_tokens or 0})
+
+    # -- messages: one line each, through the run's progress when it has one --------------------
+    def _note(self, text: str) -> None:
+        (self.note or _stderr_line)(text)
+
+    note = None  # set by the runner to its progress' line writer
+
+    def progress_detail(self) -> str:
+        return self.limiter.describe()
+
     # -- one request with retries ---------------------------------------------------------------
-    async def call(self, client: Any, wire: dict) -> tuple[str, dict, Failure | None, int]:
+    async def call(self, client: Any, wire: dict, budget: float | None = None) -> tuple[str, dict, Failure | None, int]:
+        """`budget`: the request's estimated cost, reserved against --max-cost when its first attempt is launched
+        (a request that no longer fits raises OverBudget before anything is sent)."""
+        reserved = [0.0]
+        try:
+            return await self._attempts(client, wire, budget, reserved)
+        finally:
+            self.meter.reserved -= reserved[0]
+
+    async def _attempts(self, client, wire: dict, budget: float | None, reserved: list) -> tuple:
         for attempt in range(self.policy.max_retries + 1):
+            if self.fatal:
+                return "", {}, Failure(self.fatal, False), attempt
+            epoch = await self.limiter.acquire()
+            if attempt == 0 and budget is not None:
+                if not self.meter.fits(budget):
+                    await self.limiter.release(epoch, 0)
+                    raise OverBudget(budget)
+                self.meter.reserved += budget
+                reserved[0] = budget
             self.meter.requests += 1
             try:
-                text, usage = await asyncio.wait_for(self.send(client, wire), self.timeout + 5)
-                return text, usage, None, attempt + 1
+                text, usage, *rest = await asyncio.wait_for(self.send(client, wire), self.timeout + 5)
             except asyncio.CancelledError:
+                await self.limiter.release(epoch, 0)
                 raise
             except Exception as exc:  # noqa: BLE001 - every failure is classified, none is an answer
                 failure = self.classify(exc)
                 failure.message = self.scrub(failure.message)
+                headers = getattr(getattr(exc, "response", None), "headers", None)
+                status = failure.status or (503 if failure.transient else 0)  # timeouts: the server is busy
+                self.stats["throttled"] += failure.status in (429, 503, 529)
+                await self.limiter.release(epoch, status, failure.retry_after, headers)
+                if failure.status in (401, 403):  # the key was refused: every other request would be too
+                    self.fatal = (f"{failure.status} from {self.endpoint()}: {failure.message} (the key was "
+                                  "refused: check it, and the model's name and access)")
+                    return "", {}, failure, attempt + 1
+                if failure.retry_after is not None and failure.retry_after > self.policy.max_retry_after:
+                    self.fatal = (f"{self.endpoint()} asked to wait {failure.retry_after:g}s (Retry-After), longer "
+                                  f"than the {self.policy.max_retry_after:g}s smmile waits: rerun the same command "
+                                  "later to continue")
+                    return "", {}, failure, attempt + 1
                 if not self.policy.should_retry(failure, attempt):
                     return "", {}, failure, attempt + 1
                 self.stats["retries"] += 1
                 await asyncio.sleep(self.policy.delay(failure, attempt))
+                continue
+            await self.limiter.release(epoch, None, None, rest[0] if rest else None)
+            return text, usage, None, attempt + 1
         raise AssertionError("unreachable")
 
     async def one(self, client: Any, req: ChatRequest) -> Response:
@@ -166,7 +249,9 @@ class ApiBackend(Backend):
             self.stats["not_sent_too_large"] += 1
             return Response(error=req.error_format.format(e=f"{exc} (not sent)"), extra={"not_sent": str(exc)})
         self.stats["downscaled_images"] += notes["downscaled_images"]
-        text, usage, failure, attempts = await self.call(client, wire)
+        text, usage, failure, attempts = await self.call(client, wire, self.estimated_cost(req, notes))
+        self.meter.estimated_input_tokens += notes["estimated_input_tokens"]
+        self.meter.estimated_output_cap += req.max_tokens or 0
         extra: dict = {"attempts": attempts, **notes}
         if failure is None and req.followup is not None:
             nxt = req.followup(text)
@@ -187,10 +272,15 @@ class ApiBackend(Backend):
         return Response(text=text, usage=usage, seconds=seconds, extra=extra)
 
     # -- the run --------------------------------------------------------------------------------
+    def count_journaled(self, records) -> None:
+        """Called by the executor with the journal's records of this output: the budget counts what they cost."""
+        self.meter.count_journaled(records)
+
     async def run_all(self, work: list[tuple[Any, ChatRequest]], on_done) -> None:
         client = self.make_client()
         pending = iter(work)
         started = 0
+        over: list[float] = []  # the estimate of the request that no longer fit under --max-cost
         loop = asyncio.get_running_loop()
         # one journal thread: on_done (an fsynced append) runs there, one call at a time, off the event loop
         recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smmile-journal")
@@ -198,13 +288,15 @@ class ApiBackend(Backend):
         async def worker() -> None:
             nonlocal started
             for item, req in pending:
-                if self.meter.exhausted():
-                    self.meter.stopped = True
-                    return
-                if self.unreachable_streak >= self.breaker:
+                if self.fatal or over or self.unreachable_streak >= self.breaker:
                     return
                 started += 1
-                response = await self.one(client, req)
+                try:
+                    response = await self.one(client, req)
+                except OverBudget as exc:
+                    started -= 1
+                    over.append(exc.estimate)
+                    return
                 self.meter.add(response.usage)
                 self.stats["failed_problems"] += response.error is not None
                 transient = response.error is not None and response.extra.get("transient", False)
@@ -213,21 +305,28 @@ class ApiBackend(Backend):
                     self.last_failure = response.extra.get("failure") or response.error
                 await loop.run_in_executor(recorder, on_done, item, response)
 
+        width = self.limiter.maximum
         try:
-            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(work)))))
+            await asyncio.gather(*(worker() for _ in range(min(width, len(work)))))
         finally:
             recorder.shutdown(wait=True)
             await self.aclose(client)
-        if self.unreachable_streak >= self.breaker and started < len(work):
-            self.stats["not_started_unreachable"] = len(work) - started
-            print(f"{self.unreachable_streak} {self.unit} in a row failed after all retries at {self.endpoint()} "
-                  f"(last error: {self.last_failure}): server unreachable or overloaded? Stopped launching new "
-                  f"requests; {len(work) - started} {self.unit} not started", file=sys.stderr)
-        if self.meter.stopped:
-            self.stats["not_started_max_cost"] = len(work) - started
-            print(f"--max-cost {self.meter.max_cost:g} USD reached (estimated {self.meter.cost:.4f} USD spent): "
-                  f"stopped launching new requests; {len(work) - started} problem(s) not started",
-                  file=sys.stderr)
+        left = len(work) - started
+        if self.fatal:
+            raise UserError(f"{self.fatal}; stopped at once, {left} {self.unit} not started")
+        if self.unreachable_streak >= self.breaker and left:
+            self.stats["not_started_unreachable"] = left
+            self._note(f"{self.unreachable_streak} {self.unit} in a row failed after all retries at {self.endpoint()} "
+                       f"(last error: {self.last_failure}): server unreachable or overloaded? Stopped launching new "
+                       f"requests; {left} {self.unit} not started")
+        if over:
+            self.meter.stopped = True
+            self.stats["not_started_max_cost"] = left
+            m = self.meter
+            self._note(f"--max-cost {m.max_cost:g} USD reached: {m.spent:.4f} USD spent on this output "
+                       f"({m.spent_before:.4f} before this run), {max(m.left, 0):.4f} USD left, less than the next "
+                       f"request's estimated {over[0]:.4f} USD; stopped launching new requests, {left} {self.unit} "
+                       "not started (rerun with a larger --max-cost to continue)")
 
     def bind_journal(self, journal, keys: dict[int, str]) -> None:
         """From the executor: its journal and each work item's key (by id(item)), for --batch's custom_ids and
@@ -238,8 +337,13 @@ class ApiBackend(Backend):
         if not work:
             return
         if self.meter.max_cost is not None and self.meter.price is None:
-            print(f"warning: no price known for {self.model!r}; --max-cost cannot be enforced (use --price IN:OUT)",
-                  file=sys.stderr)
+            self._note(f"warning: no price known for {self.model!r}; --max-cost cannot be enforced (use --price IN:OUT)")
+        if self.meter.max_cost is not None and self.meter.exhausted():
+            self.meter.stopped = True
+            self.stats["not_started_max_cost"] = len(work)
+            self._note(f"--max-cost {self.meter.max_cost:g} USD reached: {self.meter.spent:.4f} USD already spent on "
+                       f"this output, 0 USD left; {len(work)} {self.unit} not started")
+            return
         if self.settings.get("batch"):
             from .batch import run_batches
 
@@ -257,13 +361,56 @@ class ApiBackend(Backend):
         if errors:
             raise errors[0]
 
+    def estimate(self, requests: list[ChatRequest]) -> dict:
+        """What sending `requests` would take, without sending anything (--dry-run): requests, images and their
+        sizes as sent, estimated input tokens, the output-token cap, the cost synchronously and in batch."""
+        sizes: dict[str, int] = {}
+        images = b64 = text = image_tokens = cap = 0
+        too_large = []
+        for req in requests:
+            try:
+                encoded = self.encode(req)
+            except TooLarge as exc:
+                too_large.append(str(exc))
+                continue
+            text += text_tokens(req.messages)
+            for e in encoded.values():
+                images += 1
+                b64 += len(e.b64)
+                image_tokens += self.image_tokens(e.size) or 0
+                sizes[f"{e.size[0]}x{e.size[1]}"] = sizes.get(f"{e.size[0]}x{e.size[1]}", 0) + 1
+            cap += req.max_tokens or 0
+        sync = self.meter.cost_of({"input_tokens": text + image_tokens, "output_tokens": cap})
+        return {"model": self.model, "provider": self.provider, "endpoint": self.endpoint(),
+                "requests": len(requests) - len(too_large), "not_sent_too_large": len(too_large),
+                "images": images, "image_b64_bytes": b64, "image_sizes": dict(sorted(sizes.items(), key=lambda kv: -kv[1])),
+                "image_rule": self.image_rule(), "input_tokens": text + image_tokens, "text_tokens": text,
+                "image_tokens": image_tokens, "output_tokens_cap": cap,
+                "max_tokens": sorted({r.max_tokens for r in requests}, key=lambda v: (v is None, v or 0)),
+                "price": self.meter.price, "cost_sync_usd": sync, "cost_batch_usd": batch_cost(sync)}
+
+    def image_rule(self) -> str:
+        return "image tokens not documented for this provider (counted as 0)"
+
     def describe(self) -> dict:
         return {"backend": self.name, "provider": self.provider, "model": self.model,
                 "base_url": public_url(self.base_url), "concurrency": self.concurrency,
+                "concurrency_last_level": int(self.limiter.level),
                 "max_retries": self.policy.max_retries, "timeout_s": self.timeout,
                 "max_image_side": self.max_image_side, "size_checks": self.check_limits,
                 "limits": dict(self.limits) if self.check_limits else None,
                 "stats": dict(self.stats), "accounting": self.meter.describe()}
+
+
+class OverBudget(Exception):
+    def __init__(self, estimate: float):
+        super().__init__(f"estimated {estimate:.4f} USD")
+        self.estimate = estimate
+
+
+def _stderr_line(text: str) -> None:
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
 
 
 def _run_capturing(coro, errors: list) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextvars
 import os
 
-from .backend import ApiBackend, import_sdk
+from .backend import ApiBackend, NoContent, import_sdk
 from .images import Encoded
 from .request import ChatRequest
 from .retry import Failure, parse_retry_after, status_failure
@@ -18,6 +18,7 @@ class OllamaBackend(ApiBackend):
     name = "ollama"
     provider = "ollama"
     sdk = "ollama"
+    default_concurrency = 8  # a local server queues what it cannot run: more in flight only waits longer
 
     def client_args(self) -> dict:
         return {"host": self.base_url or os.environ.get("OLLAMA_HOST") or None}
@@ -68,7 +69,9 @@ class OllamaBackend(ApiBackend):
             exc.retry_after = _retry_after.get()  # read here: this task is the one the hook ran in
             raise
         tokens = {"input_tokens": response.prompt_eval_count or 0, "output_tokens": response.eval_count or 0}
-        return response.message.content or "", tokens
+        if not isinstance(response.message.content, str):
+            raise NoContent(f"the reply has no content (done_reason: {getattr(response, 'done_reason', None)})")
+        return response.message.content, tokens
 
     def classify(self, exc: BaseException) -> Failure:
         ollama = import_sdk("ollama", "the ollama backend")

@@ -8,7 +8,8 @@ import os
 from urllib.parse import urlsplit
 
 from ...errors import UserError
-from .backend import ApiBackend, import_sdk
+from .accounting import openai_image_tokens
+from .backend import ApiBackend, NoContent, import_sdk
 from .images import Encoded
 from .request import ChatRequest
 from .retry import Failure, status_failure
@@ -16,6 +17,11 @@ from .secrets import public_url, url_has_credentials
 
 AZURE_API_VERSION = "2024-05-01-preview"  # the original's default (spec §1.6)
 OPENAI_ENDPOINT = "https://api.openai.com/v1"
+
+
+def no_openai_account(openai) -> dict:
+    """Client arguments that keep OPENAI_ORG_ID / OPENAI_PROJECT_ID (read by the SDK) off other servers."""
+    return {"default_headers": {"OpenAI-Organization": openai.Omit(), "OpenAI-Project": openai.Omit()}}
 
 
 def is_openai_endpoint(url: str | None) -> bool:
@@ -30,17 +36,21 @@ class OpenAIChatBackend(ApiBackend):
     sdk = "openai"
     limits = {"request_bytes": 50 * 1024 * 1024}
     default_max_image_side = 2048  # "high" detail scales images to fit 2048x2048 anyway
+    detail = "high"  # the image detail level sent (the original's)
 
     def client_args(self) -> dict:
         key = os.environ.get("OPENAI_API_KEY")
         if not key:
             raise UserError("OPENAI_API_KEY environment variable not set")
         self.scrub.add(key)
+        self.guard_key("OPENAI_API_KEY", ("api.openai.com",), "OPENAI_BASE_URL",
+                       " (or use --backend openai-compatible: its key is OPENAI_COMPATIBLE_API_KEY)")
         return {"api_key": key, **({"base_url": self.base_url} if self.base_url else {})}
 
     def make_client(self):
         openai = import_sdk("openai", f"the {self.provider} backend")
-        return openai.AsyncOpenAI(**self._client_args, max_retries=0, timeout=self.timeout)
+        return openai.AsyncOpenAI(**self._client_args, max_retries=0, timeout=self.timeout,
+                                  **({} if self.provider == "openai" else no_openai_account(openai)))
 
     def endpoint(self) -> str | None:
         return public_url(self.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_ENDPOINT)
@@ -50,7 +60,7 @@ class OpenAIChatBackend(ApiBackend):
             if p.get("type") != "image":
                 return p
             enc = images[id(p["ref"])]
-            return {"type": "image_url", "image_url": {"url": f"data:{enc.media_type};base64,{enc.b64}", "detail": "high"}}
+            return {"type": "image_url", "image_url": {"url": f"data:{enc.media_type};base64,{enc.b64}", "detail": self.detail}}
 
         messages = [{"role": m["role"], "content": [part(p) for p in m["content"]]
                      if isinstance(m["content"], list) else m["content"]} for m in req.messages]
@@ -66,8 +76,16 @@ class OpenAIChatBackend(ApiBackend):
             wire["stop"] = list(req.stop)
         return {**wire, **req.options}
 
-    async def send(self, client, wire: dict) -> tuple[str, dict]:
-        return self.reply_of(await client.chat.completions.create(**wire))
+    def image_tokens(self, size: tuple[int, int]) -> int | None:
+        return openai_image_tokens(*size, self.detail)
+
+    def image_rule(self) -> str:
+        return (f"GPT-4o, detail {self.detail}: " + ("85 tokens an image" if self.detail == "low" else
+                "fit in 2048x2048, shorter side to 768, 85 + 170 per 512-px tile"))
+
+    async def send(self, client, wire: dict) -> tuple[str, dict, dict]:
+        raw = await client.chat.completions.with_raw_response.create(**wire)  # the headers: rate-limit state
+        return (*self.reply_of(raw.parse()), raw.headers)
 
     def reply_of(self, response) -> tuple[str, dict]:
         """Text and tokens of a chat completion (a synchronous reply or a batch result)."""
@@ -76,7 +94,11 @@ class OpenAIChatBackend(ApiBackend):
         usage = getattr(response, "usage", None)
         tokens = {"input_tokens": getattr(usage, "prompt_tokens", 0) or 0,
                   "output_tokens": getattr(usage, "completion_tokens", 0) or 0} if usage else {}
-        return response.choices[0].message.content or "", tokens
+        choice = response.choices[0]
+        text = getattr(getattr(choice, "message", None), "content", None)
+        if not isinstance(text, str):
+            raise NoContent(f"the reply has no content (finish_reason: {getattr(choice, 'finish_reason', None)})")
+        return text, tokens
 
     def classify(self, exc: BaseException) -> Failure:
         openai = import_sdk("openai", f"the {self.provider} backend")
@@ -110,7 +132,8 @@ class AzureOpenAIBackend(OpenAIChatBackend):
 
     def make_client(self):
         openai = import_sdk("openai", "the Azure OpenAI backend")
-        return openai.AsyncAzureOpenAI(**self._client_args, max_retries=0, timeout=self.timeout)
+        return openai.AsyncAzureOpenAI(**self._client_args, max_retries=0, timeout=self.timeout,
+                                       **no_openai_account(openai))
 
     def describe(self) -> dict:
         return {**super().describe(), "api_version": self._client_args["api_version"]}
@@ -122,6 +145,12 @@ class OpenAICompatibleBackend(OpenAIChatBackend):
     name = "openai-compatible"
     provider = "openai-compatible"
     limits: dict = {}
+
+    def image_tokens(self, size: tuple[int, int]) -> int | None:
+        return None  # each served model counts image tokens its own way
+
+    def image_rule(self) -> str:
+        return "image tokens of a served model are not documented here (counted as 0)"
 
     def client_args(self) -> dict:
         if not self.base_url:

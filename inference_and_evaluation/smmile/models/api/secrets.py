@@ -21,6 +21,22 @@ class Scrubber:
         return text
 
 
+def host_of(url: str | None) -> str:
+    return (urlsplit(url).hostname or "").lower() if url else ""
+
+
+def key_may_go_to(url: str | None, official: tuple[str, ...], allowed=(), named: str | None = None) -> bool:
+    """Whether a key read from the environment may be sent to `url`: its provider's official host (`official`,
+    a leading "." matches any subdomain), a host the user allowed (`--allow-key-for-host`), or the host of the
+    variable naming the key's endpoint (`named`, e.g. AZURE_OPENAI_ENDPOINT). No URL: the SDK's own default."""
+    host = host_of(url)
+    if not url:
+        return True
+    if any(host == h or (h.startswith(".") and host.endswith(h)) for h in official):
+        return True
+    return host in {h.lower() for h in allowed} or (bool(named) and host == host_of(named))
+
+
 def url_has_credentials(url: str) -> bool:
     parts = urlsplit(url)
     return bool(parts.username or parts.password or parts.query)
