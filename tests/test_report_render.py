@@ -36,6 +36,7 @@ def open_page(browser, page_path: Path):
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(page_path.resolve().as_uri())
+    page.wait_for_selector("#explorer-data[data-ready]", state="attached")  # its texts are unpacked asynchronously
     return page, errors
 
 

@@ -278,16 +278,20 @@ QUESTION_COLUMNS = ("final_question", "original_question", "question")
 GOLD_COLUMNS = ("true_answer", "correct_answer")
 
 
-def judge_label(found: dict | None) -> str | None:
-    """``backend/model`` of a judge record (``_judgements.jsonl`` line or ``_evaluationllm.manifest.json``)."""
+def judge_labels(found: dict | None) -> list[str]:
+    """The judges of a judge record (a ``_judgements.jsonl`` line or ``_evaluationllm.manifest.json``), named
+    as ``smmile agreement`` names them (``scoring.jury.label``: ``BACKEND:MODEL``); a jury's members."""
     if not isinstance(found, dict) or not found.get("model"):
-        return None
-    return f"{found['backend']}/{found['model']}" if found.get("backend") else str(found["model"])
+        return []
+    if found.get("backend") == "jury":
+        members = [m.get("judge") for m in found.get("jury") or [] if isinstance(m, dict) and m.get("judge")]
+        return members or [m.strip() for m in str(found["model"]).split(",") if m.strip()]
+    return [f"{found['backend']}:{found['model']}" if found.get("backend") else str(found["model"])]
 
 
 def judge_replies(csv_path: str) -> tuple[dict, list[str]]:
     """problem_id -> (reply, status) from the judge's replies file (first row of a problem), and the judges
-    its records name (a jury's ``judges`` list, else each record's backend/model)."""
+    its records name (``judge_labels``)."""
     path = judgements_path(csv_path)
     found: dict = {}
     judges: dict = {}
@@ -297,10 +301,8 @@ def judge_replies(csv_path: str) -> tuple[dict, list[str]]:
                 record = json.loads(line) if line.strip() else None
                 if isinstance(record, dict):
                     found.setdefault(str(record.get("problem_id")), (record.get("reply"), record.get("status")))
-                    named = record.get("judges")
-                    for label in (named if isinstance(named, list) else [judge_label(record)]):
-                        if label:
-                            judges.setdefault(str(label), None)
+                    for label in judge_labels(record):
+                        judges.setdefault(label, None)
     except (OSError, ValueError):
         pass
     return found, list(judges)
@@ -376,8 +378,7 @@ def judges_of(info, recorded: list[str]) -> list[str]:
     ``_evaluationllm.json``, else UNRECORDED_JUDGE (e.g. the published outputs)."""
     if recorded:
         return recorded
-    label = judge_label(getattr(info, "judge", None))
-    return [label] if label else [UNRECORDED_JUDGE]
+    return judge_labels(getattr(info, "judge", None)) or [UNRECORDED_JUDGE]
 
 
 def prompt_entry(prompt, strings: Strings, images: Images) -> dict:

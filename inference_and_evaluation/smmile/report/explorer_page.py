@@ -517,16 +517,22 @@ SCRIPT = r"""
     $("ex-count").textContent = reviewCount();
   }
 
+  function goldCell(p) {  // the result a gold flag is filed under (reviews.json has a cell per review): the first open one, else the first
+    const rs = Object.keys(p.ans).map(Number);
+    const r = rs.find((i) => D.results[i].fmt === "open");
+    return D.results[r === undefined ? rs[0] : r];
+  }
+
   function markGold(key, checked, note) {
     const [, set] = key.split("|");
     const id = key.slice(2 + set.length + 1);
-    const p = findProblem(id, set);
-    if (!p) return;
+    const p = findProblem(id, set), x = p ? goldCell(p) : undefined;
+    if (!p || !x) return;
     if (!checked) { delete R.items[key]; }
     else {
       const who = reviewer();
-      R.items[key] = {problem_id: p.id, model: null, mode: null, format: null, judges: [], verdict_shown: null, review: "gold-wrong",
-        note: note, reviewer: who, time: new Date().toISOString(), set: p.set};
+      R.items[key] = {problem_id: p.id, model: D.models[x.model].key, mode: x.mode, format: x.fmt, judges: [], verdict_shown: null,
+        review: "gold-wrong", note: note, reviewer: who, time: new Date().toISOString(), set: p.set};
     }
     save();
     $("ex-count").textContent = reviewCount();

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from urllib.parse import urlencode
 
 from smmile.report import build, manifests, names
@@ -22,7 +23,7 @@ def problems_href(rset_slug: str, **filters) -> str:
 # -- header -------------------------------------------------------------------------------------------
 def header(data) -> str:
     s = data.settings
-    folders = "".join(f'<p class="meta">{esc(r.label)}: <code>{esc(r.results_dir)}</code> — {len(r.runs)} result '
+    folders = "".join(f'<p class="meta">{esc(r.label)}: <code>{esc(os.path.basename(os.path.normpath(r.results_dir)))}</code> — {len(r.runs)} result '
                       f"file(s), {sum(i.manifest is not None for i in r.runs.values())} with a run manifest</p>"
                       for r in data.sets)
     return (folders + f'<p class="meta">Intervals: {s.level:.0%} percentile bootstrap, {s.n_boot} resamples, seed '
