@@ -219,7 +219,7 @@ class Runner:
                   file=sys.stderr)
 
     def derive_rows(self, items: list[Item], records: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
-        """CSV rows from the journaled responses, by the current family code."""
+        """CSV rows from the journaled responses, by the family's current output spec (`protocol.outputs`)."""
         rows, failures = [], []
         for it, rec in zip(items, records):
             response = Response(**rec["response"])
