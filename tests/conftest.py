@@ -67,6 +67,15 @@ def _shared_published_untouched():
                     + "\n  ".join(problems[:20]), pytrace=False)
 
 
+@pytest.fixture(autouse=True)
+def _library_log_lines():
+    """The library's log lines on stderr as the command line sets them up (tests that call library functions
+    read its notes and warnings from capsys); reset per test, since a command run with -q changes the level."""
+    from smmile.cli.common import configure_logging
+
+    configure_logging()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def demo_dir(tmp_path_factory) -> Path:
     """Every test (and subprocess) sees the same generated demo data, built once."""

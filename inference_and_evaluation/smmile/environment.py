@@ -9,12 +9,21 @@ from __future__ import annotations
 
 import importlib.util
 import platform
+import sys
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 
 # distributions whose version a run records (manifest "packages"), in the order `smmile env` lists them
 PACKAGES = ("smmile", "torch", "transformers", "tokenizers", "qwen-vl-utils", "pillow", "torchvision", "accelerate",
             "datasets", "numpy", "pandas", "pyarrow", "vllm", "flash-attn", "openai", "anthropic", "ollama")
+
+
+def command_line() -> list[str]:
+    """The command as typed, for the records (manifests, output-folder markers, lock files): the program's
+    name without its folder, then the arguments; [] when Python was not started from a command line."""
+    argv = getattr(sys, "argv", None) or [""]
+    return [Path(argv[0]).name, *argv[1:]] if argv[0] else []
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ import weakref
 from pathlib import Path
 from typing import Iterator
 
+from .environment import command_line
 from .errors import UserError
-from .runner.manifest import command_line
 
 MARKER = ".smmile-output.json"
 LOCK_IN_FOLDER = ".smmile.lock"

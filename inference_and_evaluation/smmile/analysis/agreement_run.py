@@ -9,8 +9,8 @@ report's explorer: `analysis.reviews`). Outputs to --out: agreement.json + one C
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -23,6 +23,8 @@ from . import judges as judges_mod
 from . import reviews as reviews_mod
 from .labels import binary_scores, canonical_models, judge_from_results, model_aliases, read_labels
 from .output import fmt, write_tables
+
+log = logging.getLogger(__name__)
 
 
 def load_results(paths: list[str], warn) -> list:
@@ -134,11 +136,11 @@ def judges_console(tables: dict) -> list[str]:
 
 def run_agreement(results: list[str], *, labels: str | None = None, judge_rater: str = "judge",
                   out: str = "agreement", force: bool = False, judges: bool = False, reviews: list[str] = (),
-                  n_boot: int = 10_000, seed: int = 0, level: float = 0.95, cluster: str = "auto") -> int:
+                  n_boot: int = 10_000, seed: int = 0, level: float = 0.95, cluster: str = "auto") -> str:
     """Agreement of the human ``labels`` (CSV) with each other and with the judge (rows of rater
     ``judge_rater``, and the judge results in ``results``), and exact match vs judge in ``results`` (folders
     or CSVs); the tables go to ``out`` (made by this command, or new/empty; ``force``: any allowed folder),
-    written while holding its lock. Returns 0."""
+    written while holding its lock. Returns the console text."""
     if not results and not labels and not reviews:
         raise UserError("give result folders and/or --labels / --reviews")
     if judges and not results:
@@ -152,11 +154,11 @@ def run_agreement(results: list[str], *, labels: str | None = None, judge_rater:
 
 
 def _agreement_into(results: list[str], labels_path: str | None, judge_rater: str, out, judges: bool = False,
-                    reviews: list[str] = (), resampling: dict | None = None) -> int:
+                    reviews: list[str] = (), resampling: dict | None = None) -> str:
     warnings: list[str] = []
 
     def warn(message: str) -> None:
-        print(message, file=sys.stderr)
+        log.warning(message)
         warnings.append(message)
 
     records = load_results(results, warn)
@@ -178,6 +180,5 @@ def _agreement_into(results: list[str], labels_path: str | None, judge_rater: st
     written = write_tables(out, "agreement", tables, meta)
     if judges:
         written += draw_judges(tables["judges"], out, warn)
-    print("\n".join(line for line in [console(summary, tables)] + judges_console(tables) if line))
-    print("Written: " + ", ".join(str(p) for p in written))
-    return 0
+    return "\n".join([line for line in [console(summary, tables)] + judges_console(tables) if line]
+                     + ["Written: " + ", ".join(str(p) for p in written)])

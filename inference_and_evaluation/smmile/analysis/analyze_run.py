@@ -6,8 +6,8 @@ manifests (see smmile.analysis.results). Outputs go to --out (docs/analyses.md l
 
 from __future__ import annotations
 
-import sys
 
+import logging
 import pandas as pd
 
 from .. import fsguard
@@ -17,6 +17,8 @@ from . import diagnostics
 from .output import fmt, write_tables
 from .results import load_sets
 from .variants import Report, analyse
+
+log = logging.getLogger(__name__)
 
 
 def console(report: Report) -> str:
@@ -58,10 +60,10 @@ def diagnostics_console(report: Report) -> str:
 
 def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", force: bool = False,
                 n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL,
-                include_gold_mismatch: bool = False, weight: str = "row", failures: str = "wrong") -> int:
+                include_gold_mismatch: bool = False, weight: str = "row", failures: str = "wrong") -> str:
     """Compare each model's accuracy on the original and on its variants (``analysis``: one of ``KINDS``;
     ``results``: ``[LABEL=]PATH`` folders or CSVs) and write the tables to ``out`` (made by this command,
-    or new/empty; ``force``: any allowed folder), holding the folder's lock. Returns 0."""
+    or new/empty; ``force``: any allowed folder), holding the folder's lock. Returns the console text."""
     check_resampling(n_boot, level)
     folder = fsguard.prepare_output_dir(out, "smmile analyze", force=force)
     settings = {"n_boot": n_boot, "seed": seed, "level": level, "include_gold_mismatch": include_gold_mismatch,
@@ -70,11 +72,11 @@ def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", for
         return _analyse_into(analysis, results, settings, folder)
 
 
-def _analyse_into(analysis: str, results: list[str], settings: dict, out) -> int:
+def _analyse_into(analysis: str, results: list[str], settings: dict, out) -> str:
     warnings: list[str] = []
 
     def warn(message: str) -> None:
-        print(message, file=sys.stderr)
+        log.warning(message)
         warnings.append(message)
 
     sets = load_sets(results, warn)
@@ -99,6 +101,4 @@ def _analyse_into(analysis: str, results: list[str], settings: dict, out) -> int
     written = write_tables(out, analysis, tables, meta)
     if analysis == "shots":
         written += diagnostics.draw_curve(report.extra["curve"], out, settings["level"])
-    print(console(report))
-    print("Written: " + ", ".join(str(p) for p in written))
-    return 0
+    return console(report) + "\nWritten: " + ", ".join(str(p) for p in written)

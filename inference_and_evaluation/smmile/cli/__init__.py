@@ -36,6 +36,7 @@ def usage() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    fd.configure_logging()  # each command's parser sets -q/-v again
     if not argv or argv[0] in ("-h", "--help"):
         print(usage())
         return 0 if argv else 2

@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
-    return fd.guarded(lambda: run_agreement(a.results, labels=a.labels, judge_rater=a.judge_rater, out=a.out,
-                                            force=a.force, judges=a.judges, reviews=a.reviews, n_boot=a.n_boot,
-                                            seed=a.seed, level=a.level, cluster=a.cluster),
+    return fd.guarded(lambda: print(run_agreement(a.results, labels=a.labels, judge_rater=a.judge_rater, out=a.out,
+                                                  force=a.force, judges=a.judges, reviews=a.reviews, n_boot=a.n_boot,
+                                                  seed=a.seed, level=a.level, cluster=a.cluster)) or 0,
                       interrupted="interrupted: smmile agreement stopped; nothing half-written")

@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
-    return fd.guarded(lambda: run_analyze(a.analysis, a.results, out=a.out, force=a.force, n_boot=a.n_boot,
-                                          seed=a.seed, level=a.level, include_gold_mismatch=a.include_gold_mismatch,
-                                          weight=a.weight, failures=a.failures),
+    return fd.guarded(lambda: print(run_analyze(a.analysis, a.results, out=a.out, force=a.force, n_boot=a.n_boot,
+                                                seed=a.seed, level=a.level, include_gold_mismatch=a.include_gold_mismatch,
+                                                weight=a.weight, failures=a.failures)) or 0,
                       interrupted="interrupted: smmile analyze stopped; nothing half-written")

@@ -1,12 +1,13 @@
 """What every command line shares: the parser class (both flag spellings) and help formatter, the flags smmile
-adds to the front doors, and `guarded` (user mistakes, Ctrl-C, SIGTERM and unwritable paths as one line and an
-exit status)."""
+adds to the front doors, the library's log lines on stderr (-q/-v), and `guarded` (user mistakes, Ctrl-C, SIGTERM
+and unwritable paths as one line and an exit status)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import errno
+import logging
 import math
 import os
 import signal
@@ -47,7 +48,11 @@ class ArgumentParser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         args = sys.argv[1:] if args is None else list(args)
         cut = args.index("--") if "--" in args else len(args)
-        return super().parse_known_args([self._declared_spelling(a) for a in args[:cut]] + args[cut:], namespace)
+        parsed, rest = super().parse_known_args([self._declared_spelling(a) for a in args[:cut]] + args[cut:],
+                                                namespace)
+        if hasattr(parsed, "quiet") and hasattr(parsed, "verbose"):
+            configure_logging(parsed.verbose - parsed.quiet)
+        return parsed, rest
 
     def _declared_spelling(self, arg: str) -> str:
         if not arg.startswith("--") or len(arg) < 3:
@@ -62,8 +67,37 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def parser(description: str, epilog: str = "", prog: str | None = None) -> ArgumentParser:
-    """The parser every command uses (`prog`: the program name when it is not `sys.argv[0]`'s)."""
-    return ArgumentParser(prog=prog, description=description, epilog=epilog, formatter_class=HelpFormatter)
+    """The parser every command uses (`prog`: the program name when it is not `sys.argv[0]`'s), with -q/-v."""
+    p = ArgumentParser(prog=prog, description=description, epilog=epilog, formatter_class=HelpFormatter)
+    p.add_argument("-q", "--quiet", action="count", default=0,
+                   help="fewer lines on stderr: warnings and errors only")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more lines on stderr: debugging detail")
+    return p
+
+
+class _Stderr(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a line is logged (pytest's capsys and redirections swap it)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
+def configure_logging(verbosity: int = 0) -> None:
+    """The library's diagnostics (logger ``smmile`` and its per-module children) on stderr, one plain line each,
+    as they read before they were log records: notes, progress and warnings by default (INFO), warnings and
+    errors only below 0 (-q), debugging detail above 0 (-v). Idempotent: one handler, whatever the calls."""
+    logger = logging.getLogger("smmile")
+    if not any(isinstance(h, _Stderr) for h in logger.handlers):
+        handler = _Stderr()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+    logger.propagate = False  # a root handler someone else configured would print each line twice
+    logger.setLevel(logging.WARNING if verbosity < 0 else logging.INFO if verbosity == 0 else logging.DEBUG)
 
 
 def _int_at_least(minimum: int) -> Callable[[str], int]:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from importlib import metadata
 from pathlib import Path
 
-from ..environment import package_versions  # noqa: F401  (the manifest's "packages"; `smmile env` shows the same)
+from ..environment import command_line, package_versions  # noqa: F401  (`smmile env` shows the same packages)
 
 
 def git_revision() -> str | None:
@@ -22,13 +21,6 @@ def git_revision() -> str | None:
     if rev.returncode != 0:
         return None
     return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-
-
-def command_line() -> list[str]:
-    """The command as typed, for the records (manifests, output-folder markers, lock files): the program's
-    name without its folder, then the arguments; [] when Python was not started from a command line."""
-    argv = getattr(sys, "argv", None) or [""]
-    return [Path(argv[0]).name, *argv[1:]] if argv[0] else []
 
 
 def smmile_version() -> str | None:

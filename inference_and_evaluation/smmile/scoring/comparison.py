@@ -6,11 +6,13 @@ dicts written to ``*_evaluation.json`` / ``*_evaluationllm.json``), in file-disc
 
 from __future__ import annotations
 
+import logging
 import os
 import re
-import sys
 from collections import Counter
 from typing import Iterable, Mapping
+
+log = logging.getLogger(__name__)
 
 RULE_WIDTH = 60
 SUMMARY_WIDTH = 80
@@ -166,7 +168,7 @@ def report_comparison(results: Mapping[str, Mapping], results_dir: str | os.Path
     print(format_console_summary(results, label))
     path, kept = write_comparison(results, results_dir, filename)
     if kept:
-        print(kept, file=sys.stderr)
+        log.warning(kept)
         return kept
     print(f"Comparison results saved to: {path}")
     return None

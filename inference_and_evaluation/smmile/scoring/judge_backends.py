@@ -7,11 +7,13 @@ judge's. This module only maps the judge's flags onto them.
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from dataclasses import replace
 
 from smmile.scoring.judge import JudgeSettings
+
+log = logging.getLogger(__name__)
 
 
 def judge_backends() -> tuple[str, ...]:
@@ -25,7 +27,7 @@ def judge_backends() -> tuple[str, ...]:
     return tuple(first.values())
 
 
-def resolve_settings(settings: JudgeSettings, warn=lambda m: print(m, file=sys.stderr)) -> JudgeSettings:
+def resolve_settings(settings: JudgeSettings, warn=log.warning) -> JudgeSettings:
     """``openai`` with a ``--judge-base-url`` that is not OpenAI's own endpoint is an OpenAI-compatible
     server: its key is ``OPENAI_COMPATIBLE_API_KEY``; ``OPENAI_API_KEY`` is never sent there (the
     inference backends' rule)."""

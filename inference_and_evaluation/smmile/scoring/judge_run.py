@@ -17,8 +17,8 @@ the faithful JSON carries the jury's verdict per row, ``_judgements.jsonl`` each
 from __future__ import annotations
 
 import json
+import logging
 import os
-import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,6 +37,8 @@ from smmile.scoring.exact_match import ResultFileError
 from smmile.scoring.naming import (evaluationllm_json_path, judge_patterns, judge_record_path, judgements_path,
                                    question_column)
 from smmile.scoring.results import Outcome, check_results_dir, find_result_files, refuse_if_none_known, screened
+
+log = logging.getLogger(__name__)
 
 TITLE, LABEL = "LLM AS A JUDGE", "LLM as a Judge"
 
@@ -229,7 +231,7 @@ def adopt_judge_cache(journal, work: dict, results_dir, settings: JudgeSettings)
     try:
         old = Journal(path).records()
     except UserError as exc:
-        print(f"note: {path} (the earlier judge cache) left aside, its rows are judged again: {exc}", file=sys.stderr)
+        log.warning(f"note: {path} (the earlier judge cache) left aside, its rows are judged again: {exc}")
         return
     have = journal.records()
     for key, w in work.items():
@@ -287,7 +289,7 @@ def visualize_file(result: ResultFile, outcome: Outcome) -> dict | None:
     """Load ``<stem>_evaluationllm.json``; a missing/invalid one is reported and skipped."""
     if not result.known:
         print(f"Skipping: {result.path}")
-        print(f"warning: {result.unknown_reason}", file=sys.stderr)
+        log.warning(f"warning: {result.unknown_reason}")
         return None
     path = evaluationllm_json_path(result.path)
     try:

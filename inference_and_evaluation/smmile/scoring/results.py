@@ -39,9 +39,9 @@ import glob
 import hashlib
 import io
 import json
+import logging
 import os
 import re
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -64,10 +64,7 @@ RULES = ("scoring", "variance")
 OWN_OUTPUTS = ("stats_estimates.csv", "stats_comparisons.csv")
 _SHARD = re.compile(r"\.shard-\d+-of-\d+")
 _REPLACED = re.compile(r"\.replaced-\d{8}T\d{6}(-\d+)?\.csv$")  # a CSV the runner moved aside (runner.run)
-
-
-def print_to_stderr(message: str) -> None:
-    print(message, file=sys.stderr)
+log = logging.getLogger(__name__)
 
 
 # -- one result ---------------------------------------------------------------------------------------
@@ -161,7 +158,7 @@ def manifest_of(path: str | os.PathLike) -> tuple[dict | None, str | None]:
         return None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def read_manifest(path: str | os.PathLike, warn: Callable[[str], None] = print_to_stderr) -> dict | None:
+def read_manifest(path: str | os.PathLike, warn: Callable[[str], None] = log.warning) -> dict | None:
     """The run manifest beside ``path``; None if there is none. An unreadable one is reported through
     ``warn`` and ignored (the file is then identified by its name)."""
     data, reason = manifest_of(path)
@@ -196,7 +193,7 @@ def _manifest_dataset(manifest: dict) -> str | None:
 
 
 def result_for_path(path: str | os.PathLike, rules: str = "scoring",
-                    warn: Callable[[str], None] = print_to_stderr) -> RunRecord:
+                    warn: Callable[[str], None] = log.warning) -> RunRecord:
     """Identify one file: its manifest, else the file-name ``rules`` ("scoring" §4.3, "variance" §7.2)."""
     if rules not in RULES:
         raise ValueError(f"rules must be one of {RULES}, not {rules!r}")
@@ -266,7 +263,7 @@ def _wanted(result: RunRecord, model: str | None, mode: str | None, fmt: str | N
 
 def load_results(results_dir: str | os.PathLike, *, model: str | None = None, mode: str | None = None,
                  fmt: str | None = None, patterns: Sequence[str] | None = None, sort: bool = True,
-                 rules: str = "scoring", warn: Callable[[str], None] = print_to_stderr) -> list[RunRecord]:
+                 rules: str = "scoring", warn: Callable[[str], None] = log.warning) -> list[RunRecord]:
     """The results of ``results_dir`` (module docstring), in discovery order.
 
     ``model`` matches a file's identity key, scoring name or file tag; ``mode`` ("0-shot"/"ICL") and
@@ -415,7 +412,7 @@ def check_judgement(csv_path: str | os.PathLike, judged: dict, frame=None) -> No
 # -- what the scoring runs share ------------------------------------------------------------------------
 def error(message: str) -> None:
     """One line on stderr, no traceback."""
-    print(f"error: {message}", file=sys.stderr)
+    log.error(f"error: {message}")
 
 
 def check_results_dir(results_dir: str | os.PathLike) -> None:
@@ -486,7 +483,7 @@ class Outcome:
         """A one-line ``warning: ...`` (e.g. an output kept) that also makes the exit status 1; printed to
         stderr unless ``printed`` says it already was."""
         if not printed:
-            print(message, file=sys.stderr)
+            log.warning(message)
         self.failed.append(message)
 
     @property
@@ -509,7 +506,7 @@ def refuse_if_none_known(found: list[RunRecord]) -> None:
     if len(found) == 1:
         raise UserError(found[0].unknown_reason)
     for result in found:
-        print(f"warning: {result.unknown_reason}", file=sys.stderr)
+        log.warning(f"warning: {result.unknown_reason}")
     raise UserError(f"nothing scored: none of the {len(found)} result files names a model (see the warnings above)")
 
 
@@ -524,7 +521,7 @@ def screened(found: list[RunRecord], read: Callable, count: Callable, outcome: O
     for result in found:
         if not result.known:
             print(f"Skipping: {result.path}")
-            print(f"warning: {result.unknown_reason}", file=sys.stderr)
+            log.warning(f"warning: {result.unknown_reason}")
         elif result.path in failures:
             outcome.fail(failures[result.path])
         else:
@@ -572,7 +569,7 @@ def _gold(frame: pd.DataFrame) -> pd.Series | None:
 
 def result_records(result: RunRecord, frame: pd.DataFrame, warn=None) -> list[Record]:
     """The records of one result: MCQA, or EM plus the judge when it was run."""
-    warn = warn or print_to_stderr
+    warn = warn or log.warning
     gold = _gold(frame)
     failures = metrics.failure_series(frame, result).groupby(level=0, sort=False).first()
     records = []
@@ -625,7 +622,7 @@ def judge_only_records(directory: str, found: list[RunRecord], warn, inform=None
 
 def file_records(path: str, warn=None) -> list[Record]:
     """The records of one result CSV given by path (identified like ``load_records``'s files)."""
-    warn = warn or print_to_stderr
+    warn = warn or log.warning
     result = result_for_path(path, rules="variance", warn=warn)
     if result.mode not in MODES:
         raise ResultFileError(f"{path}: no 0-shot/ICL mode (file name or manifest)")
@@ -636,7 +633,7 @@ def load_records(directory: str, warn=None, inform=None) -> list[Record]:
     """All scorable results of ``directory`` (``load_results`` with variance_analysis's naming rules), scored.
     A file that is not whole, a file without a mode and a problem-count outlier are named through
     ``warn`` and skipped; duplicated problem ids are named too."""
-    warn = warn or print_to_stderr
+    warn = warn or log.warning
     found = []
     for result in load_results(directory, rules="variance", warn=warn):
         if result.mode not in MODES:

@@ -24,9 +24,9 @@ answers then unknown), with a warning. Model keys are the variance_analysis ones
 
 from __future__ import annotations
 
+import logging
 import math
 import os
-import sys
 from dataclasses import asdict, dataclass
 from itertools import combinations
 
@@ -48,8 +48,7 @@ KINDS = ("icl_vs_0shot", "model_vs_model")  # each kind is its own Holm family
 MAX_NOTES = 10  # pairing warnings printed in full; the rest are counted
 
 
-def _warn_stderr(message: str) -> None:
-    print(message, file=sys.stderr)
+log = logging.getLogger(__name__)
 
 
 # -- estimates ---------------------------------------------------------------------------------------
@@ -237,7 +236,7 @@ def comparisons(records: list[Record], compare: str, n_boot: int, seed: int, clu
     rows = [compare_pair(kind, a, b, n_boot, seed, cluster, level, include_gold_mismatch, notes, weight, failures)
             for kind, a, b in comparison_pairs(records, compare)]
     adjust(rows, level)
-    warn = warn or _warn_stderr
+    warn = warn or log.warning
     for note in notes[:MAX_NOTES]:
         warn(f"warning: {note}")
     if len(notes) > MAX_NOTES:
@@ -360,10 +359,10 @@ def _compute_into(results_dir: str, out: str, s: StatsSettings) -> int:
     problems: list[str] = []
 
     def warn(message: str) -> None:
-        print(message, file=sys.stderr)
+        log.warning(message)
         problems.append(message)
 
-    records = load_records(results_dir, warn, inform=_warn_stderr)
+    records = load_records(results_dir, warn, inform=log.warning)
     if not records:
         raise UserError(f"no scorable result files in {results_dir}")
     settings = {"results_dir": os.path.abspath(results_dir), **asdict(s)}
@@ -374,7 +373,7 @@ def _compute_into(results_dir: str, out: str, s: StatsSettings) -> int:
     print(console_table(rows))
     if s.compare != "none":
         pairs = comparisons(records, s.compare, s.n_boot, s.seed, s.cluster, s.level, s.include_gold_mismatch,
-                            _warn_stderr, s.weight, s.failures)
+                            log.warning, s.weight, s.failures)
         written += write_rows(pairs, os.path.join(out, "stats_comparisons"), settings)
         print(comparison_summary(pairs, s.level))
     print("Written: " + ", ".join(written))

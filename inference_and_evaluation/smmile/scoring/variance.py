@@ -17,6 +17,7 @@ are additions.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ from smmile.scoring.exact_match import ResultFileError
 from smmile.scoring.metrics import Metric, get_metric, metric_scores, metrics_for, read_rows
 from smmile.scoring.naming import evaluationllm_json_path
 from smmile.scoring.results import RunRecord, load_results, problem_count, replace_output, result_for_path, screen
+
+log = logging.getLogger(__name__)
 
 SEED = 42
 INF = float("inf")
@@ -58,9 +61,9 @@ class Analysis:
 
 
 def _warn(sink: list, message: str) -> None:
-    """Print a one-line message to stderr and remember it."""
+    """Log a one-line message (stderr) and remember it."""
     line = " ".join(message.split())
-    print(line, file=sys.stderr)
+    log.warning(line)
     sink.append(line)
 
 
@@ -116,7 +119,7 @@ def analyse_file(result: RunRecord, inputs: Inputs, mean_only: bool, rng, analys
         print(_console_line(cell, mean_only))
         if cell.meaning:
             sys.stdout.flush()
-            print(cell.meaning, file=sys.stderr)
+            log.warning(cell.meaning)
     return cells
 
 
@@ -197,7 +200,7 @@ def run_variance(directory: str, *, output: str = "evaluation_results.txt", mean
         check_writable_file(latex_path, "LaTeX output file")
     files = find_csvs(directory, sort=sort)
     if not files:
-        print(f"No CSV files found in {directory}", file=sys.stderr)
+        log.error(f"No CSV files found in {directory}")
         return 1
     print(f"Found {len(files)} CSV files to evaluate")
     print(f"Using {bootstrap.LEGACY_N_BOOT} bootstrap samples for variance estimation")
@@ -206,8 +209,8 @@ def run_variance(directory: str, *, output: str = "evaluation_results.txt", mean
     if ci:
         _estimates(directory)
     if analysis.problems:
-        print(f"warning: {len(analysis.problems)} problem(s): cell(s) that could not be scored (shown as '-') "
-              "or outputs kept (see above)", file=sys.stderr)
+        log.warning(f"warning: {len(analysis.problems)} problem(s): cell(s) that could not be scored (shown as '-') "
+                    "or outputs kept (see above)")
     return 1 if analysis.problems else 0
 
 
@@ -219,4 +222,4 @@ def _estimates(directory: str) -> None:
     try:
         stats.run_stats(directory, compare="none")
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        log.error(f"error: {exc}")
