@@ -9,6 +9,8 @@
 #   bash benchmarks/gpu_check.sh --tiny     # the same pipeline on the tiny test checkpoints (CPU smoke)
 # Then benchmarks/gpu_check_anymodel.py: a SmolVLM-256M-class Idefics3 (random weights) through --model hf:<path>
 # and vllm:<path>; SMMILE_GENERIC_MODELS=ID,... (cached hub ids or folders) runs real checkpoints instead.
+# Last, benchmarks/bench_ray.py: the tiny LLaVA on the demo set through the local engine and --engine ray with two
+# workers sharing the GPU (--gpus-per-worker 0.5), CSVs byte-identical (needs ray[data], in the locks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
@@ -17,4 +19,6 @@ status=0
 python benchmarks/gpu_check.py "$@" || status=1
 # any checkpoint, no code: --model hf:<path> (batch 1, batched) and vllm:<path> (LLM.chat), probe recorded
 python benchmarks/gpu_check_anymodel.py "$@" || status=1
+# --engine ray: two workers on the one GPU, the same CSV as the local engine
+python benchmarks/bench_ray.py --workers 2 --gpus-per-worker 0.5 --repeat 1 || status=1
 exit $status

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from ..data.diagnostic_variants import refuse_dropped_images
+from ..errors import UserError
 from ..models.hf import preflight
 from ..models.hf.processor import IMAGE_BACKENDS
 from ..models.presets_hf import HF, LLAVA_MODELS
@@ -29,6 +30,7 @@ def add_local_flags(p: argparse.ArgumentParser, *, qwen_pixels: bool = False, vl
                     max_new_tokens: bool = True, output_dir: bool = False) -> None:
     """smmile additions shared by the local-model front doors."""
     fd.add_run_flags(p, image_dir=None if "--image_dir" in p._option_string_actions else "--image-dir")
+    add_engine_flags(p)
     g = p.add_argument_group("local model settings (smmile additions)")
     if output_dir:
         g.add_argument("--output-dir", default="../results",
@@ -84,12 +86,14 @@ def preflight_checks(a: argparse.Namespace, script: str) -> None:
 def spec_for(a: argparse.Namespace, model: str, fmt: str, *, dataset=None, augmented_flag=False, open_suffix=True,
              summary=None, extra: dict | None = None) -> RunSpec:
     dataset, augmented, out = fd.dataset_and_output(dataset, a.output_dir, augmented_flag)
+    settings = {**settings_from(a), **(extra or {})}
     return RunSpec(model=model, mode=a.inference_mode, fmt=fmt, dataset=dataset, revision=a.revision,
                    augmented=augmented, output_dir=out, protocol=a.protocol, open_suffix=open_suffix,
                    model_path=a.model_path, image_dir=Path(getattr(a, "image_dir", "../missing_images")),
                    shard=parse_shard(a.shard), batch_size=a.batch_size,
                    backend=VLLM if getattr(a, "backend", "hf") == "vllm" else None,
-                   settings={**settings_from(a), **(extra or {})}, summary=summary)
+                   settings=settings, summary=summary,
+                   **engine_fields(a, settings, vllm=getattr(a, "backend", "hf") == "vllm"))
 
 
 def _common(p, *, mode_default="ICL", fmt_default="open", fmt=True) -> None:
@@ -262,3 +266,44 @@ def local_model_settings(a: argparse.Namespace) -> dict:
     keys = ("max_new_tokens", "dtype", "device_map", "attn_implementation", "min_pixels", "max_pixels",
             "tensor_parallel_size", "script", "model_revision", "image_backend")
     return {k: getattr(a, k) for k in keys if getattr(a, k, None) is not None}
+
+
+# -- --engine ray (runner/ray_engine.py) ----------------------------------------------------------------------------
+def add_engine_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("scale-out on Ray (docs/scale-out.md)")
+    g.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local: this process runs the model; ray: Ray workers run it, this process plans and "
+                        "journals (same answers, same files)")
+    g.add_argument("--ray-address", default=None, metavar="auto|ADDRESS",
+                   help="with --engine ray: 'auto' joins the cluster this node belongs to (`ray start`), or a "
+                        "cluster address (host:port, ray://host:10001); unset: start a local Ray")
+    g.add_argument("--workers", type=fd.positive_int, default=None,
+                   help="with --engine ray: Ray workers, each loading the model once (default 1)")
+    g.add_argument("--gpus-per-worker", type=fd.non_negative_number, default=None, metavar="G",
+                   help="with --engine ray: GPUs per worker (fractions share a GPU; vLLM: tensor parallelism G). "
+                        "Default: 1 where the cluster has GPUs, else 0")
+
+
+def engine_fields(a: argparse.Namespace, settings: dict, vllm: bool) -> dict:
+    """RunSpec's engine fields from the flags. With vLLM, --gpus-per-worker G is tensor parallelism G inside each
+    worker (set in `settings`, so it is keyed and recorded as --tensor-parallel-size G would be)."""
+    ray_flags = {"--ray-address": a.ray_address, "--workers": a.workers, "--gpus-per-worker": a.gpus_per_worker}
+    if a.engine != "ray":
+        given = [flag for flag, value in ray_flags.items() if value is not None]
+        if given:
+            raise UserError(f"{', '.join(given)} only apply with --engine ray")
+        return {}
+    from ..runner.ray_engine import RaySettings
+
+    gpus = a.gpus_per_worker
+    if vllm and gpus is not None and gpus >= 1:
+        if gpus != int(gpus):
+            raise UserError(f"--gpus-per-worker {gpus:g}: vLLM needs whole GPUs (tensor parallelism)")
+        tp = settings.get("tensor_parallel_size")
+        if tp not in (None, 1, int(gpus)):
+            raise UserError(f"--tensor-parallel-size {tp} and --gpus-per-worker {gpus:g} disagree: with --engine "
+                            "ray, each worker's tensor parallelism is its GPU count")
+        if gpus > 1:
+            settings["tensor_parallel_size"] = int(gpus)
+    return {"engine": "ray", "ray": RaySettings(address=a.ray_address, workers=a.workers or 1,
+                                                gpus_per_worker=gpus)}

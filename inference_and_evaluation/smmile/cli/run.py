@@ -10,7 +10,7 @@ from ..runner.run import RunSpec, parse_shard, run
 from . import common as fd
 from . import api_models
 from .api_models import add_api_flags, api_settings
-from .local_models import LOCAL_BACKENDS, add_local_model_flags, local_model_settings
+from .local_models import LOCAL_BACKENDS, add_engine_flags, add_local_model_flags, engine_fields, local_model_settings
 
 
 def build_parser():
@@ -36,6 +36,7 @@ def build_parser():
     add_generation_flags(p)
     add_api_flags(p)
     add_local_model_flags(p)
+    add_engine_flags(p)
     return p
 
 
@@ -75,14 +76,15 @@ def main(argv: list[str] | None = None) -> int:
             raise UserError(f"--backend is not used with --model {args.model.split(':')[0]}:<id> "
                             "(the prefix names the backend: hf: transformers, vllm: vLLM)")
         dataset, augmented, out = fd.dataset_and_output(args.dataset, args.output_dir)
+        settings = {**api_settings(args), **local_model_settings(args), **generation_settings(args)}
+        vllm = args.model.startswith("vllm:") or args.backend == "vllm"
         spec = RunSpec(model=args.model, mode=args.inference_mode, fmt=args.task_format, dataset=dataset,
                        revision=args.revision, augmented=augmented, output_dir=out, protocol=args.protocol,
                        open_suffix=not args.no_open_suffix, model_path=args.model_path,
                        image_dir=Path(args.image_dir), shard=parse_shard(args.shard), batch_size=args.batch_size,
                        backend=LOCAL_BACKENDS.get(args.backend) or presets_api.backend_path(args.backend)
                        or _preset_backend(args.model),
-                       settings={**api_settings(args), **local_model_settings(args),
-                                 **generation_settings(args)})
+                       settings=settings, **engine_fields(args, settings, vllm))
         if args.backend == "openai-compatible":
             presets_api.served_model(args.model)  # any model the server serves, tagged by its name
         return api_models.dry_run(spec) if args.dry_run else run(spec).exit_code

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..data.diagnostic_variants import refuse_dropped_images
 from ..data.images import verify_images
@@ -29,7 +30,11 @@ from ..fsguard import OutputLock, atomic_write_text, check_writable_dir
 from .outputs import accuracy_summary, write_csv, write_json
 from .progress import Progress
 
+if TYPE_CHECKING:
+    from .ray_engine import RaySettings
+
 PROTOCOLS = ("paper", "corrected")
+ENGINES = ("local", "ray")
 
 
 @dataclass
@@ -51,6 +56,8 @@ class RunSpec:
     settings: dict = field(default_factory=dict)  # backend/family overrides (recorded in the manifest)
     summary: tuple[str, str] | None = None  # (file token, display) for accuracy_summary_*.txt
     quiet: bool = False
+    engine: str = "local"  # "ray": the backend runs in Ray actors (runner/ray_engine.py); answers are the same
+    ray: RaySettings | None = None  # --engine ray: cluster address, workers, GPUs per worker
 
 
 @dataclass
@@ -83,6 +90,8 @@ class Runner:
     def __init__(self, spec: RunSpec, rngs: Rngs | None = None):
         if spec.protocol not in PROTOCOLS:
             raise UserError(f"--protocol must be one of {', '.join(PROTOCOLS)}")
+        if spec.engine not in ENGINES:
+            raise UserError(f"--engine must be one of {', '.join(ENGINES)}")
         self.spec = spec
         self.preset = registry.get(spec.model)
         self.rngs = rngs or Rngs()
@@ -130,8 +139,13 @@ class Runner:
 
     # -- execution ------------------------------------------------------------------------------
     def build_backend(self) -> Backend:
-        cls = registry.load_symbol(self.spec.backend or self.preset.backend)
-        return cls(self.preset, self.spec, self.settings, self.generation)
+        path = self.spec.backend or self.preset.backend
+        if self.spec.engine == "ray":  # the same backend, built once in each Ray worker
+            from .ray_engine import RayEngine, RaySettings
+
+            return RayEngine(path, self.preset, self.spec, self.settings, self.generation,
+                             self.spec.ray or RaySettings())
+        return registry.load_symbol(path)(self.preset, self.spec, self.settings, self.generation)
 
     def execute(self, executor: Executor) -> None:
         """Run what `executor` has pending; each response is journaled as it completes."""
