@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 
 from smmile.runner.progress import Progress
 
@@ -16,12 +17,18 @@ class Clock:
 
 
 def _log_run(total, done, seconds_per_problem, fail_every=0):
+    """The progress lines a log gets (they are log records of smmile.runner.progress)."""
     out, clock = io.StringIO(), Clock()
-    bar = Progress(total, done, "result_qwen7B_ICL", stream=out, clock=clock)
-    for i in range(total - done):
-        clock.now += seconds_per_problem
-        bar.update(failed=bool(fail_every) and i % fail_every == 0)
-    bar.close()
+    handler = logging.StreamHandler(out)
+    logging.getLogger("smmile.runner.progress").addHandler(handler)
+    try:
+        bar = Progress(total, done, "result_qwen7B_ICL", stream=io.StringIO(), clock=clock)
+        for i in range(total - done):
+            clock.now += seconds_per_problem
+            bar.update(failed=bool(fail_every) and i % fail_every == 0)
+        bar.close()
+    finally:
+        logging.getLogger("smmile.runner.progress").removeHandler(handler)
     return out.getvalue().splitlines()
 
 

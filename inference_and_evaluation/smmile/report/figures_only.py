@@ -3,8 +3,8 @@ page (PNG at 300 dpi + SVG): accuracy bars with CIs, ICL gain, stratification he
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from dataclasses import dataclass, field
 
 from smmile import fsguard
@@ -14,6 +14,8 @@ from smmile.report.page import formats_from
 from smmile.report.stages import Stages
 from smmile.scoring import bootstrap, plots
 from smmile.scoring.stats import check_resampling
+
+log = logging.getLogger(__name__)
 
 OWNER = "smmile figures"
 
@@ -75,9 +77,9 @@ def write_figures(req: FiguresRequest) -> int:
     warnings: list[str] = []
     written = make_figures(req, Stages("smmile figures"), warnings)
     for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        log.warning(f"warning: {warning}")
     if not written:
-        print(f"warning: nothing to plot in {req.results_dir}", file=sys.stderr)
+        log.warning(f"warning: nothing to plot in {req.results_dir}")
         return 1
     print(f"{len(written)} figure file(s) written to {os.path.dirname(written[0])}")
     return 1 if warnings else 0

@@ -9,8 +9,8 @@ earlier ``smmile report`` wrote it (or with ``--force``). The same inputs give b
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import uuid
 from dataclasses import dataclass, field
 
@@ -24,6 +24,8 @@ from smmile.report import reviews_section
 from smmile.report.stages import Stages
 from smmile.scoring import bootstrap, plots
 from smmile.scoring.stats import check_resampling
+
+log = logging.getLogger(__name__)
 
 OWNER = "smmile report"
 IMAGES_SLOT = f"<!--smmile report: the explorer's thumbnails {uuid.uuid4().hex}-->"  # see render
@@ -234,6 +236,6 @@ def run_report(req: ReportRequest) -> int:
     stderr and on the page: a warning does not stop a ``set -e`` script (issue #20)."""
     page_path, warnings = write_report(req, Stages("smmile report"))
     for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        log.warning(f"warning: {warning}")
     print(f"Report written to {page_path}")
     return 0

@@ -7,9 +7,12 @@ and when it ends: done/total, rate, ETA and failures so far.
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from typing import Callable, TextIO
+
+log = logging.getLogger(__name__)
 
 MIN_SECONDS = 30.0
 MIN_FRACTION = 0.10
@@ -79,7 +82,7 @@ class Progress:
             self._line(text)
 
     def _line(self, text: str) -> None:
-        print(f"{self.desc}: {text}", file=self.stream, flush=True)
+        log.info(f"{self.desc}: {text}")
 
 
 def _duration(seconds: float) -> str:

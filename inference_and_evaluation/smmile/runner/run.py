@@ -8,6 +8,7 @@ to an answer cut, an extractor or a column re-derives every row on the next run 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from .keys import digest
 from ..fsguard import OutputLock, atomic_write_text, check_writable_dir
 from .outputs import accuracy_summary, write_csv, write_json
 from .progress import Progress
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from .ray_engine import RaySettings
@@ -190,8 +193,8 @@ class Runner:
         records = executor.records
         not_run = [it.problem_id for it in items if keys[it.index] not in records]
         if not_run:  # the backend stopped early (e.g. --max-cost): no final CSV from an incomplete run
-            print(f"{len(not_run)} problem(s) were not run; rerun the same command to continue. "
-                  f"Nothing was written to {self.csv_path}.", file=sys.stderr)
+            log.warning(f"{len(not_run)} problem(s) were not run; rerun the same command to continue. "
+                        f"Nothing was written to {self.csv_path}.")
             return RunResult(self.csv_path, [], [(p, "not run") for p in not_run], loaded.skipped, len(pending), 1)
         ordered = [records[keys[it.index]] for it in items]
         rows, failures = self.derive_rows(items, ordered)
@@ -217,8 +220,8 @@ class Runner:
             n += 1
             aside = self.csv_path.with_name(f"{self.stem}.replaced-{stamp}-{n}.csv")
         self.csv_path.rename(aside)
-        print(f"note: {self.csv_path.name} was not written by an smmile run (no manifest); it is kept as "
-              f"{aside.name} and this run's results take its name", file=sys.stderr)
+        log.warning(f"note: {self.csv_path.name} was not written by an smmile run (no manifest); it is kept as "
+                    f"{aside.name} and this run's results take its name")
 
     def _note_replaced_run(self, previous: dict) -> None:
         """Say so when the CSV about to be written replaces one of a differently configured run (another
@@ -227,10 +230,10 @@ class Runner:
         before = (previous.get("journal") or {}).get("run_key")
         if before and self.csv_path.exists() and before != digest(self.run_identity):
             was = previous.get("command") or []
-            print(f"note: {self.csv_path.name} held the results of another configuration "
-                  f"({' '.join(map(str, was)) or 'an earlier run'}); they are replaced by this run's. That run's "
-                  "responses are kept in the journal: rerun its command to write them again without a model call.",
-                  file=sys.stderr)
+            log.warning(f"note: {self.csv_path.name} held the results of another configuration "
+                        f"({' '.join(map(str, was)) or 'an earlier run'}); they are replaced by this run's. That run's "
+                        "responses are kept in the journal: rerun its command to write them again without a model "
+                        "call.")
 
     def derive_rows(self, items: list[Item], records: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
         """CSV rows from the journaled responses, by the family's current output spec (`protocol.outputs`)."""
@@ -303,9 +306,8 @@ class Runner:
             for pid, url in loaded.skipped:
                 print(f"  {pid} {url}", file=out)
         if failures:
-            print(f"{len(failures)} problem(s) failed (rerun the same command to retry them):", file=sys.stderr)
-            for pid, err in failures:
-                print(f"  {pid}: {err}", file=sys.stderr)
+            log.warning(f"{len(failures)} problem(s) failed (rerun the same command to retry them):\n"
+                        + "\n".join(f"  {pid}: {err}" for pid, err in failures))
 
 
 def planned_record(item: Item) -> dict:

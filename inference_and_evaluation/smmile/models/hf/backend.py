@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import sys
+import logging
 import time
 from typing import Any
 
@@ -19,13 +19,15 @@ from ..base import Backend, Response
 from . import preflight
 from .request import PAD_FROM_TOKENIZER, HFRequest
 
+log = logging.getLogger(__name__)
+
 WINDOW = 4  # batches per length-sorting window
 DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16", "half": "float16",
           "float32": "float32", "fp32": "float32", "auto": "auto"}
 
 
 def say(msg: str) -> None:
-    print(f"[smmile] {msg}", file=sys.stderr, flush=True)
+    log.info(f"[smmile] {msg}")
 
 
 def report_image_processor(info: dict) -> None:

@@ -18,11 +18,13 @@ Running out of memory while probing proves nothing: the check is recorded as unk
 
 from __future__ import annotations
 
-import sys
+import logging
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from ...errors import UserError
+
+log = logging.getLogger(__name__)
 
 Render = Callable[[list[dict]], str]  # messages -> prompt text (raises if the template refuses them)
 Score = Callable[[list[dict], list], Any]  # (messages, images) -> next-token scores (array or {token: logprob})
@@ -85,8 +87,8 @@ class Probe:
     def warn(self) -> None:
         """One line on stderr when the query image does not reach the model: the run goes on, text only."""
         if self.checks["one_image"].ok is False:
-            print(f"[smmile] warning: the query image does not reach the model ({self.checks['one_image'].detail}); "
-                  "its answers come from the text alone", file=sys.stderr, flush=True)
+            log.warning(f"[smmile] warning: the query image does not reach the model "
+                        f"({self.checks['one_image'].detail}); its answers come from the text alone")
 
     def as_dict(self, mode: str) -> dict:
         layout = self.layout(mode)
