@@ -83,7 +83,8 @@ def test_credentials_in_urls_refused_before_anything_is_written(env, tmp_path, c
 def test_401_stops_the_run_at_once(env, tmp_path, capsys):
     env.setenv("ANTHROPIC_API_KEY", KEY)
     with FakeApi(script=lambda rec: Action("status", 401, message="invalid x-api-key")) as api:
-        rc = claude(api, tmp_path, "--allow-key-for-host", "127.0.0.1", "--concurrency", "1")
+        env.setenv("ANTHROPIC_BASE_URL", api.url)
+        rc = claude(api, tmp_path, "--concurrency", "1")
         sent = len(api.requests())
     err = capsys.readouterr().err
     assert rc == 2 and sent == 1  # not retried, nothing else launched
@@ -97,8 +98,9 @@ def test_null_content_is_a_failure(env, tmp_path, capsys, front):
     env.setenv("OPENAI_API_KEY", KEY)
     env.setenv("ANTHROPIC_API_KEY", KEY)
     with FakeApi(script=lambda rec: Action("null") if rec["n"] == 0 else None) as api:
-        call = gpt if front == "openai" else claude
-        rc = call(api, tmp_path, "--allow-key-for-host", "127.0.0.1", "--concurrency", "1")
+        env.setenv("OPENAI_BASE_URL", api.url + "/v1")  # names the endpoint: the key may go there
+        env.setenv("ANTHROPIC_BASE_URL", api.url)
+        rc = (gpt if front == "openai" else claude)(api, tmp_path, "--concurrency", "1")
     name = "result_gpt-4o_0-shot_open" if front == "openai" else "result_claude-3-7-sonnet_0-shot_open"
     manifest = json.loads((tmp_path / f"{name}.manifest.json").read_text())
     with open(tmp_path / f"{name}.csv", newline="") as fh:

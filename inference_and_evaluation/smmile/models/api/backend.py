@@ -222,12 +222,13 @@ class ApiBackend(Backend):
                 headers = getattr(getattr(exc, "response", None), "headers", None)
                 status = failure.status or (503 if failure.transient else 0)  # timeouts: the server is busy
                 self.stats["throttled"] += failure.status in (429, 503, 529)
-                await self.limiter.release(epoch, status, failure.retry_after, headers)
+                too_long = failure.retry_after is not None and failure.retry_after > self.policy.max_retry_after
+                await self.limiter.release(epoch, status, None if too_long else failure.retry_after, headers)
                 if failure.status in (401, 403):  # the key was refused: every other request would be too
                     self.fatal = (f"{failure.status} from {self.endpoint()}: {failure.message} (the key was "
                                   "refused: check it, and the model's name and access)")
                     return "", {}, failure, attempt + 1
-                if failure.retry_after is not None and failure.retry_after > self.policy.max_retry_after:
+                if too_long:
                     self.fatal = (f"{self.endpoint()} asked to wait {failure.retry_after:g}s (Retry-After), longer "
                                   f"than the {self.policy.max_retry_after:g}s smmile waits: rerun the same command "
                                   "later to continue")
