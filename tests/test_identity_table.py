@@ -75,15 +75,15 @@ def test_file_name_fallback_keeps_models_without_a_preset_as_today():
 
 def test_identity_from_manifest_in_order_of_preference():
     full = {"key": "k", "scoring_name": "s", "display": "d", "latex": "l"}
-    assert identity.identity_from_manifest({"model": {"identity": full, "tag": "qwen7B"}}) == ModelIdentity(**full)
-    assert identity.identity_from_manifest({"model": {"preset": "llama33textonly_mcqa"}}).key == "text only"
-    assert identity.identity_from_manifest({"model": {"preset": "qwen7B", "tag": "x"}}).key == "qwen7B"
+    assert registry.identity_from_manifest({"model": {"identity": full, "tag": "qwen7B"}}) == ModelIdentity(**full)
+    assert registry.identity_from_manifest({"model": {"preset": "llama33textonly_mcqa"}}).key == "text only"
+    assert registry.identity_from_manifest({"model": {"preset": "qwen7B", "tag": "x"}}).key == "qwen7B"
     # a served model: its preset is not registered in a new process, its tag and model id are in the manifest
-    served = identity.identity_from_manifest({"model": {"preset": "org/M", "tag": "org-M", "model_id": "org/M"}})
+    served = registry.identity_from_manifest({"model": {"preset": "org/M", "tag": "org-M", "model_id": "org/M"}})
     assert served == identity.identity_for_model_id("org/M")
-    assert identity.identity_from_manifest({"model": {"model_id": "a/b"}}).key == "a-b"
-    assert identity.identity_from_manifest({"model": {"preset": "not-registered"}}).key == "not-registered"
+    assert registry.identity_from_manifest({"model": {"model_id": "a/b"}}).key == "a-b"
+    assert registry.identity_from_manifest({"model": {"preset": "not-registered"}}).key == "not-registered"
     half = {"model": {"identity": {"key": "k"}, "tag": "random"}}  # incomplete identity: ignored
-    assert identity.identity_from_manifest(half).key == "random"
+    assert registry.identity_from_manifest(half).key == "random"
     for bad in ({}, {"model": None}, {"model": {}}, [], None):
-        assert identity.identity_from_manifest(bad) is None
+        assert registry.identity_from_manifest(bad) is None

@@ -12,8 +12,9 @@ Four names, each for one audience (spec §4.3, §7.2, §7.4):
 
 ``PAPER_MODELS`` is the one table of the paper's models, keyed by the file-name tag of their result
 files (``result_<tag>_<mode>...csv``). Presets take their identity from it by tag
-(``models.registry.Preset.identity``); scoring reads it from a run's manifest, or from the original's
-file-name rules for files without one (``scoring.naming.identity_from_name``).
+(``models.registry.Preset.identity``); scoring reads it from a run's manifest
+(``models.registry.identity_from_manifest``: a manifest may name a preset), or from the original's file-name rules
+for files without one (``scoring.naming.identity_from_name``).
 
 Models outside the paper (``identity_for_model_id``): every run of characters other than ASCII
 letters, digits, ``.`` and ``-`` becomes one ``-``, leading and trailing ``-`` are dropped (an empty
@@ -107,42 +108,8 @@ def identity_for_model_id(model_id: str) -> ModelIdentity:
     return ModelIdentity(token, token, model_id.strip() or token, latex_for_key(token))
 
 
-def _valid_identity(value) -> ModelIdentity | None:
+def valid_identity(value) -> ModelIdentity | None:
+    """The identity a manifest recorded (``ModelIdentity.as_dict``), or None unless all four fields are strings."""
     if isinstance(value, dict) and all(isinstance(value.get(f), str) and value.get(f) for f in FIELDS):
         return ModelIdentity(*(value[f] for f in FIELDS))
     return None
-
-
-def _registered_preset(name: str):
-    from smmile.errors import UserError
-    from smmile.models import registry
-
-    try:
-        return registry.get(name)
-    except UserError:
-        return None
-
-
-def identity_from_manifest(manifest: dict) -> ModelIdentity | None:
-    """A run manifest's model identity, or None when it names no model.
-
-    In this order: ``model.identity`` (the four fields); the registered preset ``model.preset``;
-    ``model.tag`` (with ``model.model_id`` as display for models outside the paper); ``model.model_id``.
-    """
-    model = manifest.get("model") if isinstance(manifest, dict) else None
-    if not isinstance(model, dict):
-        return None
-    found = _valid_identity(model.get("identity"))
-    if found:
-        return found
-    preset = model.get("preset")
-    registered = _registered_preset(preset) if isinstance(preset, str) and preset else None
-    if registered is not None:
-        return registered.identity
-    model_id = model.get("model_id") if isinstance(model.get("model_id"), str) else None
-    tag = model.get("tag")
-    if isinstance(tag, str) and tag:
-        return identity_for_tag(tag, model_id)
-    if isinstance(preset, str) and preset:
-        return identity_for_model_id(model_id or preset)
-    return identity_for_model_id(model_id) if model_id else None

@@ -6,7 +6,7 @@ import importlib
 from dataclasses import dataclass, field
 
 from ..errors import UserError
-from ..identity import ModelIdentity, identity_for_tag
+from ..identity import ModelIdentity, identity_for_model_id, identity_for_tag, valid_identity
 
 
 @dataclass(frozen=True)
@@ -81,3 +81,35 @@ def _load_all() -> None:
 def names() -> list[str]:
     _load_all()
     return sorted(PRESETS)
+
+
+def _registered_preset(name: str) -> Preset | None:
+    try:
+        return get(name)
+    except UserError:
+        return None
+
+
+def identity_from_manifest(manifest: dict) -> ModelIdentity | None:
+    """A run manifest's model identity, or None when it names no model.
+
+    In this order: ``model.identity`` (the four fields); the registered preset ``model.preset``;
+    ``model.tag`` (with ``model.model_id`` as display for models outside the paper); ``model.model_id``.
+    """
+    model = manifest.get("model") if isinstance(manifest, dict) else None
+    if not isinstance(model, dict):
+        return None
+    found = valid_identity(model.get("identity"))
+    if found:
+        return found
+    preset = model.get("preset")
+    registered = _registered_preset(preset) if isinstance(preset, str) and preset else None
+    if registered is not None:
+        return registered.identity
+    model_id = model.get("model_id") if isinstance(model.get("model_id"), str) else None
+    tag = model.get("tag")
+    if isinstance(tag, str) and tag:
+        return identity_for_tag(tag, model_id)
+    if isinstance(preset, str) and preset:
+        return identity_for_model_id(model_id or preset)
+    return identity_for_model_id(model_id) if model_id else None

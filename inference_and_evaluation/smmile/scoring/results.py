@@ -6,7 +6,7 @@ verdicts. ``RunRecord`` is one result; ``load_results(results_dir)`` lists a fol
 exists (the published outputs, runs of the original code) the same loader reads the original's files:
 the CSV, identified by the file-name rules (``scoring.naming``), and ``<stem>_evaluationllm.json``.
 
-* **Identity from the run manifest first**: the model (``smmile.identity.identity_from_manifest``), mode
+* **Identity from the run manifest first**: the model (``smmile.models.registry.identity_from_manifest``), mode
   (``inference_mode``), format (``task_format``) and dataset. Only files without one are identified by the
   original's file-name rules: ``rules="scoring"`` spec §4.3 (evaluate_EM, evaluate_LLMJudge, stratify),
   ``rules="variance"`` spec §7.2 (variance_analysis, ``smmile stats``); they differ only in the mode of
@@ -52,7 +52,8 @@ import pandas as pd
 
 from smmile.errors import UserError
 from smmile.fsguard import atomic_write_text
-from smmile.identity import UNKNOWN, ModelIdentity, identity_from_manifest
+from smmile.identity import UNKNOWN, ModelIdentity
+from smmile.models.registry import identity_from_manifest
 from smmile.runner.outputs import allow_csv_fields
 from smmile.scoring import metrics, naming
 from smmile.scoring.exact_match import (REQUIRED_COLUMNS, ResultFileError, exclude_problems, parse_result_csv,
