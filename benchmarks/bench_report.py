@@ -148,12 +148,16 @@ def page_facts(page: Path) -> dict:
     facts = {"page_mb": len(text.encode()) / 1e6}
     found = re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', text, re.S)
     if found:
-        payload = json.loads(found.group(1).replace("<\\/", "</"))
+        from smmile.report.explorer_page import unpacked
+
+        payload = unpacked(json.loads(found.group(1).replace("<\\/", "</")))
         images = payload["images"]
         facts.update(explorer_mb=len(found.group(1).encode()) / 1e6, problems=len(payload["problems"]),
                      results=len(payload["results"]), images=len(images),
                      image_mb=sum(len(i) for i in images) / 1e6,
-                     each_image_once=len(set(images)) == len(images) and all(text.count(i) == 1 for i in images[:50]))
+                     each_image_once=len(set(images)) == len(images) and all(text.count(i) == 1 for i in images[:50]),
+                     full_images=sum(1 for name in payload.get("full", []) if name),
+                     full_mb=sum((page.parent / name).stat().st_size for name in payload.get("full", []) if name) / 1e6)
     return facts
 
 
