@@ -207,3 +207,34 @@ print("ray" in sys.modules, file=sys.stderr)
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "False"
 
+
+
+def _front_door_flags(*argv: str):
+    import argparse
+
+    from smmile.cli.local_models import add_local_flags, engine_fields, settings_from
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--inference_mode", default="ICL")
+    add_local_flags(p, output_dir=True)
+    a = p.parse_args(list(argv))
+    settings = settings_from(a)
+    return engine_fields(a, settings, vllm=a.backend == "vllm"), settings
+
+
+def test_front_door_engine_flags():
+    """The local-model front doors take the flags; with vLLM, --gpus-per-worker G is tensor parallelism G."""
+    fields, settings = _front_door_flags("--engine", "ray", "--workers", "3", "--ray-address", "auto")
+    assert (fields["engine"], fields["ray"].address, fields["ray"].workers, fields["ray"].gpus_per_worker) == \
+        ("ray", "auto", 3, None)
+    assert "tensor_parallel_size" not in settings
+    fields, settings = _front_door_flags("--backend", "vllm", "--engine", "ray", "--gpus-per-worker", "4")
+    assert settings["tensor_parallel_size"] == 4 and fields["ray"].gpus_per_worker == 4
+    from smmile.errors import UserError
+
+    with pytest.raises(UserError, match="disagree"):
+        _front_door_flags("--backend", "vllm", "--tensor-parallel-size", "2", "--engine", "ray",
+                          "--gpus-per-worker", "4")
+    with pytest.raises(UserError, match="whole GPUs"):
+        _front_door_flags("--backend", "vllm", "--engine", "ray", "--gpus-per-worker", "1.5")
+    assert _front_door_flags()[0] == {}
