@@ -70,8 +70,9 @@ def parser(description: str, epilog: str = "", prog: str | None = None) -> Argum
     """The parser every command uses (`prog`: the program name when it is not `sys.argv[0]`'s), with -q/-v."""
     p = ArgumentParser(prog=prog, description=description, epilog=epilog, formatter_class=HelpFormatter)
     p.add_argument("-q", "--quiet", action="count", default=0,
-                   help="fewer lines on stderr: warnings and errors only")
-    p.add_argument("-v", "--verbose", action="count", default=0, help="more lines on stderr: debugging detail")
+                   help="fewer lines on stderr: warnings and errors only (by default notes and progress too)")
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="more lines on stderr: debugging detail (none by default)")
     return p
 
 
