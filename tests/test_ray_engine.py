@@ -238,3 +238,14 @@ def test_front_door_engine_flags():
     with pytest.raises(UserError, match="whole GPUs"):
         _front_door_flags("--backend", "vllm", "--engine", "ray", "--gpus-per-worker", "1.5")
     assert _front_door_flags()[0] == {}
+
+
+def test_a_worker_s_user_error_is_one_line(cluster, tmp_path, capsys):
+    """A checkpoint the workers cannot load (a hub id, offline, not cached) stops the run with the local engine's
+    one line and exit status 2, not a Ray traceback."""
+    from smmile.cli.local_models import medgemma_main
+
+    code = medgemma_main(["--engine", "ray", "--workers", "2", "--dataset", str(tiny_models.demo_subset(2)),
+                          "--output-dir", str(tmp_path)])
+    assert code == 2
+    assert "error: cannot load model google/medgemma-4b-it" in capsys.readouterr().err

@@ -76,11 +76,14 @@ def export_gpus(value: str | None) -> None:
 
 def preflight_checks(a: argparse.Namespace, script: str) -> None:
     """Before any work: a variant the script cannot represent, the libraries, the --model-path folder, and CUDA
-    where the original required it."""
+    where the original required it (on this machine; with --engine ray, in the cluster)."""
     refuse_dropped_images(getattr(a, "dataset", None), script)
     preflight.require_stack(script)
     preflight.check_model_path(a.model_path)
-    preflight.require_cuda(script, a.allow_cpu)
+    if getattr(a, "engine", "local") != "ray":
+        preflight.require_cuda(script, a.allow_cpu)
+    elif script in preflight.CUDA_SCRIPTS and not a.allow_cpu and a.gpus_per_worker is None:
+        a.gpus_per_worker = 1.0  # the workers hold the GPUs: the cluster must have one per worker
 
 
 def spec_for(a: argparse.Namespace, model: str, fmt: str, *, dataset=None, augmented_flag=False, open_suffix=True,

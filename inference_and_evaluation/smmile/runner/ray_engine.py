@@ -140,6 +140,8 @@ class RayEngine:
         rows_out = ds.iter_rows()
         try:
             for row in rows_out:
+                if row["mistake"]:  # e.g. a checkpoint a worker cannot load: one line, as locally
+                    raise UserError(row["mistake"])
                 i = int(row["index"])
                 if row["info"]:
                     self.info = {**json.loads(row["info"]), "engine": self.info["engine"]}
@@ -175,8 +177,16 @@ class Worker:
         if not self.every_call:
             self.lead = None
         out: dict[int, Response] = {}
-        self.backend.generate(lead + pairs, lambda item, response: out.setdefault(index.get(id(item), -1), response))
-        out.pop(-1, None)
+        mistake = ""
+        try:
+            self.backend.generate(lead + pairs, lambda item, resp: out.setdefault(index.get(id(item), -1), resp))
+        except UserError as exc:  # the driver stops with this one line; answers made before it still go back
+            mistake = str(exc)
+        out.pop(-1, None)  # the lead's answer
         info = json.dumps(self.backend.describe(), default=str)
-        return {"index": list(out), "response": [pickle.dumps(r) for r in out.values()],
-                "info": [info] + [""] * (len(out) - 1)}
+        rows = {"index": list(out), "response": [pickle.dumps(r) for r in out.values()],
+                "info": [info if k == 0 else "" for k in range(len(out))], "mistake": [""] * len(out)}
+        if mistake:
+            for column, value in (("index", -1), ("response", b""), ("info", ""), ("mistake", mistake)):
+                rows[column].append(value)
+        return rows
