@@ -6,8 +6,9 @@ and resume, manifests and CSVs are unchanged. Ray Data does the distribution: th
 dataset of pickled requests, one block per chunk (`batch_size` problems for transformers, a large share for vLLM,
 which wants all prompts at once), mapped by `map_batches` over an actor pool of `workers` actors; each actor builds
 its backend once, from the preset, spec, settings and generation settings the Runner resolved. A worker that dies
-is restarted by Ray and its chunk run again (Ray Data's actor defaults: unlimited restarts and retries); the driver delivers the first
-response per problem only, so nothing is journaled twice. Ray is imported only here, and only when a run uses it.
+is restarted by Ray and its chunk run again (Ray Data's actor defaults: unlimited restarts and retries); the
+driver delivers the first response per problem only, so nothing is journaled twice. Ray is imported only here, and
+only when a run uses it.
 """
 
 from __future__ import annotations
