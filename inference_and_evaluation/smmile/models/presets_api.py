@@ -1,21 +1,21 @@
-"""API and server presets (spec §3.9-§3.13, §8). Imported by the registry on lookup; imports no SDK."""
+"""API and server presets (spec §3.9-§3.13, §8). Imported by the registry; imports no SDK."""
 
 from __future__ import annotations
 
 from ..identity import model_token
-from .registry import PRESETS, Preset, register
+from .preset import PRESETS, Lazy, Preset, register
 
-CHAT = "api.chat_family:ApiChatFamily"
-TEXTONLY = "api.textonly_family:TextOnlyFamily"
+CHAT = Lazy("smmile.models.api.chat_family", "ApiChatFamily")
+TEXTONLY = Lazy("smmile.models.api.textonly_family", "TextOnlyFamily")
 
 # short names accepted by `smmile run --backend`
 BACKENDS = {
-    "azure": "api.openai_backend:AzureOpenAIBackend",
-    "azure-openai": "api.openai_backend:AzureOpenAIBackend",
-    "openai": "api.openai_backend:OpenAIChatBackend",
-    "openai-compatible": "api.openai_backend:OpenAICompatibleBackend",
-    "anthropic": "api.anthropic_backend:AnthropicBackend",
-    "ollama": "api.ollama_backend:OllamaBackend",
+    "azure": Lazy("smmile.models.api.openai_backend", "AzureOpenAIBackend"),
+    "azure-openai": Lazy("smmile.models.api.openai_backend", "AzureOpenAIBackend"),
+    "openai": Lazy("smmile.models.api.openai_backend", "OpenAIChatBackend"),
+    "openai-compatible": Lazy("smmile.models.api.openai_backend", "OpenAICompatibleBackend"),
+    "anthropic": Lazy("smmile.models.api.anthropic_backend", "AnthropicBackend"),
+    "ollama": Lazy("smmile.models.api.ollama_backend", "OllamaBackend"),
 }
 
 register(

@@ -7,9 +7,16 @@ original (e.g. Qwen: only max_new_tokens, the rest from the checkpoint's generat
 
 from __future__ import annotations
 
-from .registry import Preset, register
+from pathlib import Path
 
-HF = "hf.backend:HFBackend"
+from ..errors import UserError
+from ..identity import identity_for_model_id, model_token
+from .preset import MAKERS, Lazy, Preset, register
+
+HF = Lazy("smmile.models.hf.backend", "HFBackend")
+# `--model hf:<hub id or local path>` / `vllm:<...>`: any checkpoint, with the backend its prefix names
+PREFIXES = {"hf:": Lazy("smmile.models.hf.generic_backend", "GenericHFBackend"),
+            "vllm:": Lazy("smmile.models.vllm_chat", "VLLMChatBackend")}
 QWEN_SIZES = ("3B", "7B", "32B", "72B")
 LLAVA_MODELS = {
     "llava_7b": "llava-hf/llava-1.5-7b-hf",
@@ -28,25 +35,49 @@ def _s(dtype: str, attn: str | None = None, **extra) -> dict:
 
 
 register(*(
-    Preset(f"qwen{size}", f"qwen{size}", "hf.families:QwenFamily", HF, f"Qwen/Qwen2.5-VL-{size}-Instruct",
-           settings=_s("bfloat16", "flash_attention_2"),
+    Preset(f"qwen{size}", f"qwen{size}", Lazy("smmile.models.hf.families", "QwenFamily"), HF,
+           f"Qwen/Qwen2.5-VL-{size}-Instruct", settings=_s("bfloat16", "flash_attention_2"),
            notes="Qwen2.5-VL; decoding beyond max_new_tokens from the checkpoint's generation_config")
     for size in QWEN_SIZES
 ))
 register(
-    Preset("llama32_vision_90b", "llama32_vision_90b", "hf.families:Llama32VFamily", HF,
+    Preset("llama32_vision_90b", "llama32_vision_90b", Lazy("smmile.models.hf.families", "Llama32VFamily"), HF,
            "meta-llama/Llama-3.2-90B-Vision-Instruct", settings=_s("bfloat16"),
            notes="Mllama; greedy; HF backend only (vLLM support for Mllama is unreliable)"),
-    Preset("MedVLM-R1", "MedVLM-R1", "hf.families:MedR1Family", HF, "JZPeterPan/MedVLM-R1",
-           settings=_s("bfloat16", "flash_attention_2"), notes="Qwen2-VL based; single user turn, query image only"),
-    Preset("medgemma_4b", "medgemma_4b", "hf.families:MedGemmaFamily", HF, "google/medgemma-4b-it",
-           settings=_s("bfloat16"), notes="Gemma 3; system prompt; text before image"),
-    Preset("llavamed", "llavamed", "hf.llavamed:LlavaMedFamily", HF, "microsoft/llava-med-v1.5-mistral-7b",
-           settings=_s("float16", script="open"),
+    Preset("MedVLM-R1", "MedVLM-R1", Lazy("smmile.models.hf.families", "MedR1Family"), HF,
+           "JZPeterPan/MedVLM-R1", settings=_s("bfloat16", "flash_attention_2"),
+           notes="Qwen2-VL based; single user turn, query image only"),
+    Preset("medgemma_4b", "medgemma_4b", Lazy("smmile.models.hf.families", "MedGemmaFamily"), HF,
+           "google/medgemma-4b-it", settings=_s("bfloat16"), notes="Gemma 3; system prompt; text before image"),
+    Preset("llavamed", "llavamed", Lazy("smmile.models.hf.llavamed", "LlavaMedFamily"), HF,
+           "microsoft/llava-med-v1.5-mistral-7b", settings=_s("float16", script="open"),
            notes="LLaVA-Med v1.5 on transformers' Llava classes; needs an HF-format checkpoint "
                  "(`smmile convert llava-med SRC DST`)"),
 )
 register(*(
-    Preset(name, name, "hf.families:LlavaFamily", HF, model_id, settings=_s("float16", script="open"))
+    Preset(name, name, Lazy("smmile.models.hf.families", "LlavaFamily"), HF, model_id,
+           settings=_s("float16", script="open"))
     for name, model_id in LLAVA_MODELS.items()
 ))
+
+
+def model_label(model_id: str) -> str:
+    """What names a generic model: a local folder's name, else the hub id as given."""
+    path = Path(model_id).expanduser()
+    return path.resolve().name if path.is_dir() else model_id.strip()
+
+
+def preset_for(name: str) -> Preset:
+    """The preset of `hf:<id>` / `vllm:<id>` (made by `registry.get` on first use; family: `hf.generic`)."""
+    prefix = next((p for p in PREFIXES if name.startswith(p)), None)
+    model_id = name[len(prefix):].strip() if prefix else ""
+    if not model_id:
+        raise UserError(f"--model {name!r}: expected hf:<hub id or local path> or vllm:<hub id or local path>")
+    label = model_label(model_id)
+    return Preset(name, model_token(label), Lazy("smmile.models.hf.generic", "GenericFamily"), PREFIXES[prefix],
+                  model_id, settings={"dtype": "auto", "device_map": "auto"}, identity=identity_for_model_id(label),
+                  notes="any checkpoint through its own chat template; served-model prompt (system prompt, "
+                        "Template A + E2), greedy, max 512 new tokens; layout from the capability probe")
+
+
+MAKERS.update(dict.fromkeys(PREFIXES, preset_for))

@@ -12,15 +12,12 @@ the first problem (`probe.py`), and the backend adapts the layout where a docume
 
 Names: the file tag, the scoring key and the display/LaTeX names come from the model id
 (`smmile.identity.identity_for_model_id`); for a local folder, from the folder's name (`/ckpts/SmolVLM-256M/`
--> `SmolVLM-256M`).
+-> `SmolVLM-256M`). The preset of such a name is made by `presets_hf.preset_for`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ...generation import GenerationSettings
-from ...identity import identity_for_model_id, model_token
 from ...protocol.conversation import MessageStyle, build_conversation, render_messages, user_images
 from ...protocol.items import Item
 from ...protocol.problem import Problem
@@ -30,7 +27,6 @@ from .families import hf_generate_kwargs
 from .imageprep import on_white
 from .request import HFRequest
 
-PREFIXES = {"hf:": "hf.generic_backend:GenericHFBackend", "vllm:": "vllm_chat:VLLMChatBackend"}
 STYLE = MessageStyle(system=API_SYSTEM, system_as_parts=True, image_first=True, answer_as_parts=True)
 RENDER = "generic"  # HFRequest.render of this family: the backend applies the probed layout, then the template
 
@@ -72,26 +68,3 @@ class GenericFamily(Family):
         messages, images = conversation(item.problem, item.mode, item.target)
         return HFRequest(RENDER, images, messages=messages, prep=rgb_on_white, gen=hf_generate_kwargs(self.generation),
                          errors=dict(self.output.errors))
-
-
-def model_label(model_id: str) -> str:
-    """What names a generic model: a local folder's name, else the hub id as given."""
-    path = Path(model_id).expanduser()
-    return path.resolve().name if path.is_dir() else model_id.strip()
-
-
-def preset_for(name: str):
-    """The preset of `hf:<id>` / `vllm:<id>` (registered by `registry.get` on first use)."""
-    from ..registry import Preset
-
-    prefix = next((p for p in PREFIXES if name.startswith(p)), None)
-    model_id = name[len(prefix):].strip() if prefix else ""
-    if not model_id:
-        from ...errors import UserError
-
-        raise UserError(f"--model {name!r}: expected hf:<hub id or local path> or vllm:<hub id or local path>")
-    label = model_label(model_id)
-    return Preset(name, model_token(label), "hf.generic:GenericFamily", PREFIXES[prefix], model_id,
-                  settings={"dtype": "auto", "device_map": "auto"}, identity=identity_for_model_id(label),
-                  notes="any checkpoint through its own chat template; served-model prompt (system prompt, "
-                        "Template A + E2), greedy, max 512 new tokens; layout from the capability probe")

@@ -1,0 +1,72 @@
+"""A model preset, and how it names its classes without importing them (a backend's packages load only when used).
+
+``Lazy("smmile.models.hf.families", "QwenFamily")`` names a class by its module and name, both literals, so static
+tools (and tests/test_layers.py) can follow it; its text is the one manifests, journal keys and ``--backend`` carry,
+``"hf.families:QwenFamily"`` (the module relative to smmile.models), and ``load()`` imports the class.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+from ..identity import ModelIdentity, identity_for_tag
+
+PACKAGE = "smmile.models."
+
+
+class Lazy(str):
+    """A class named by (module, class name); equal to, and hashed as, its text ``"<module>:<Class>"``."""
+
+    def __new__(cls, module: str, name: str):
+        text = super().__new__(cls, f"{module.removeprefix(PACKAGE)}:{name}")
+        text.module, text.name = module, name
+        return text
+
+    def __getnewargs__(self):  # pickling (Ray ships presets to its workers) and copying
+        return self.module, self.name
+
+    def load(self):
+        return getattr(importlib.import_module(self.module), self.name)
+
+
+def load_symbol(path: str):
+    """The class a preset names: a ``Lazy``, or a ``module:Attr`` text (``--backend``, a manifest), the module
+    relative to smmile.models, or absolute when it is not found there."""
+    if isinstance(path, Lazy):
+        return path.load()
+    module, _, attr = path.partition(":")
+    try:
+        mod = importlib.import_module(PACKAGE + module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (PACKAGE + module).startswith(exc.name):
+            raise
+        mod = importlib.import_module(module)
+    return getattr(mod, attr)
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str  # what users type: --model / --models / --model_name / --baseline
+    tag: str  # model token in result file names (result_<tag>_<mode>_<format>.csv)
+    family: str  # the Family: a Lazy (its text "module:Class", relative to smmile.models)
+    backend: str  # the default Backend: a Lazy, or a "module:Class" text (--backend)
+    model_id: str = ""  # hub id / API model / deployment
+    family_args: dict = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)  # dtype, max_new_tokens, attention, ...
+    notes: str = ""
+    # names in scoring and reports; None = the paper's identity of `tag` (smmile.identity.PAPER_MODELS)
+    identity: ModelIdentity | None = None
+
+    def __post_init__(self) -> None:
+        if self.identity is None:
+            object.__setattr__(self, "identity", identity_for_tag(self.tag, self.model_id))
+
+
+PRESETS: dict[str, Preset] = {}
+MAKERS: dict = {}  # model-name prefix ("hf:") -> function making the preset of such a name on first use
+
+
+def register(*presets: Preset) -> None:
+    for p in presets:
+        PRESETS[p.name] = p
