@@ -27,13 +27,11 @@ LAYERS = ["protocol", "data", "models", "runner", "scoring", "analysis", "report
 # is gone (delete it here): the lists only shrink.
 KNOWN_UPWARD = {
     ("smmile.analysis.diagnostics", "smmile.report.names"),  # display names: names belong below report
-    ("smmile.models.api.batch", "smmile.runner.journal"),  # the batch ledger is an fsynced Journal
     ("smmile.scoring.jury", "smmile.analysis.agreement"),  # the jury's majority uses the kappa module
 }
 KNOWN_CYCLES = {
     frozenset({"smmile.scoring.results", "smmile.scoring.metrics"}),
     frozenset({"smmile.data.load", "smmile.data.demo", "smmile.data.variants", "smmile.data.diagnostic_variants"}),
-    frozenset({"smmile.models.api.backend", "smmile.models.api.batch"}),
 }
 
 

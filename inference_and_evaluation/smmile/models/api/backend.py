@@ -16,31 +16,20 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ...errors import MissingDependency, UserError
+from ...errors import UserError
 from ..base import Backend, Response
 from .accounting import CostMeter, batch_cost, parse_price, price_for, text_tokens
 from .images import Encoded, encode_png
 from .limiter import Limiter
-from .request import ChatRequest
+from .request import ChatRequest, TooLarge, import_sdk
 from .retry import Failure, RetryPolicy
 from .secrets import Scrubber, host_of, key_may_go_to, public_url
 
 DEFAULTS = {"max_retries": 5, "timeout": 120.0, "max_consecutive_failures": 8}
 
 
-class TooLarge(Exception):
-    """The request exceeds a documented provider limit even after downscaling; it is not sent."""
-
-
 class NoContent(Exception):
     """A reply without content (null or missing text): a failed request, never an empty answer."""
-
-
-def import_sdk(name: str, why: str):
-    try:
-        return __import__(name)
-    except ImportError:
-        raise MissingDependency(name, extra="api", why=why) from None
 
 
 class ApiBackend(Backend):

@@ -6,7 +6,7 @@ limits and run in its 24 h window; results are matched by `custom_id`, never by 
 as they are collected, so the executor journals them like synchronous replies.
 
 In-flight batches survive the process in a ledger beside the journal, `<stem>.batches.jsonl` next to
-`<stem>.journal.jsonl`, written by the same fsynced `Journal` class. One line is appended the moment the
+`<stem>.journal.jsonl`, an fsynced `AppendLog` as the journal is. One line is appended the moment the
 provider accepts a batch (its id and its custom_id -> key map) and one when its results are collected (or the
 provider no longer knows it). A later run, after a crash, SIGKILL or Ctrl-C, reads the ledger, polls the batches
 still open that hold keys it needs instead of submitting them again, and submits only keys no open batch covers.
@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ...appendlog import AppendLog
 from ...errors import UserError
 from ..base import Response
 from .accounting import batch_cost
-from .backend import TooLarge, import_sdk
+from .request import TooLarge, import_sdk
 from .retry import Failure, status_failure
 
 log = logging.getLogger("smmile.batch")
@@ -64,9 +65,7 @@ class Ledger:
     """The in-flight batches of one journal (None: kept in memory only, e.g. the judge's --no-cache)."""
 
     def __init__(self, journal):
-        from ...runner.journal import Journal
-
-        self.journal = Journal(ledger_path(journal.path)) if journal is not None else None
+        self.journal = AppendLog(ledger_path(journal.path)) if journal is not None else None
 
     def open_batches(self, provider: str) -> list[dict]:
         """Batches recorded as submitted to `provider` and not yet collected, oldest first."""

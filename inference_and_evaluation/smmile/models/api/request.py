@@ -1,7 +1,8 @@
 """The provider-neutral chat request a family hands to an API backend.
 
 Messages are OpenAI-shaped (`role`, `content` as a string or typed parts); an image is the abstract part
-`{"type": "image", "ref": ImageRef}` that each backend encodes in its own wire format.
+`{"type": "image", "ref": ImageRef}` that each backend encodes in its own wire format. A request beyond a provider's
+limit is not sent (`TooLarge`); a backend's SDK is imported when it is used (`import_sdk`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from ...errors import MissingDependency
 from ...protocol.problem import ImageRef
+
+
+class TooLarge(Exception):
+    """The request exceeds a documented provider limit even after downscaling; it is not sent."""
+
+
+def import_sdk(name: str, why: str):
+    try:
+        return __import__(name)
+    except ImportError:
+        raise MissingDependency(name, extra="api", why=why) from None
 
 
 def image_part(ref: ImageRef) -> dict:
