@@ -96,6 +96,48 @@ def test_concurrency_is_the_backends(env, tmp_path):
         assert api.max_in_flight == 3 and len(api.requests()) == 9
 
 
+def test_concurrency_defaults_to_auto_for_api_judges_and_fixed_for_ollama(env, tmp_path):
+    """Issue #21: an API judge adapts (limiter.py's auto: climbs while requests succeed, backs off on 429);
+    ollama keeps a fixed level, as inference does."""
+    api_judge = judge_backends.build_backend(JudgeSettings(backend="openai-compatible", base_url="http://127.0.0.1:9/v1"))
+    assert api_judge.concurrency == "auto" and api_judge.limiter.fixed is None
+    assert judge_backends.build_backend(JudgeSettings()).limiter.fixed == 8
+    d = results(tmp_path, n=40)
+    with FakeApi(reply=one, latency=0.1) as api:
+        assert judge_cli.main([str(d), "--judge-backend", "openai-compatible", "--judge-base-url", api.url + "/v1",
+                               "--judge-model", "m"]) == 0
+        assert api.max_in_flight > 4 and len(api.requests()) == 40  # climbed past the start level
+    with FakeApi(reply=one, latency=0.1, limit=3, limit_retry_after="0.05") as api:  # a server taking 3 at once
+        assert judge_cli.main([str(d), "--judge-backend", "openai-compatible", "--judge-base-url", api.url + "/v1",
+                               "--judge-model", "m2", "--overwrite"]) == 0
+        throttled = sum(r["action"] == 429 for r in api.requests())
+    assert 0 < throttled < 20 and {j["value"] for j in judgements(d)} == {1}
+    with FakeApi(reply=one, latency=0.1) as api:
+        assert judge_cli.main([str(d), "--judge-base-url", api.url, "--overwrite"]) == 0  # ollama
+        assert api.max_in_flight == 8
+
+
+def test_a_note_without_a_progress_bar_is_a_log_warning(env, capsys):
+    """models/api/backend.py logs its notes (the CLI's logging puts them on stderr, the same text)."""
+    import logging
+
+    from smmile.cli.common import configure_logging
+
+    backend = judge_backends.build_backend(JudgeSettings(backend="openai-compatible", base_url="http://127.0.0.1:9/v1"))
+    seen = []
+    handler = logging.Handler()
+    handler.emit = seen.append
+    logger = logging.getLogger("smmile.models.api.backend")
+    logger.addHandler(handler)
+    try:
+        configure_logging()
+        backend._note("rate limited: waiting 5s")
+    finally:
+        logger.removeHandler(handler)
+    assert [(r.levelno, r.getMessage()) for r in seen] == [(logging.WARNING, "rate limited: waiting 5s")]
+    assert capsys.readouterr().err == "rate limited: waiting 5s\n"
+
+
 def test_secrets_are_scrubbed(env, tmp_path, capsys):
     env.setenv("OPENAI_COMPATIBLE_API_KEY", SENTINEL)
 

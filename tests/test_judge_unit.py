@@ -322,7 +322,7 @@ def test_published_judgements_are_not_replaced_by_another_judge(tmp_path, publis
 def test_help_shows_defaults(capsys):
     assert judge_cli.main(["--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    for default in ("(default: ollama)", "(default: llama3.3)", "(default: 4)", "(default: 3)", "(default: 120.0)",
+    for default in ("(default: ollama)", "(default: llama3.3)", "auto (the default, ollama: 8)", "(default: 3)", "(default: 120.0)",
                     "(default: paper)", "(default: ../results)", "(default: 8)", "(default: 0)"):
         assert default in out, default
     assert "(default 4)" not in out

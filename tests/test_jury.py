@@ -109,6 +109,42 @@ def test_a_jury_of_one_is_that_judge(folder, tmp_path):
     assert stats["correct_examples"] == 2 and stats["llm_err_count"] == 2  # two "maybe" replies
 
 
+def test_jury_batch_sends_each_judge_through_the_batch_api(folder, tmp_path, monkeypatch):
+    """Issue #22: --batch applies to every judge of a jury (one batch each), a rerun sends nothing, and the
+    verdicts are the synchronous jury's."""
+    from batch_fakes import FakeBatchApi
+
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    (sync / f"{STEM}.csv").write_bytes((folder / f"{STEM}.csv").read_bytes())
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-jury-test")
+
+    def judges(url):
+        return [f"anthropic:{m}@{url}" for m in ("yes", "em")]
+
+    with FakeBatchApi(reply=reply, polls=2) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)  # names the key's endpoint
+        argv = [str(folder), "--batch", "--poll-interval", "0.02", "--jury", *judges(api.url)]
+        assert judge_cli.main(argv) == 0
+        created = api.created()
+        assert [len(b["custom_ids"]) for b in created] == [6, 6] and {b["kind"] for b in created} == {"anthropic"}
+        assert sorted(body["model"] for body in api.bodies().values()) == ["em"] * 6 + ["yes"] * 6
+        assert judge_cli.main(argv) == 0
+        assert len(api.created()) == 2  # every judge's journal answers: no new batch
+    assert len(list((folder / ".smmile" / "judge").glob("*.batches.jsonl"))) == 2
+    with FakeApi(reply=reply) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        assert judge_cli.main([str(sync), "--jury", *judges(api.url)]) == 0
+        assert len(api.requests()) == 12
+    assert (folder / f"{STEM}_evaluationllm.json").read_text() == (sync / f"{STEM}_evaluationllm.json").read_text()
+
+    def replies(d):  # the batch folder's were read from the journal by the rerun (cached)
+        return [[(m["judge"], m["reply"], m["value"]) for m in json.loads(x)["jury"]]
+                for x in (d / f"{STEM}_judgements.jsonl").read_text().splitlines()]
+
+    assert replies(folder) == replies(sync)
+
+
 @pytest.mark.parametrize("spec, says", [("ollama", "BACKEND:MODEL"), ("nosuch:m", "unknown backend"),
                                         ("ollama:", "BACKEND:MODEL"), ("ollama:m@", "BACKEND:MODEL")])
 def test_malformed_judge_spec_is_one_line_exit_2(folder, capsys, spec, says):

@@ -21,12 +21,7 @@ def add_api_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--concurrency", type=concurrency, default=None, metavar="N|auto",
                    help="requests in flight at once; auto (the default, ollama: 8) starts at 4, adds one per round "
                         "trip while requests succeed and backs off on 429/503, Retry-After and rate-limit headers")
-    g.add_argument("--dry-run", action="store_true", default=None,
-                   help="send nothing: print the requests, images, estimated tokens and cost (synchronous and "
-                        "batch) of what this command would send")
-    g.add_argument("--allow-key-for-host", action="append", default=None, metavar="HOST",
-                   help="send the provider's API key (from the environment) to --base-url on HOST, which is not the "
-                        "provider's official endpoint (repeatable); otherwise such a --base-url is refused")
+    add_estimate_and_key_flags(g)
     g.add_argument("--max-retries", type=fd.non_negative_int, default=None,
                    help="retries per request on 429/5xx/timeouts/connection errors (default 5; exponential "
                         "backoff with jitter, Retry-After honoured)")
@@ -37,8 +32,6 @@ def add_api_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-consecutive-failures", type=fd.positive_int, default=None, metavar="N",
                    help="stop launching requests after N problems in a row failed on transient errors even after "
                         "all retries (server down); nothing final is written and a rerun resumes (default 8)")
-    g.add_argument("--price", type=price, default=None, metavar="IN:OUT",
-                   help="USD per million input:output tokens (default: the dated table in smmile/models/api/prices.py)")
     g.add_argument("--base-url", default=None,
                    help="server URL (OpenAI-compatible: e.g. http://127.0.0.1:8000/v1; ollama: http://host:11434); "
                         "keys come from the environment, never from flags")
@@ -49,6 +42,18 @@ def add_api_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-tokens", type=fd.positive_int, default=None,
                    help="override the preset's output-token limit (the ollama scripts used server defaults)")
     add_batch_flags(g)
+
+
+def add_estimate_and_key_flags(g, url_flag: str = "--base-url") -> None:
+    """--dry-run, --allow-key-for-host and --price (the API front doors, `smmile run`, the judge)."""
+    g.add_argument("--dry-run", action="store_true", default=None,
+                   help="send nothing, write nothing: print the requests, images, estimated tokens and cost "
+                        "(synchronous and batch) of what this command would send")
+    g.add_argument("--allow-key-for-host", action="append", default=None, metavar="HOST",
+                   help=f"send the provider's API key (from the environment) to {url_flag} on HOST, which is not the "
+                        f"provider's official endpoint (repeatable); otherwise such a {url_flag} is refused")
+    g.add_argument("--price", type=price, default=None, metavar="IN:OUT",
+                   help="USD per million input:output tokens (default: the dated table in smmile/models/api/prices.py)")
 
 
 def add_batch_flags(g) -> None:
@@ -142,7 +147,7 @@ def format_estimate(est: dict, planned: int, unit: str) -> str:
 
     sizes = ", ".join(f"{k} x{n}" for k, n in list(est["image_sizes"].items())[:6])
     more = len(est["image_sizes"]) - 6
-    price = est["price"]
+    price, capped = est["price"], None not in est["max_tokens"]
     lines = [
         f"dry run: nothing sent. {est['model']} ({est['provider']}) at {est['endpoint']}",
         f"  requests: {est['requests']} ({planned} {unit} planned, {planned - est['requests'] - est['not_sent_too_large']} "
@@ -152,8 +157,10 @@ def format_estimate(est: dict, planned: int, unit: str) -> str:
         f"  estimated input tokens: {est['input_tokens']:,} (text {est['text_tokens']:,} at ~4 characters a token; "
         f"images {est['image_tokens']:,}: {est['image_rule']})",
         f"  output tokens: at most {est['output_tokens_cap']:,} (max_tokens {', '.join(map(str, est['max_tokens']))} "
-        "per request)",
-        f"  estimated cost, at most: {usd(est['cost_sync_usd'])} synchronous, {usd(est['cost_batch_usd'])} batch"
+        "per request)" if capped else
+        "  output tokens: not capped (no max_tokens sent: the server decides), counted as 0 in the cost",
+        f"  estimated cost, {'at most' if capped else 'input only'}: "
+        f"{usd(est['cost_sync_usd'])} synchronous, {usd(est['cost_batch_usd'])} batch"
         + (f" (USD {price[0]:g} / {price[1]:g} per million input / output tokens, prices of {PRICES_DATE} "
            "or --price)" if price else ""),
     ]

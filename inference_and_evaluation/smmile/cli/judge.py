@@ -10,7 +10,7 @@ from ..scoring.jury import parse_judge
 from ..scoring.judge_backends import judge_backends
 from ..scoring.judge_run import run_judge
 from . import common as fd
-from .api_models import add_batch_flags
+from .api_models import add_batch_flags, add_estimate_and_key_flags, concurrency, format_estimate
 from ..models.api.batch import show_progress
 
 INTERRUPTED = ("interrupted: replies received so far are kept in the judge's journal under the results folder's "
@@ -41,7 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "and --judge-seed")
     g.add_argument("--judge-seed", type=int, default=0, help="seed sent under --protocol corrected (default: 0)")
     g.add_argument("--judge-max-tokens", type=fd.positive_int, default=None, help="cap on reply tokens (unset: the server decides)")
-    g.add_argument("--judge-concurrency", type=fd.positive_int, default=4, help="judge requests in flight at once")
+    g.add_argument("--judge-concurrency", type=concurrency, default=None, metavar="N|auto",
+                   help="judge requests in flight at once; auto (the default, ollama: 8) adapts as inference's "
+                        "--concurrency auto does (climbs while requests succeed, backs off on 429/503 and "
+                        "rate-limit headers)")
     g.add_argument("--judge-retries", type=fd.non_negative_int, default=3,
                    help="retries per request on 429/5xx/timeouts/connection errors (exponential backoff with jitter, "
                         "Retry-After honoured)")
@@ -54,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "journaled as a judge of its own; a row's verdict is the strict majority of the parseable "
                         "verdicts, a tie or no parseable verdict is judged 0 and counted (llm_err_count). The other "
                         "--judge-* settings apply to every judge. Put RESULTS_DIR before --jury")
+    add_estimate_and_key_flags(g, "--judge-base-url")
     add_batch_flags(g)
     g.add_argument("--no-cache", action="store_true",
                    help="do not read or write the judge's journal, <results_dir>/.smmile/judge/"
@@ -72,7 +76,7 @@ def settings_from(args: argparse.Namespace) -> JudgeSettings:
         seed=args.judge_seed, max_tokens=args.judge_max_tokens, concurrency=args.judge_concurrency,
         retries=args.judge_retries, timeout=args.judge_timeout,
         max_consecutive_failures=args.judge_max_consecutive_failures, batch=bool(args.batch),
-        poll_interval=args.poll_interval)
+        poll_interval=args.poll_interval, price=args.price, allow_key_for_host=tuple(args.allow_key_for_host or ()))
 
 
 def panel_from(args: argparse.Namespace, settings: JudgeSettings) -> list[JudgeSettings] | None:
@@ -87,13 +91,33 @@ def panel_from(args: argparse.Namespace, settings: JudgeSettings) -> list[JudgeS
     return [parse_judge(spec, settings, judge_backends()) for spec in args.jury]
 
 
+def print_estimates(estimates: list) -> None:
+    """--dry-run: inference's report (``format_estimate``) per judge, and a jury's total."""
+    for _member, est, planned in estimates:
+        print(format_estimate(est, planned=planned, unit="judge requests"))
+    if len(estimates) > 1:
+        def total(key):
+            values = [est[key] for _m, est, _p in estimates]
+            return None if None in values else sum(values)
+
+        usd = {k: "unknown" if total(k) is None else f"${total(k):,.4f}" for k in ("cost_sync_usd", "cost_batch_usd")}
+        print(f"jury of {len(estimates)}: {total('requests')} requests, {total('input_tokens'):,} estimated input "
+              f"tokens, {usd['cost_sync_usd']} synchronous, {usd['cost_batch_usd']} batch")
+
+
 def _run(a: argparse.Namespace) -> int:
     settings = settings_from(a)
     panel = panel_from(a, settings)
     if panel is not None and len(panel) == 1:  # a jury of one is that judge alone
         settings, panel = panel[0], None
-    return run_judge(a.results_dir, settings, model=a.model, mode=a.inference_mode, visualize_only=a.visualize_only,
-                     cache=not a.no_cache, overwrite=a.overwrite, panel=panel)
+    if a.dry_run and a.visualize_only:
+        raise UserError("--dry-run estimates what judging would send; --visualize-only sends nothing")
+    estimates = [] if a.dry_run else None
+    code = run_judge(a.results_dir, settings, model=a.model, mode=a.inference_mode, visualize_only=a.visualize_only,
+                     cache=not a.no_cache, overwrite=a.overwrite, panel=panel, estimates=estimates)
+    if estimates:
+        print_estimates(estimates)
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:

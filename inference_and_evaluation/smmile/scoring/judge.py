@@ -69,12 +69,14 @@ class JudgeSettings:
     protocol: str = "paper"
     seed: int = 0
     max_tokens: int | None = None
-    concurrency: int = 4
+    concurrency: int | str | None = None  # N, "auto", or None: the backend's default (auto; ollama 8)
     retries: int = 3
     timeout: float = 120.0
     max_consecutive_failures: int = 8
     batch: bool = False  # --batch: the provider's batch API (how requests are sent: not in identity())
     poll_interval: float | None = None  # --poll-interval, seconds (None: the batch module's default)
+    price: str | None = None  # --price IN:OUT, USD per million tokens (None: the dated table, prices.py)
+    allow_key_for_host: tuple[str, ...] = ()  # --allow-key-for-host: hosts an environment key may go to
 
     def options(self) -> dict:
         """Generation options of every request (``paper``: none, the server's defaults)."""

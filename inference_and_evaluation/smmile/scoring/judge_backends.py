@@ -29,16 +29,17 @@ def judge_backends() -> tuple[str, ...]:
 
 def resolve_settings(settings: JudgeSettings, warn=log.warning) -> JudgeSettings:
     """``openai`` with a ``--judge-base-url`` that is not OpenAI's own endpoint is an OpenAI-compatible
-    server: its key is ``OPENAI_COMPATIBLE_API_KEY``; ``OPENAI_API_KEY`` is never sent there (the
-    inference backends' rule)."""
+    server: its key is ``OPENAI_COMPATIBLE_API_KEY``; ``OPENAI_API_KEY`` is not sent there unless the
+    inference backends' rule lets it go (``--allow-key-for-host`` that host, or ``OPENAI_BASE_URL`` naming it)."""
     from smmile.errors import UserError
-    from smmile.models.api.openai_backend import is_openai_endpoint
-    from smmile.models.api.secrets import url_has_credentials
+    from smmile.models.api.secrets import key_may_go_to, url_has_credentials
 
     if settings.base_url and url_has_credentials(settings.base_url):  # before anything could write it
         raise UserError("--judge-base-url must not carry credentials (user:password@ or ?query); API keys come "
                         "from the environment only")
-    if settings.backend == "openai" and settings.base_url and not is_openai_endpoint(settings.base_url):
+    if settings.backend == "openai" and not key_may_go_to(settings.base_url, ("api.openai.com",),
+                                                          settings.allow_key_for_host,
+                                                          os.environ.get("OPENAI_BASE_URL")):
         if os.environ.get("OPENAI_API_KEY"):
             warn(f"note: {settings.base_url} is not OpenAI's endpoint: OPENAI_API_KEY is not sent there; the judge "
                  "uses it as an OpenAI-compatible server (key from OPENAI_COMPATIBLE_API_KEY, if set)")
@@ -56,7 +57,8 @@ def build_backend(settings: JudgeSettings):
     transport = {"api_model": settings.model, "base_url": settings.base_url, "concurrency": settings.concurrency,
                  "max_retries": settings.retries, "timeout": settings.timeout,
                  "max_consecutive_failures": settings.max_consecutive_failures,
-                 "batch": settings.batch or None, "poll_interval": settings.poll_interval}
+                 "batch": settings.batch or None, "poll_interval": settings.poll_interval, "price": settings.price,
+                 "allow_key_for_host": list(settings.allow_key_for_host) or None}
     backend = cls(settings={k: v for k, v in transport.items() if v is not None}, generation=GenerationSettings())
     backend.unit = "judge requests"
     return backend

@@ -222,30 +222,38 @@ def judge_work(jobs: list[FileJob], settings: JudgeSettings) -> dict:
     return work
 
 
-def adopt_judge_cache(journal, work: dict, results_dir, settings: JudgeSettings) -> None:
-    """Copy the usable replies of the earlier store (``.smmile/judge_cache.jsonl``, only read) into this judge's
-    journal for the planned keys it lacks; a store that cannot be read is left aside, said once."""
+def earlier_replies(journal, work: dict, results_dir, settings: JudgeSettings) -> list[dict]:
+    """The usable replies of the earlier store (``.smmile/judge_cache.jsonl``, only read) for the planned keys
+    this judge's journal lacks, as journal records; a store that cannot be read is left aside, said once."""
     path = Path(results_dir) / ".smmile" / "judge_cache.jsonl"
     if not path.is_file():
-        return
+        return []
     try:
         old = Journal(path).records()
     except UserError as exc:
         log.warning(f"note: {path} (the earlier judge cache) left aside, its rows are judged again: {exc}")
-        return
-    have = journal.records()
+        return []
+    have, out = journal.records(), []
     for key, w in work.items():
         prompt = w.request.messages[0]["content"]  # the earlier key: sha256 of the sorted request JSON
         rec = old.get(sha256(json.dumps({"prompt": prompt, **settings.identity()}, sort_keys=True)), {})
         if key not in have and rec.get("status", "ok") == "ok" and isinstance(rec.get("reply"), str) and rec["reply"]:
-            journal.append({"v": RESPONSES_FORMAT, "key": key, **w.planned, "status": "ok", "time": rec.get("time"),
-                            "response": {"text": rec["reply"], "usage": rec.get("usage") or {},
-                                         "seconds": rec.get("seconds") or 0.0, "extra": {"adopted_from": path.name}}})
+            out.append({"v": RESPONSES_FORMAT, "key": key, **w.planned, "status": "ok", "time": rec.get("time"),
+                        "response": {"text": rec["reply"], "usage": rec.get("usage") or {},
+                                     "seconds": rec.get("seconds") or 0.0, "extra": {"adopted_from": path.name}}})
+    return out
+
+
+def adopt_judge_cache(journal, work: dict, results_dir, settings: JudgeSettings) -> None:
+    """Copy ``earlier_replies`` into this judge's journal."""
+    for record in earlier_replies(journal, work, results_dir, settings):
+        journal.append(record)
     journal.close()
 
 
-def members_of(panel: list[JudgeSettings]) -> list[Member]:
-    """Each judge resolved and its backend built (a missing SDK or key: one line, exit 2, before any work)."""
+def members_of(panel: list[JudgeSettings]) -> tuple[list[Member], dict]:
+    """Each judge resolved and its backend built (a missing SDK or key: one line, exit 2, before any work), and
+    who judges (one judge's identity, or the jury's)."""
     from smmile.scoring.judge_backends import build_backend, resolve_settings
 
     members = []
@@ -254,7 +262,30 @@ def members_of(panel: list[JudgeSettings]) -> list[Member]:
         backend = build_backend(settings)
         members.append(Member(settings, backend, judge_identity(settings, backend.endpoint())))
     jury.check_panel([m.settings for m in members])
-    return members
+    identity = members[0].identity if len(members) == 1 else jury.jury_identity(
+        [m.settings for m in members], [m.identity for m in members])
+    return members, identity
+
+
+def estimate_judging(found: list[ResultFile], results_dir, settings: JudgeSettings, outcome: Outcome, *,
+                     cache: bool = True, overwrite: bool = False,
+                     panel: list[JudgeSettings] | None = None) -> list[tuple[Member, dict, int]]:
+    """``--dry-run``: per judge, ``ApiBackend.estimate`` of the requests ``judge_files`` would send (those its
+    journal, or the earlier judge cache, cannot answer) and how many it plans; sends nothing, writes nothing."""
+    from smmile.runner.executor import Executor
+
+    members, identity = members_of(panel or [settings])
+    jobs = check_existing(plan_files(found, members[0].settings, outcome), identity, overwrite, outcome)
+    out = []
+    for m in members:
+        work = judge_work(jobs, m.settings)
+        journal = Journal(m.settings.journal_path(results_dir), version=RESPONSES_FORMAT) if cache else None
+        pending = Executor(journal, work).pending
+        if journal is not None and pending:
+            earlier = {r["key"] for r in earlier_replies(journal, work, results_dir, m.settings)}
+            pending = [k for k in pending if k not in earlier]
+        out.append((m, m.backend.estimate([work[k].request for k in pending]), len(work)))
+    return out
 
 
 def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, outcome: Outcome, *,
@@ -263,9 +294,7 @@ def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, o
     (``panel``: a jury, judged one judge after the other; one judge of it is ``settings`` alone)."""
     from smmile.runner.executor import Executor
 
-    members = members_of(panel or [settings])
-    identity = members[0].identity if len(members) == 1 else jury.jury_identity(
-        [m.settings for m in members], [m.identity for m in members])
+    members, identity = members_of(panel or [settings])
     for folder in sorted({str(results_dir)} | {str(r.path.parent) for r in found}):
         check_writable_dir(folder, "results folder")
     with OutputLock(results_dir, f"LLM-judge scoring in {results_dir}"):
@@ -313,17 +342,22 @@ def visualize_file(result: ResultFile, outcome: Outcome) -> dict | None:
 
 def run_judge(results_dir: str | os.PathLike, settings: JudgeSettings, *, model: str | None = None,
               mode: str | None = None, visualize_only: bool = False, cache: bool = True,
-              overwrite: bool = False, panel: list[JudgeSettings] | None = None) -> int:
+              overwrite: bool = False, panel: list[JudgeSettings] | None = None, estimates: list | None = None) -> int:
     """Judge the results in ``results_dir`` (only ``model`` / ``mode`` when given) with the judge
     ``settings`` (resolved here: backend, URL, key); ``visualize_only``: report the existing judge results;
     ``cache``: read and write the folder's judge cache; ``overwrite``: replace another judge's results;
-    ``panel``: a jury (each judge's settings), whose strict majority is the verdict.
+    ``panel``: a jury (each judge's settings), whose strict majority is the verdict; ``estimates``: a list to
+    fill with ``estimate_judging``'s instead of judging (``--dry-run``: nothing sent, nothing written).
     0 when every file was judged, 1 when none was found or some were skipped or kept."""
     check_results_dir(results_dir)
     found = find_result_files(results_dir, judge_patterns(model, mode), model, mode)
     if not found:
         return 1
     outcome = Outcome()
+    if estimates is not None:
+        estimates += estimate_judging(found, results_dir, settings, outcome, cache=cache, overwrite=overwrite,
+                                      panel=panel)
+        return outcome.exit_code
     if visualize_only:
         refuse_if_none_known(found)
         results = {}

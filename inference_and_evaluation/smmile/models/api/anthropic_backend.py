@@ -22,6 +22,7 @@ class AnthropicBackend(ApiBackend):
     limits = {"request_bytes": 32 * 1024 * 1024, "image_b64_bytes": 5 * 1024 * 1024,
               "image_side": 8000, "image_side_many": 2000}
     default_max_image_side = 1568  # larger images are resized server-side anyway
+    default_max_tokens = 512  # the Messages API requires max_tokens
 
     def client_args(self) -> dict:
         key = os.environ.get("ANTHROPIC_API_KEY")
@@ -54,7 +55,7 @@ class AnthropicBackend(ApiBackend):
                 continue
             content = [part(p) for p in m["content"]] if isinstance(m["content"], list) else m["content"]
             messages.append({"role": m["role"], "content": content})
-        wire = {"model": self.model, "messages": messages, "max_tokens": req.max_tokens or 512}
+        wire = {"model": self.model, "messages": messages, "max_tokens": self.output_cap(req)}
         if system is not None:
             wire["system"] = system
         # this SDK generation has no `temperature`/`top_p` arguments; the API still takes them

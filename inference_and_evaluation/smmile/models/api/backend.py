@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +25,7 @@ from .request import ChatRequest, TooLarge, import_sdk
 from .retry import Failure, RetryPolicy
 from .secrets import Scrubber, host_of, key_may_go_to, public_url
 
+log = logging.getLogger(__name__)
 DEFAULTS = {"max_retries": 5, "timeout": 120.0, "max_consecutive_failures": 8}
 
 
@@ -43,6 +44,7 @@ class ApiBackend(Backend):
     unit = "problems"  # what one work item is, in messages ("judge requests" for the judge)
     default_max_image_side: int | None = None  # corrected protocol only
     default_concurrency: int | str = "auto"  # see limiter.py
+    default_max_tokens: int | None = None  # the output cap sent when a request names none (Anthropic needs one)
 
     def __init__(self, preset=None, spec=None, settings=None, generation=None):
         super().__init__(preset, spec, settings, generation)
@@ -167,11 +169,15 @@ class ApiBackend(Backend):
     def estimated_cost(self, req: ChatRequest, notes: dict) -> float | None:
         """At most what this request costs: its estimated input and its whole output-token cap."""
         return self.meter.cost_of({"input_tokens": notes["estimated_input_tokens"],
-                                   "output_tokens": req.max_tokens or 0})
+                                   "output_tokens": self.output_cap(req) or 0})
+
+    def output_cap(self, req: ChatRequest) -> int | None:
+        """The output-token cap sent with `req` (None: none, the server decides)."""
+        return req.max_tokens or self.default_max_tokens
 
     # -- messages: one line each, through the run's progress when it has one --------------------
     def _note(self, text: str) -> None:
-        (self.note or _stderr_line)(text)
+        (self.note or log.warning)(text)
 
     note = None  # set by the runner to its progress' line writer
 
@@ -241,7 +247,7 @@ class ApiBackend(Backend):
         self.stats["downscaled_images"] += notes["downscaled_images"]
         text, usage, failure, attempts = await self.call(client, wire, self.estimated_cost(req, notes))
         self.meter.estimated_input_tokens += notes["estimated_input_tokens"]
-        self.meter.estimated_output_cap += req.max_tokens or 0
+        self.meter.estimated_output_cap += self.output_cap(req) or 0
         extra: dict = {"attempts": attempts, **notes}
         if failure is None and req.followup is not None:
             nxt = req.followup(text)
@@ -369,14 +375,14 @@ class ApiBackend(Backend):
                 b64 += len(e.b64)
                 image_tokens += self.image_tokens(e.size) or 0
                 sizes[f"{e.size[0]}x{e.size[1]}"] = sizes.get(f"{e.size[0]}x{e.size[1]}", 0) + 1
-            cap += req.max_tokens or 0
+            cap += self.output_cap(req) or 0
         sync = self.meter.cost_of({"input_tokens": text + image_tokens, "output_tokens": cap})
         return {"model": self.model, "provider": self.provider, "endpoint": self.endpoint(),
                 "requests": len(requests) - len(too_large), "not_sent_too_large": len(too_large),
                 "images": images, "image_b64_bytes": b64, "image_sizes": dict(sorted(sizes.items(), key=lambda kv: -kv[1])),
                 "image_rule": self.image_rule(), "input_tokens": text + image_tokens, "text_tokens": text,
                 "image_tokens": image_tokens, "output_tokens_cap": cap,
-                "max_tokens": sorted({r.max_tokens for r in requests}, key=lambda v: (v is None, v or 0)),
+                "max_tokens": sorted({self.output_cap(r) for r in requests}, key=lambda v: (v is None, v or 0)),
                 "price": self.meter.price, "cost_sync_usd": sync, "cost_batch_usd": batch_cost(sync)}
 
     def image_rule(self) -> str:
@@ -396,11 +402,6 @@ class OverBudget(Exception):
     def __init__(self, estimate: float):
         super().__init__(f"estimated {estimate:.4f} USD")
         self.estimate = estimate
-
-
-def _stderr_line(text: str) -> None:
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
 
 
 def _run_capturing(coro, errors: list) -> None:
