@@ -10,7 +10,8 @@ import pytest
 
 from smmile.cli.baselines import main as baselines
 from smmile.cli import main as smmile
-from smmile.data.variants import KINDS, MANIFEST
+from smmile.data.schema import MANIFEST
+from smmile.data.variants import KINDS
 
 RUNS = [("random", "open"), ("majority", "mcqa")]
 

@@ -12,7 +12,7 @@ import pytest
 
 from smmile.cli import main as smmile
 from smmile.data.load import load_for_run, load_problems
-from smmile.data.variants import MANIFEST
+from smmile.data.schema import MANIFEST
 
 
 def variant(tmp_path: Path, kind: str, *flags: str, seed: int = 42) -> Path:

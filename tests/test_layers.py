@@ -31,7 +31,6 @@ KNOWN_UPWARD = {
 }
 KNOWN_CYCLES = {
     frozenset({"smmile.scoring.results", "smmile.scoring.metrics"}),
-    frozenset({"smmile.data.load", "smmile.data.demo", "smmile.data.variants", "smmile.data.diagnostic_variants"}),
 }
 
 

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from smmile.data import variants
+from smmile.data import variant_datasets, variants
 from smmile.cli.data import main as data_main
 from smmile.data.demo import write_demo
 from smmile.data.load import load_for_run, load_problems
+from smmile.data.schema import MANIFEST, base_id
 from smmile.errors import UserError
 from smmile.protocol.problem import ImageRef, Problem, Row
 
@@ -153,11 +154,11 @@ def test_order_first_and_last_move_the_relevant_example(problems):
 # -- writing ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", variants.KINDS)
 def test_written_variant_is_byte_identical_and_loadable(demo, tmp_path, kind):
-    a = variants.write_variant(demo, kind, tmp_path / "a", seed=11)
-    b = variants.write_variant(demo, kind, tmp_path / "b", seed=11)
+    a = variant_datasets.write_variant(demo, kind, tmp_path / "a", seed=11)
+    b = variant_datasets.write_variant(demo, kind, tmp_path / "b", seed=11)
     assert (a / PARQUET).read_bytes() == (b / PARQUET).read_bytes()
-    assert (a / variants.MANIFEST).read_bytes() == (b / variants.MANIFEST).read_bytes()
-    manifest = json.loads((a / variants.MANIFEST).read_text())
+    assert (a / MANIFEST).read_bytes() == (b / MANIFEST).read_bytes()
+    manifest = json.loads((a / MANIFEST).read_text())
     assert manifest["kind"] == kind and manifest["seed"] == 11
     assert manifest["source"]["fingerprint"] and manifest["counts"]["source_problems"] == 24
     loaded = load_for_run(str(a))
@@ -169,22 +170,22 @@ def test_written_variant_is_byte_identical_and_loadable(demo, tmp_path, kind):
 
 
 def test_another_seed_gives_another_noise(demo, tmp_path):
-    a = variants.write_variant(demo, "noise-random", tmp_path / "a", seed=1)
-    b = variants.write_variant(demo, "noise-random", tmp_path / "b", seed=2)
+    a = variant_datasets.write_variant(demo, "noise-random", tmp_path / "a", seed=1)
+    b = variant_datasets.write_variant(demo, "noise-random", tmp_path / "b", seed=2)
     assert (a / PARQUET).read_bytes() != (b / PARQUET).read_bytes()
 
 
 def test_noisy_dataset_maps_the_original_flag_and_caches(demo, tmp_path, monkeypatch):
     monkeypatch.setenv("SMMILE_VARIANT_DIR", str(tmp_path / "cache"))
-    path = variants.noisy_dataset(demo, "AddOneExample-BySpeciality", seed=42)
-    manifest = json.loads((Path(path) / variants.MANIFEST).read_text())
+    path = variant_datasets.noisy_dataset(demo, "AddOneExample-BySpeciality", seed=42)
+    manifest = json.loads((Path(path) / MANIFEST).read_text())
     assert manifest["kind"] == "noise-targeted" and Path(path).parent == tmp_path / "cache"
     stamp = (Path(path) / PARQUET).stat().st_mtime_ns
-    assert variants.noisy_dataset(demo, "noise-targeted", seed=42) == path
+    assert variant_datasets.noisy_dataset(demo, "noise-targeted", seed=42) == path
     assert (Path(path) / PARQUET).stat().st_mtime_ns == stamp  # built once
-    other = variants.noisy_dataset(demo, "AddOneExample", seed=42)
-    assert json.loads((Path(other) / variants.MANIFEST).read_text())["kind"] == "noise-random"
-    assert variants.noisy_output_dir("../results", "AddOneExample") == Path("../results_noise-random")
+    other = variant_datasets.noisy_dataset(demo, "AddOneExample", seed=42)
+    assert json.loads((Path(other) / MANIFEST).read_text())["kind"] == "noise-random"
+    assert variant_datasets.noisy_output_dir("../results", "AddOneExample") == Path("../results_noise-random")
     with pytest.raises(UserError):
         variants.canonical_kind("AddTwoExamples")
 
@@ -206,4 +207,4 @@ def test_noise_relaxes_irrelevance_only_when_it_must():
 def test_noise_on_a_permuted_set_takes_donors_from_other_base_problems(problems):
     plus = variants.permute(problems[:3], seed=1)
     for note in variants.noise_random(plus, seed=2)[1]:
-        assert variants.base_id(note["donor_problem_id"]) != variants.base_id(note["problem_id"])
+        assert base_id(note["donor_problem_id"]) != base_id(note["problem_id"])

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from ..data.load import DATED_IDS, PLUSPLUS_ID
-from ..data.variants import MANIFEST
+from ..data.schema import MANIFEST
 from ..errors import UserError
 from ..scoring.results import Record, ResultSet, records_of
 

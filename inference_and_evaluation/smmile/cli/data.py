@@ -48,7 +48,7 @@ def _add_variant_parser(sub) -> None:
 
 
 def _variant(args) -> int:
-    from ..data.variants import variant_summary, write_variant
+    from ..data.variant_datasets import variant_summary, write_variant
 
     out = write_variant(args.dataset, args.kind, Path(args.out), seed=args.seed, revision=args.revision,
                         augmented=args.augmented, force=args.force, k=args.k, fraction=args.fraction)

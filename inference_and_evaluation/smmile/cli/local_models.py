@@ -210,7 +210,7 @@ def _llava_main(argv, *, script: str, description: str, mcqa_script: bool, llava
         fmt = a.task_format if mcqa_script else "open"
         dataset = a.dataset
         if getattr(a, "noisy", None):  # run on the noise variant; results go to <output-dir>_<variant>
-            from ..data.variants import noisy_dataset, noisy_output_dir
+            from ..data.variant_datasets import noisy_dataset, noisy_output_dir
 
             augmented = dataset == "augmented"
             dataset = noisy_dataset(None if augmented else dataset, a.noisy, augmented=augmented, revision=a.revision)

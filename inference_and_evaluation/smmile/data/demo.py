@@ -15,7 +15,7 @@ import random
 import uuid
 from pathlib import Path
 
-from .schema import FLAG_VOCABULARY, SPECIALITIES
+from .schema import FLAG_VOCABULARY, SPECIALITIES, group
 
 DEMO_VERSION = 2
 DEMO_OWNER = "smmile data demo"  # `make_demo`'s output-folder marker and the datasets' `generator`
@@ -130,7 +130,6 @@ def generate_records(seed: int = 42, n_problems: int = 24) -> list[dict]:
 def write_demo(out: Path, seed: int = 42) -> dict[str, Path]:
     """Write the demo SMMILE set to `out/smmile` and its permuted SMMILE++-style set to `out/plusplus`."""
     from . import variants
-    from .load import group
     from .parquet import problems_to_records, write_dataset
 
     records = generate_records(seed)

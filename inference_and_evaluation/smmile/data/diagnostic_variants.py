@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..protocol.problem import Problem, Row
+from .schema import MANIFEST, base_id
 
 DROPPED = "image_dropped"  # column marking an image removed on purpose (value "true")
 FORMAT_COLUMN, SPECIALITY_COLUMN = "flag_answer_format", "speciality"
@@ -108,8 +109,6 @@ def _flip_one(problem: Problem, donors: list[tuple[str, str]], fraction: float, 
 def flip_answers(problems: list[Problem], seed: int, fraction: float = 1.0) -> tuple[list[Problem], list[dict]]:
     """Answers of a seeded ``fraction`` of each problem's examples taken from other problems of the same
     speciality and answer format (a donor pool of every example answer there, the dataset's order)."""
-    from .variants import base_id
-
     missing = [c for c in (SPECIALITY_COLUMN, FORMAT_COLUMN) if not any(c in p.query.fields for p in problems)]
     if missing:
         raise UserError(f"flip-answers needs the column(s) {', '.join(missing)} (donors share the speciality and "
@@ -155,8 +154,6 @@ IMAGE_FREE_OUTPUTS = ("generic", "api", "llama33textonly", "baselines")  # hf:/v
 
 def dropped_images(dataset) -> str | None:
     """"examples" / "query" when ``dataset`` is a local variant whose images were dropped (its manifest says so)."""
-    from .variants import MANIFEST
-
     if not dataset or not isinstance(dataset, (str, os.PathLike)):
         return None
     try:

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import MissingDependency, UserError
-from ..protocol.problem import ImageRef, Problem, Row
+from ..protocol.problem import Problem, Row
 from .images import recover
-from .schema import check_columns
+from .schema import check_columns, group
 
 SMMILE_ID = "smmile/SMMILE"
 PLUSPLUS_ID = "smmile/SMMILE-plusplus"
@@ -167,61 +167,6 @@ def iter_records(source: Source, batch_rows: int = 64) -> Iterator[list[dict]]:
             if batch is None:
                 break
             yield batch.to_pylist()
-
-
-def image_of(record: dict) -> ImageRef | None:
-    """The image of one `read_records` row (None when it has none)."""
-    return _image(record["image"], str(record["problem_id"]), record.get("order"))
-
-
-def _image(value, problem_id: str, order=None) -> ImageRef | None:
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        data, path = value.get("bytes"), value.get("path")
-        if data is None and path and Path(path).is_file():
-            data = Path(path).read_bytes()
-        if data is None:
-            return None
-        return ImageRef(bytes(data), name=path or "")
-    if isinstance(value, (bytes, bytearray)):
-        return ImageRef(bytes(value))
-    where = f"problem {problem_id}" + (f", row order {order}" if order is not None else "")
-    raise UserError(f"{where}: the image cell holds a {type(value).__name__}, not an image (the `image` column "
-                    "holds {bytes, path} structs or encoded bytes); fix that row of the dataset")
-
-
-def row_order(value, problem_id: str) -> int:
-    """A row's position in its problem as an integer: an `order` stored as text ("10") or as a whole float
-    (10.0) sorts as the number, not as the string ("10" before "9" would make row 9 the query)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-        return int(value.strip())
-    raise UserError(f"problem {problem_id}: order {value!r} is not an integer (the `order` column numbers the rows "
-                    "of a problem, the query last); fix that row of the dataset")
-
-
-def group(records: list[dict]) -> list[Problem]:
-    """Group by problem_id (first-appearance order), sort by `order` as an integer (spec §1.3; an `order`
-    stored as text is read as the number it spells, anything else is refused)."""
-    chunks: dict[str, list[Row]] = {}
-    seen: set[tuple[str, int]] = set()
-    for rec in records:
-        pid = str(rec["problem_id"])
-        order = row_order(rec["order"], pid)
-        if (pid, order) in seen:
-            # two rows at one position: a copied file or a merged dataset; the query would also appear as
-            # one of its own ICL examples (its answer given away)
-            raise UserError(f"problem {pid}: two rows with order {order}; the dataset holds this problem "
-                            "twice (a second copy of a parquet file, or two datasets merged)")
-        seen.add((pid, order))
-        other = {k: v for k, v in rec.items() if k not in ("problem_id", "order", "question", "answer", "image", "image_url")}
-        row = Row(pid, order, rec["question"], rec["answer"], _image(rec["image"], pid, order), rec.get("image_url"), other)
-        chunks.setdefault(pid, []).append(row)
-    return [Problem(pid, tuple(sorted(rows, key=lambda r: r.order))) for pid, rows in chunks.items()]
 
 
 def fingerprint(problems: list[Problem]) -> str:

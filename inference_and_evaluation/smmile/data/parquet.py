@@ -124,7 +124,7 @@ def _table(records: list[dict], columns: list[str]):
 
 
 def problems_to_records(problems) -> list[dict]:
-    """Inverse of load.group: one record per row, in problem then `order` order."""
+    """Inverse of schema.group: one record per row, in problem then `order` order."""
     records = []
     for p in problems:
         for r in p.rows:

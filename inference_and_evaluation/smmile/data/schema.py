@@ -1,8 +1,16 @@
-"""The SMMILE row schema (spec §1.2) and the check run on every load."""
+"""The SMMILE row schema (spec §1.2), the check run on every load, and the rows grouped into Problems.
+
+A variant dataset (``data.variant_datasets``) says how it was made in ``MANIFEST`` beside its parquet files; the
+permutations of one problem (SMMILE++) are ``<id>_perm_<k>`` (``base_id``).
+"""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from ..errors import UserError
+from ..protocol.problem import ImageRef, Problem, Row
 
 REQUIRED_COLUMNS = ("problem_id", "order", "question", "answer", "image")
 OPTIONAL_COLUMNS = ("image_url",)
@@ -17,6 +25,8 @@ FLAG_VOCABULARY = {
     "flag_difficulty_llms": ["hard", "medium"],
 }
 SPECIALITIES = ["dermatology", "radiology", "other", "pathology", "ophthalmology", "surgery"]
+MANIFEST = "variant_manifest.json"  # beside the parquet files of a variant dataset: how it was made
+PERM_SUFFIX = re.compile(r"_perm_\d+$")
 
 
 def check_columns(columns: list[str], source: str) -> None:
@@ -31,3 +41,63 @@ def check_columns(columns: list[str], source: str) -> None:
 def flag_columns(columns: list[str]) -> list[str]:
     """Stratification columns in feature order: every `flag_*` column (spec §1.2)."""
     return [c for c in columns if c.split("_")[0] == "flag"]
+
+
+def base_id(problem_id: str) -> str:
+    """`<id>_perm_<k>` -> `<id>`: the permutations of one problem are one problem for noise donors."""
+    return PERM_SUFFIX.sub("", problem_id)
+
+
+def image_of(record: dict) -> ImageRef | None:
+    """The image of one `read_records` row (None when it has none)."""
+    return _image(record["image"], str(record["problem_id"]), record.get("order"))
+
+
+def _image(value, problem_id: str, order=None) -> ImageRef | None:
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        data, path = value.get("bytes"), value.get("path")
+        if data is None and path and Path(path).is_file():
+            data = Path(path).read_bytes()
+        if data is None:
+            return None
+        return ImageRef(bytes(data), name=path or "")
+    if isinstance(value, (bytes, bytearray)):
+        return ImageRef(bytes(value))
+    where = f"problem {problem_id}" + (f", row order {order}" if order is not None else "")
+    raise UserError(f"{where}: the image cell holds a {type(value).__name__}, not an image (the `image` column "
+                    "holds {bytes, path} structs or encoded bytes); fix that row of the dataset")
+
+
+def row_order(value, problem_id: str) -> int:
+    """A row's position in its problem as an integer: an `order` stored as text ("10") or as a whole float
+    (10.0) sorts as the number, not as the string ("10" before "9" would make row 9 the query)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return int(value.strip())
+    raise UserError(f"problem {problem_id}: order {value!r} is not an integer (the `order` column numbers the rows "
+                    "of a problem, the query last); fix that row of the dataset")
+
+
+def group(records: list[dict]) -> list[Problem]:
+    """Group by problem_id (first-appearance order), sort by `order` as an integer (spec §1.3; an `order`
+    stored as text is read as the number it spells, anything else is refused)."""
+    chunks: dict[str, list[Row]] = {}
+    seen: set[tuple[str, int]] = set()
+    for rec in records:
+        pid = str(rec["problem_id"])
+        order = row_order(rec["order"], pid)
+        if (pid, order) in seen:
+            # two rows at one position: a copied file or a merged dataset; the query would also appear as
+            # one of its own ICL examples (its answer given away)
+            raise UserError(f"problem {pid}: two rows with order {order}; the dataset holds this problem "
+                            "twice (a second copy of a parquet file, or two datasets merged)")
+        seen.add((pid, order))
+        other = {k: v for k, v in rec.items() if k not in ("problem_id", "order", "question", "answer", "image", "image_url")}
+        row = Row(pid, order, rec["question"], rec["answer"], _image(rec["image"], pid, order), rec.get("image_url"), other)
+        chunks.setdefault(pid, []).append(row)
+    return [Problem(pid, tuple(sorted(rows, key=lambda r: r.order))) for pid, rows in chunks.items()]

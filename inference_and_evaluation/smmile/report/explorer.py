@@ -82,7 +82,8 @@ class StoredImage:
 def read_dataset(source) -> list:
     """The problems of the dataset at ``source`` (``smmile.data.load.Source``), as ``load_problems`` gives
     them but each image a ``StoredImage``; read a batch of rows at a time."""
-    from smmile.data.load import group, image_of, iter_records, row_order
+    from smmile.data.load import iter_records
+    from smmile.data.schema import group, image_of, row_order
 
     records, stored = [], {}
     for batch in iter_records(source):
@@ -118,7 +119,8 @@ class Images:
         at a time (file order); at most IN_FLIGHT chunks of images wait for their thumbnails at once. With
         ``full_dir``, each image larger than its thumbnail is also written there (``full_image``) and files
         there that no image of this page names are removed."""
-        from smmile.data.load import image_of, iter_records
+        from smmile.data.load import iter_records
+        from smmile.data.schema import image_of
 
         pending: deque = deque()
         chunk: dict[bytes, bytes] = {}
