@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "server at --judge-base-url: vLLM, llama.cpp, ollama /v1; key OPENAI_COMPATIBLE_API_KEY, "
                         "optional); azure (AZURE_OPENAI_API_KEY, AZURE_OPENAI_ENDPOINT; --judge-model = deployment); "
                         "anthropic (ANTHROPIC_API_KEY). "
-                        "openai with a --judge-base-url that is not api.openai.com is treated as openai-compatible")
+                        "openai with a --judge-base-url that is not api.openai.com is treated as openai-compatible, unless "
+                        "--allow-key-for-host (or OPENAI_BASE_URL) lets OPENAI_API_KEY go to its host")
     g.add_argument("--judge-base-url", default=None,
                    help="server URL (ollama: default $OLLAMA_HOST or http://127.0.0.1:11434; openai-compatible: "
                         "e.g. http://127.0.0.1:8000/v1)")
