@@ -30,7 +30,6 @@ KNOWN_UPWARD = {
     ("smmile.scoring.jury", "smmile.analysis.agreement"),  # the jury's majority uses the kappa module
 }
 KNOWN_CYCLES = {
-    frozenset({"smmile.scoring.results", "smmile.scoring.metrics"}),
 }
 
 

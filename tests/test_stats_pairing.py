@@ -29,7 +29,7 @@ def test_pairs_fewer_than_either_side_warn_and_are_counted(tmp_path, capsys):
     judged = json.loads(icl.with_name("result_qwen7B_ICL_open_evaluationllm.json").read_text())
     judged["problem_accuracies"] = dict(list(judged["problem_accuracies"].items())[:6])
     icl.with_name("result_qwen7B_ICL_open_evaluationllm.json").write_text(json.dumps(judged))
-    # its record says it judged this very CSV (else a judgement of other rows is refused: results.check_judgement)
+    # its record says it judged this very CSV (else a judgement of other rows is refused: exact_match.check_judgement)
     sha = hashlib.sha256(icl.read_bytes()).hexdigest()
     icl.with_name("result_qwen7B_ICL_open_evaluationllm.manifest.json").write_text(json.dumps({"result_sha256": sha}))
     assert _run(tmp_path / "r", tmp_path / "o") == 0

@@ -15,10 +15,10 @@ import os
 
 from smmile.fsguard import check_writable_dir
 from smmile.scoring import comparison
-from smmile.scoring.exact_match import ResultFileError, calculate_exact_match, json_text
+from smmile.scoring.exact_match import ResultFileError, calculate_exact_match, json_text, read_whole
 from smmile.scoring.naming import em_patterns, evaluation_json_path
 from smmile.scoring.results import (Outcome, RunRecord, check_results_dir, find_result_files, problem_count,
-                                    read_whole, replace_output, result_for_path, screened)
+                                    replace_output, result_for_path, screened)
 
 
 def _problem_ids(text: str) -> set:

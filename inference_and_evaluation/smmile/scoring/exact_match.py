@@ -1,4 +1,5 @@
-"""Exact-match scoring of open-format result CSVs (spec §4.4, §4.5).
+"""Exact-match scoring of open-format result CSVs (spec §4.4, §4.5), and reading a result CSV whole
+(``read_whole``; ``check_judgement``: a judgement is used only for the content it judged).
 
 The CSV is read with pandas' DEFAULT NA semantics (empty cells, ``NA``, ``None``, ``nan``... become
 NaN), exactly as the original did; ``normalize_answer`` then turns NaN into the string ``"nan"``.
@@ -6,6 +7,8 @@ NaN), exactly as the original did; ``normalize_answer`` then turns NaN into the 
 
 from __future__ import annotations
 
+import csv
+import hashlib
 import io
 import json
 import os
@@ -14,7 +17,8 @@ import string
 from typing import Any, Sequence
 
 from smmile.protocol.columns import SCORED as REQUIRED_COLUMNS
-from smmile.scoring.naming import get_model_info
+from smmile.runner.outputs import allow_csv_fields
+from smmile.scoring.naming import get_model_info, judge_record_path
 
 EXCLUDED_PROBLEM_IDS: frozenset = frozenset()  # the original's (empty) exclusion set
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
@@ -167,3 +171,88 @@ def write_json(obj: Any, path: str | os.PathLike) -> None:
     from smmile.fsguard import atomic_write_text
 
     atomic_write_text(path, json_text(obj))
+
+
+# -- is a result whole? -------------------------------------------------------------------------------
+def _clean_records(path: str, content: bytes) -> int:
+    """Number of data records of a CSV that parses cleanly; raises ``ResultFileError`` otherwise."""
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultFileError(f"{path}: cannot read CSV ({exc})") from None
+    allow_csv_fields(len(text) + 1)  # an answer of any length reads back (runner.outputs)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    records = 0
+    try:
+        header = next(reader, [])
+        for record in reader:
+            if not record:
+                continue  # a blank line (pandas skips them too)
+            if len(record) != len(header):
+                raise ResultFileError(f"{path}: line {reader.line_num} has {len(record)} fields, the header "
+                                      f"{len(header)} (a stray quote or a cut line?)")
+            records += 1
+    except csv.Error as exc:
+        raise ResultFileError(f"{path}: rows do not parse cleanly near line {reader.line_num} ({exc}; a stray "
+                              "quote or a file cut short?)") from None
+    if not text.endswith(("\n", "\r")):
+        raise ResultFileError(f"{path}: the last line has no line break (file cut short?)")
+    return records
+
+
+def content_sha256(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+def read_whole(csv_path: str | os.PathLike, required: Sequence[str] = REQUIRED_COLUMNS):
+    """Read a result CSV once (pandas defaults, as the original) and check it is whole (``scoring.results``'
+    docstring)."""
+    return read_whole_hashed(csv_path, required)[0]
+
+
+def read_whole_hashed(csv_path: str | os.PathLike, required: Sequence[str] = REQUIRED_COLUMNS):
+    """``read_whole`` and the sha256 of the bytes it read: ``(frame, sha256)``."""
+    path = os.fspath(csv_path)
+    content = read_csv_bytes(path)
+    frame = parse_result_csv(path, content, required)
+    records = _clean_records(path, content)
+    if records != len(frame):
+        raise ResultFileError(f"{path}: {records} CSV records but pandas read {len(frame)} rows")
+    if not len(frame):
+        raise ResultFileError(f"{path}: no rows (header only)")
+    return frame, content_sha256(content)
+
+
+def check_judgement(csv_path: str | os.PathLike, judged: dict, frame=None) -> None:
+    """Raise ``ResultFileError`` (one line naming both files) unless the ``_evaluationllm.json`` dict
+    ``judged`` judged the CSV as it is now: its record (``_evaluationllm.manifest.json``) holds the sha256
+    of the CSV bytes the judge read; without one (the published outputs, earlier smmile versions) the
+    judged problem ids and row count must be the CSV's. ``frame``: the CSV already read. A CSV that cannot
+    be read is not compared (scoring it reports its own problem)."""
+    path = os.fspath(csv_path)
+    json_name = os.path.basename(path)[:-len(".csv")] + "_evaluationllm.json"
+    try:
+        recorded = json.loads(judge_record_path(path).read_text(encoding="utf-8")).get("result_sha256")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    try:
+        content = read_csv_bytes(path) if isinstance(recorded, str) else None
+        if frame is None and content is None:
+            frame = read_result_csv(path)
+    except ResultFileError:
+        return
+    if content is not None:
+        now = content_sha256(content)
+        if now != recorded:
+            raise ResultFileError(f"{path}: its {json_name} judged other content (sha256 {recorded[:12]}, the "
+                                  f"CSV is now {now[:12]}); judge scores refused, judge it again")
+        return
+    kept, _ = exclude_problems(frame)
+    ids = {str(pid) for pid in kept["problem_id"]}
+    judged_ids = {str(pid) for pid in judged.get("problem_accuracies", {})}
+    rows = judged.get("total_examples")
+    if judged_ids != ids or (isinstance(rows, int) and rows != len(kept)):
+        other = len(judged_ids - ids)
+        raise ResultFileError(f"{path}: its {json_name} judged other rows ({len(judged_ids)} problem(s), {rows} "
+                              f"row(s), {other} not in the CSV; the CSV has {len(ids)} problem(s), {len(kept)} "
+                              "row(s)); judge scores refused, judge it again")

@@ -7,7 +7,7 @@ API backends (``judge_backends``) and the runner's executor; replies are journal
 the content judged), so judging the same rows again sends nothing. Additions: ``<stem>_judgements.jsonl``
 (every raw reply) and
 ``<stem>_evaluationllm.manifest.json`` (which judge wrote the JSON, and the sha256 of the CSV bytes it
-judged: scoring refuses the judgement once the CSV holds other content, ``integrity.check_judgement``;
+judged: scoring refuses the judgement once the CSV holds other content, ``exact_match.check_judgement``;
 another judge does not replace it without ``--overwrite``).
 
 A jury (``--jury``, ``scoring.jury``): each judge is planned, journaled and sent as above, one after the other;
@@ -28,8 +28,8 @@ from smmile.runner.journal import RESPONSES_FORMAT, Journal
 from smmile.fsguard import OutputLock, atomic_write_json, atomic_write_text, check_writable_dir
 from smmile.scoring import comparison
 from smmile.scoring.results import RunRecord as ResultFile
-from smmile.scoring.exact_match import exclude_problems, json_text
-from smmile.scoring.results import check_judgement, problem_count, read_whole_hashed
+from smmile.scoring.exact_match import check_judgement, exclude_problems, json_text, read_whole_hashed
+from smmile.scoring.results import problem_count
 from smmile.scoring import jury
 from smmile.scoring.judge import (FAILED, NO_MAJORITY, UNPARSEABLE, JudgeSettings, PlannedFrame, judge_identity,
                                   judge_stats, judgements, plan_frame, sha256)
@@ -58,7 +58,7 @@ class FileJob:
 
 
 def plan_files(found: list[ResultFile], settings: JudgeSettings, outcome: Outcome) -> list[FileJob]:
-    """The files to judge, each read once and checked whole (``scoring.integrity``); others are reported."""
+    """The files to judge, each read once and checked whole (``exact_match.read_whole_hashed``); others are reported."""
     jobs = []
     for result, (raw, sha256) in screened(found, lambda r: read_whole_hashed(r.path),
                                           lambda data: problem_count(data[0]), outcome):

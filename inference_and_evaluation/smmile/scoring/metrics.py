@@ -32,7 +32,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from smmile.scoring.exact_match import ResultFileError, check_columns, flexible_matches
+from smmile.scoring.exact_match import ResultFileError, check_columns, check_judgement, flexible_matches, read_whole
 from smmile.scoring.naming import evaluationllm_json_path
 
 
@@ -91,10 +91,8 @@ def _csv_path(result) -> str:
 
 def read_rows(result, metric: Metric | str | None = None):
     """The result CSV of ``result`` (a ``RunRecord`` or a path), checked to parse cleanly
-    (``scoring.results.read_whole``) and to carry ``metric``'s columns (default: those of the first
+    (``exact_match.read_whole``) and to carry ``metric``'s columns (default: those of the first
     metric of the ``RunRecord``'s format, the one its CSV rows are scored with)."""
-    from smmile.scoring.results import read_whole
-
     metric = metrics_for(result.fmt)[0] if metric is None else get_metric(metric)
     return read_whole(_csv_path(result), metric.columns)
 
@@ -169,9 +167,7 @@ def _judge_value(value, legacy_floor: bool) -> float:
 
 def judge_scores(result, legacy_floor: bool = False, frame=None):
     """``LLM``: ``problem_accuracies`` of the judge JSON (module docstring); None if there is none. A
-    judgement of other content than the CSV now holds is refused (``results.check_judgement``)."""
-    from smmile.scoring.results import check_judgement
-
+    judgement of other content than the CSV now holds is refused (``exact_match.check_judgement``)."""
     json_path = os.fspath(evaluationllm_json_path(_csv_path(result)))
     if not os.path.exists(json_path):
         return None

@@ -24,7 +24,7 @@ the CSV, identified by the file-name rules (``scoring.naming``), and ``<stem>_ev
 CSV, read once and checked whole. **Whole**: the CSV parses cleanly (as many fields per record as the
 header, no quote running to the end, a final line break, as many pandas rows as records, at least one
 row), and the results of one dataset cover the same number of problems (``screen``). A judgement
-(``_evaluationllm.json``) is used only for the content it judged (``check_judgement``).
+(``_evaluationllm.json``) is used only for the content it judged (``exact_match.check_judgement``).
 
 ``load_records`` scores the results of a folder into ``Record``s (one per model, metric and mode);
 ``ResultSet`` is a labelled folder of them (``smmile analyze`` and the report). What the scoring runs share
@@ -34,10 +34,7 @@ is here too: ``check_results_dir``, ``find_result_files`` (the original's fallba
 
 from __future__ import annotations
 
-import csv
 import glob
-import hashlib
-import io
 import json
 import logging
 import os
@@ -54,10 +51,8 @@ from smmile.errors import UserError
 from smmile.fsguard import atomic_write_text
 from smmile.identity import UNKNOWN, ModelIdentity
 from smmile.models.registry import identity_from_manifest
-from smmile.runner.outputs import allow_csv_fields
 from smmile.scoring import metrics, naming
-from smmile.scoring.exact_match import (REQUIRED_COLUMNS, ResultFileError, exclude_problems, parse_result_csv,
-                                        read_csv_bytes, read_result_csv)
+from smmile.scoring.exact_match import ResultFileError
 
 MODES = ("0-shot", "ICL")
 FORMATS = ("open", "mcqa")
@@ -278,55 +273,7 @@ def load_results(results_dir: str | os.PathLike, *, model: str | None = None, mo
     return _dedupe(results, rules, warn)
 
 
-# -- is a result whole? -------------------------------------------------------------------------------
-def _clean_records(path: str, content: bytes) -> int:
-    """Number of data records of a CSV that parses cleanly; raises ``ResultFileError`` otherwise."""
-    try:
-        text = content.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ResultFileError(f"{path}: cannot read CSV ({exc})") from None
-    allow_csv_fields(len(text) + 1)  # an answer of any length reads back (runner.outputs)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    records = 0
-    try:
-        header = next(reader, [])
-        for record in reader:
-            if not record:
-                continue  # a blank line (pandas skips them too)
-            if len(record) != len(header):
-                raise ResultFileError(f"{path}: line {reader.line_num} has {len(record)} fields, the header "
-                                      f"{len(header)} (a stray quote or a cut line?)")
-            records += 1
-    except csv.Error as exc:
-        raise ResultFileError(f"{path}: rows do not parse cleanly near line {reader.line_num} ({exc}; a stray "
-                              "quote or a file cut short?)") from None
-    if not text.endswith(("\n", "\r")):
-        raise ResultFileError(f"{path}: the last line has no line break (file cut short?)")
-    return records
-
-
-def content_sha256(content: bytes) -> str:
-    return hashlib.sha256(content).hexdigest()
-
-
-def read_whole(csv_path: str | os.PathLike, required: Sequence[str] = REQUIRED_COLUMNS):
-    """Read a result CSV once (pandas defaults, as the original) and check it is whole (module docstring)."""
-    return read_whole_hashed(csv_path, required)[0]
-
-
-def read_whole_hashed(csv_path: str | os.PathLike, required: Sequence[str] = REQUIRED_COLUMNS):
-    """``read_whole`` and the sha256 of the bytes it read: ``(frame, sha256)``."""
-    path = os.fspath(csv_path)
-    content = read_csv_bytes(path)
-    frame = parse_result_csv(path, content, required)
-    records = _clean_records(path, content)
-    if records != len(frame):
-        raise ResultFileError(f"{path}: {records} CSV records but pandas read {len(frame)} rows")
-    if not len(frame):
-        raise ResultFileError(f"{path}: no rows (header only)")
-    return frame, content_sha256(content)
-
-
+# -- is a result whole? (one CSV: exact_match.read_whole) -----------------------------------------------
 def problem_count(frame) -> int:
     """Distinct problem ids of a result frame."""
     return int(frame["problem_id"].nunique())
@@ -373,41 +320,6 @@ def screen(results: Sequence, read: Callable, count: Callable) -> tuple[dict, di
         failures[path] = message
         del data[path]
     return data, failures
-
-
-def check_judgement(csv_path: str | os.PathLike, judged: dict, frame=None) -> None:
-    """Raise ``ResultFileError`` (one line naming both files) unless the ``_evaluationllm.json`` dict
-    ``judged`` judged the CSV as it is now: its record (``_evaluationllm.manifest.json``) holds the sha256
-    of the CSV bytes the judge read; without one (the published outputs, earlier smmile versions) the
-    judged problem ids and row count must be the CSV's. ``frame``: the CSV already read. A CSV that cannot
-    be read is not compared (scoring it reports its own problem)."""
-    path = os.fspath(csv_path)
-    json_name = os.path.basename(path)[:-len(".csv")] + "_evaluationllm.json"
-    try:
-        recorded = json.loads(naming.judge_record_path(path).read_text(encoding="utf-8")).get("result_sha256")
-    except (OSError, ValueError, AttributeError):
-        recorded = None
-    try:
-        content = read_csv_bytes(path) if isinstance(recorded, str) else None
-        if frame is None and content is None:
-            frame = read_result_csv(path)
-    except ResultFileError:
-        return
-    if content is not None:
-        now = content_sha256(content)
-        if now != recorded:
-            raise ResultFileError(f"{path}: its {json_name} judged other content (sha256 {recorded[:12]}, the "
-                                  f"CSV is now {now[:12]}); judge scores refused, judge it again")
-        return
-    kept, _ = exclude_problems(frame)
-    ids = {str(pid) for pid in kept["problem_id"]}
-    judged_ids = {str(pid) for pid in judged.get("problem_accuracies", {})}
-    rows = judged.get("total_examples")
-    if judged_ids != ids or (isinstance(rows, int) and rows != len(kept)):
-        other = len(judged_ids - ids)
-        raise ResultFileError(f"{path}: its {json_name} judged other rows ({len(judged_ids)} problem(s), {rows} "
-                              f"row(s), {other} not in the CSV; the CSV has {len(ids)} problem(s), {len(kept)} "
-                              "row(s)); judge scores refused, judge it again")
 
 
 # -- what the scoring runs share ------------------------------------------------------------------------

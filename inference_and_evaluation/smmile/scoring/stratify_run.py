@@ -15,10 +15,10 @@ import os
 
 from smmile.errors import UserError
 from smmile.fsguard import check_writable_dir
-from smmile.scoring.exact_match import ResultFileError, json_text
+from smmile.scoring.exact_match import ResultFileError, check_judgement, json_text
 from smmile.scoring.naming import stratify_patterns
-from smmile.scoring.results import (Outcome, RunRecord, check_judgement, check_results_dir, find_result_files,
-                                    replace_output, screened)
+from smmile.scoring.results import (Outcome, RunRecord, check_results_dir, find_result_files, replace_output,
+                                    screened)
 from smmile.scoring.stratify import (StratifyError, format_flag_table, stratify_accuracies, stratum_intervals,
                                      valid_flags)
 
