@@ -27,7 +27,6 @@ LAYERS = ["protocol", "data", "models", "runner", "scoring", "analysis", "report
 # is gone (delete it here): the lists only shrink.
 KNOWN_UPWARD = {
     ("smmile.analysis.diagnostics", "smmile.report.names"),  # display names: names belong below report
-    ("smmile.scoring.jury", "smmile.analysis.agreement"),  # the jury's majority uses the kappa module
 }
 KNOWN_CYCLES = {
 }

@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from ..scoring.naming import judgements_path
+from ..scoring import kappa
 from ..scoring.stats import clusters_for
-from . import agreement as ag
 from .labels import binary_scores
 
 JURY = "jury"
@@ -88,7 +88,7 @@ def judge_rows(table: pd.DataFrame, n_boot: int, seed: int, level: float, cluste
             if both.any():
                 clusters = clusters_for(g.loc[both, "problem_id"], cluster)
                 rows.append({"comparison": kind, **scope, "rater_a": a, "rater_b": b,
-                             **ag.pair_agreement(x[both], y[both], clusters, n_boot, seed, level)})
+                             **kappa.pair_agreement(x[both], y[both], clusters, n_boot, seed, level)})
 
         for a, b in itertools.combinations(judges, 2):
             pair("judge pair", a, b, g[a], g[b])
@@ -96,7 +96,7 @@ def judge_rows(table: pd.DataFrame, n_boot: int, seed: int, level: float, cluste
             values = g[judges].to_numpy(dtype=float)
             counts = np.column_stack([(values == 0).sum(axis=1), (values == 1).sum(axis=1)])
             rows.append({"comparison": "Fleiss", **scope, "rater_a": f"{len(judges)} judges", "rater_b": "",
-                         **ag.fleiss_agreement(counts, clusters_for(g["problem_id"], cluster), n_boot, seed, level)})
+                         **kappa.fleiss_agreement(counts, clusters_for(g["problem_id"], cluster), n_boot, seed, level)})
         for a in raters:
             pair("vs exact match", a, "exact match", g[a], g["em"])
     return rows

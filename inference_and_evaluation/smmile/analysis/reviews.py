@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UserError
+from ..scoring import kappa
 from ..scoring.stats import clusters_for
-from . import agreement as ag
 from .labels import binary_scores
 
 FORMAT = "smmile-reviews/1"
@@ -90,8 +90,8 @@ def cells(reviews: pd.DataFrame) -> pd.DataFrame:
         shown = g["verdict_shown"].dropna()
         out.append({**dict(zip(CELL, key)), "verdict_shown": float(shown.iloc[-1]) if len(shown) else math.nan,
                     "judged": bool(g["judges"].map(len).gt(0).any()), "n_labels": len(labels),
-                    "reviewed": ag.majority(labels) if labels else math.nan,
-                    "tie": bool(labels) and math.isnan(ag.majority(labels))})
+                    "reviewed": kappa.majority(labels) if labels else math.nan,
+                    "tie": bool(labels) and math.isnan(kappa.majority(labels))})
     return pd.DataFrame(out, columns=CELL + ["verdict_shown", "judged", "n_labels", "reviewed", "tie"])
 
 
@@ -120,7 +120,7 @@ def agreement_rows(table: pd.DataFrame, reviews: pd.DataFrame, n_boot: int, seed
             if len(ok):
                 rows.append({"comparison": kind, **scope, "rater_a": "judge" if column == "verdict_shown" else
                              "exact match", "rater_b": "reviewers", "ties_excluded": int(subset["tie"].sum()),
-                             **ag.pair_agreement(ok[column], ok["reviewed"], clusters_for(ok["problem_id"], cluster),
+                             **kappa.pair_agreement(ok[column], ok["reviewed"], clusters_for(ok["problem_id"], cluster),
                                                  n_boot, seed, level)})
     labelled = reviews[reviews["label"].notna()]
     wide = labelled.pivot_table(index=CELL, columns="reviewer", values="label", aggfunc="first")
@@ -129,7 +129,7 @@ def agreement_rows(table: pd.DataFrame, reviews: pd.DataFrame, n_boot: int, seed
         if len(both):
             ids = both.index.get_level_values("problem_id")
             rows.append({"comparison": "reviewer pair", "mode": "*", "format": "*", "rater_a": a, "rater_b": b,
-                         **ag.pair_agreement(both[a], both[b], clusters_for(ids, cluster), n_boot, seed, level)})
+                         **kappa.pair_agreement(both[a], both[b], clusters_for(ids, cluster), n_boot, seed, level)})
     return rows
 
 

@@ -2,7 +2,7 @@
 
 * ``parse_judge`` — one ``BACKEND:MODEL[@BASE_URL]`` spec as ``JudgeSettings`` (the other settings shared).
 * ``combine`` — per row, the jury's verdict: the strict majority of the parseable verdicts
-  (``analysis.agreement.majority``). A row with no strict majority (a tie, or no parseable verdict) is never
+  (``scoring.kappa.majority``). A row with no strict majority (a tie, or no parseable verdict) is never
   broken by the order of the judges: it is scored as the original scores an unparseable reply (0, counted in
   ``llm_err_count``) and counted as a tie or as "no verdict".
 * ``jury_identity`` — who judged: recorded in ``<stem>_evaluationllm.manifest.json``.
@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from smmile.errors import UserError
 from smmile.runner.keys import digest
+from smmile.scoring.kappa import majority
 from smmile.scoring.judge import NO_MAJORITY, OK, Judgement, JudgeSettings
 
 RULE = ("strict majority of the parseable verdicts; a tie or no parseable verdict is no verdict: judged 0 and "
@@ -54,8 +55,6 @@ def check_panel(panel: list[JudgeSettings]) -> None:
 
 def outcome(values: list[int]) -> tuple[int | None, str]:
     """(verdict, how): the strict majority of the parseable ``values`` (0/1), else (None, tie | no verdict)."""
-    from smmile.analysis.agreement import majority
-
     if not values:
         return None, NO_VERDICT
     verdict = majority(values)
