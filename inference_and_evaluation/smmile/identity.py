@@ -16,6 +16,9 @@ files (``result_<tag>_<mode>...csv``). Presets take their identity from it by ta
 (``models.registry.identity_from_manifest``: a manifest may name a preset), or from the original's file-name rules
 for files without one (``scoring.naming.identity_from_name``).
 
+A row key is shown by ``display(key)``: the identity ``learn``ed from the results read (the report learns those of
+every result, so a model outside the paper keeps the name its run recorded), else the paper's, else the key itself.
+
 Models outside the paper (``identity_for_model_id``): every run of characters other than ASCII
 letters, digits, ``.`` and ``-`` becomes one ``-``, leading and trailing ``-`` are dropped (an empty
 result becomes ``model``); that token is the key, the scoring name and the file tag of served models
@@ -106,6 +109,35 @@ def identity_for_model_id(model_id: str) -> ModelIdentity:
     """Identity of a model outside the paper (``--model NAME`` of a served model, a hub id)."""
     token = model_token(model_id)
     return ModelIdentity(token, token, model_id.strip() or token, latex_for_key(token))
+
+
+_learned: dict[str, ModelIdentity] = {}
+
+
+def learn(identities) -> None:
+    """Remember the identities of the results read (key -> identity; the first one seen wins)."""
+    for identity in identities:
+        if identity is not None:
+            _learned.setdefault(identity.key, identity)
+
+
+def identity_for_key(key: str) -> ModelIdentity | None:
+    """The identity of a row key: the one learned, else the paper's (None for a key never seen)."""
+    return _learned.get(key) or BY_KEY.get(key)
+
+
+def display(key: str) -> str:
+    """Plain display name of a row key: ``text only`` -> ``Text only*``, ``qwen72B`` -> ``Qwen2.5-VL-72B``."""
+    found = identity_for_key(key)
+    return found.display if found else str(key)
+
+
+def key_for_scoring(name: str) -> str:
+    """The row key of a stratify / evaluate_EM model name (``llava_7B`` -> ``llava_7b``)."""
+    for known in list(_learned.values()) + list(PAPER_MODELS.values()):
+        if known.scoring_name == name:
+            return known.key
+    return name
 
 
 def valid_identity(value) -> ModelIdentity | None:

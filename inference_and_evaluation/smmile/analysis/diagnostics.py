@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 
 from ..errors import UserError
+from ..identity import display
 from ..scoring.stats import apply_holm, estimate
 from .paired import compare
 from .results import ORIGINAL, ResultSet
@@ -159,7 +160,6 @@ def diagnostics_table(summary: list[dict]) -> list[dict]:
 def draw_curve(rows: list[dict], out, level: float) -> list:
     """``shots_curve.png``: accuracy against the number of examples, one line per model and metric, with the
     intervals of the curve table ("all" is drawn one step past the largest k)."""
-    from ..report import names
     from ..scoring import plots
 
     plt = plots.pyplot()
@@ -172,7 +172,7 @@ def draw_curve(rows: list[dict], out, level: float) -> list:
         ys = [r["accuracy"] for r in mine]
         err = [[y - r["ci_low"] for y, r in zip(ys, mine)], [r["ci_high"] - y for y, r in zip(ys, mine)]]
         ax.errorbar(xs, ys, yerr=err, marker=plots.SERIES_MARKERS[i % len(plots.SERIES_MARKERS)], capsize=3,
-                    label=f"{names.display(key[0])} ({key[1]})")
+                    label=f"{display(key[0])} ({key[1]})")
     ax.set_xticks(ks + [x_all], [str(k) for k in ks] + ["all"])
     ax.set_xlabel("ICL examples kept (k; 0 = the 0-shot run, all = the ICL run)")
     ax.set_ylabel(f"accuracy % ({level * 100:g}% interval)")

@@ -2,7 +2,8 @@
 modes and problem flags.
 
 Models are keyed as in variance_analysis and ``smmile stats`` (``ModelIdentity.key``: ``qwen72B``,
-``text only``) and shown by ``ModelIdentity.display`` (``Qwen2.5-VL-72B``, ``Text only*``). The report
+``text only``) and shown by ``ModelIdentity.display`` (``Qwen2.5-VL-72B``, ``Text only*``; ``display``, with
+``learn`` and ``key_for_scoring``, is ``smmile.identity``'s, so that the analyses name models alike). The report
 ``learn``s the identity of every result it reads (``stats.Record.result.identity``: from the run
 manifest, else the original's file-name rules), so models outside the paper keep the name their run
 recorded; a key never seen falls back to the paper's table, else to itself. stratify keys its files by
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 from html import escape
 
-from smmile.identity import BY_KEY, PAPER_MODELS, ModelIdentity
+from smmile.identity import display, key_for_scoring, learn  # model names: kept with the identities
 from smmile.scoring import tables
 from smmile.scoring.results import MODES  # 0-shot, ICL
 from smmile.scoring.metrics import METRICS as METRIC_TABLE
@@ -40,24 +41,6 @@ FLAGS = {
     "flag_last_ICL_match_problem": "last example has the query's answer",
 }
 _MARKER = re.compile(r"(\*+)$")
-_learned: dict[str, ModelIdentity] = {}
-
-
-def learn(identities) -> None:
-    """Remember the identities of the results read (key -> identity; the first one seen wins)."""
-    for identity in identities:
-        if identity is not None:
-            _learned.setdefault(identity.key, identity)
-
-
-def identity(key: str) -> ModelIdentity | None:
-    return _learned.get(key) or BY_KEY.get(key)
-
-
-def display(key: str) -> str:
-    """Plain display name of a row key: ``text only`` -> ``Text only*``, ``qwen72B`` -> ``Qwen2.5-VL-72B``."""
-    found = identity(key)
-    return found.display if found else str(key)
 
 
 def html(key: str) -> str:
@@ -73,14 +56,6 @@ def markers(keys) -> list[tuple[str, str]]:
     """(marker, explanation) for every marker the display names of ``keys`` carry."""
     found = {m.group(1) for m in (_MARKER.search(display(k)) for k in keys) if m}
     return [(marker, MARKER_NOTES.get(marker, "")) for marker in sorted(found, key=len)]
-
-
-def key_for_scoring(name: str) -> str:
-    """The row key of a stratify / evaluate_EM model name (``llava_7B`` -> ``llava_7b``)."""
-    for known in list(_learned.values()) + list(PAPER_MODELS.values()):
-        if known.scoring_name == name:
-            return known.key
-    return name
 
 
 def flag(name: str) -> str:
