@@ -4,9 +4,9 @@ SMMILE++ has 86 base problems with 2, 6 or 24 orders (27, 24 and 35 of them; 103
 simulated data set draws, per base problem, a success probability p_k from a Beta distribution with
 mean p and intraclass correlation ρ (Beta(p(1−ρ)/ρ, (1−p)(1−ρ)/ρ)), then its orders as Bernoulli(p_k):
 the orders of one problem are correlated with ICC ρ. The estimand is the row-weighted accuracy, whose
-expectation is p. Reported: the share of 95 % intervals (``bootstrap.proportion_interval``) that
+expectation is p. Reported: the share of 95 % intervals (``statistics.proportion_interval``) that
 contain p, and for paired differences (two such models, A with p + Δ on the same problems, outcomes
-correlated through a shared problem effect) the share of ``bootstrap.paired_score`` intervals that
+correlated through a shared problem effect) the share of ``statistics.paired_score`` intervals that
 contain the true row-weighted difference.
 
     python scripts/coverage_simulation.py [--reps 2000] [--seed 2025]
@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "inference_and_evaluation"))
 
-from smmile.scoring import bootstrap  # noqa: E402
+from smmile.scoring import statistics  # noqa: E402
 
 SIZES = np.array([2] * 27 + [6] * 24 + [24] * 35)
 ACCURACIES = (0.005, 0.05, 0.5)
@@ -55,7 +55,7 @@ def proportion_coverage(p: float, rho: float, reps: int, seed: int, weight: str 
     labels = clusters()
     hits = 0
     for _ in range(reps):
-        ci = bootstrap.proportion_interval(draw(p, rho, rng), labels, weight)
+        ci = statistics.proportion_interval(draw(p, rho, rng), labels, weight)
         hits += ci.low <= p <= ci.high
     return hits / reps
 
@@ -67,7 +67,7 @@ def difference_coverage(p: float, delta: float, rho: float, reps: int, seed: int
     for _ in range(reps):
         latent = rng.random(len(SIZES))
         a, b = draw(p + delta, rho, rng, latent=latent), draw(p, rho, rng, latent=latent)
-        ci = bootstrap.paired_score(a, b, labels).interval
+        ci = statistics.paired_score(a, b, labels).interval
         hits += ci.low <= delta <= ci.high
     return hits / reps
 

@@ -23,7 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "inference_and_evaluation"))
 
-from smmile.scoring import bootstrap, stats  # noqa: E402
+from smmile.scoring import estimates as stats, statistics  # noqa: E402
+from smmile.scoring.results import load_records  # noqa: E402
 
 PUBLISHED = REPO.parent / "shared" / "published" / "smmile"
 DOCS = [REPO / "docs" / "analyses.md", REPO / "docs" / "deviations.md"]
@@ -35,13 +36,13 @@ def _f(value: float, spec: str) -> str:
 
 
 def compute(published: Path = PUBLISHED) -> dict[str, str]:
-    z = bootstrap.z_value(0.95)
+    z = statistics.z_value(0.95)
     numbers = {"wilson0_111": _f(100 * z * z / (111 + z * z), ".2f"),
                "wilson0_86": _f(100 * z * z / (86 + z * z), ".2f"),
                "neff_rho1": _f(1038 ** 2 / (27 * 4 + 24 * 36 + 35 * 576), ".1f"),
                "share_24": _f(100 * 35 * 24 / 1038, ".0f")}
     with redirect_stderr(io.StringIO()):
-        records = stats.load_records(str(published), lambda message: None)
+        records = load_records(str(published), lambda message: None)
         rows = stats.comparisons(records, "icl", 200, 0, "auto", 0.95, warn=lambda message: None)
         models = stats.comparisons(records, "models", 200, 0, "auto", 0.95, warn=lambda message: None)
         kept = stats.comparisons(records, "models", 200, 0, "auto", 0.95, include_gold_mismatch=True,

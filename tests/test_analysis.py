@@ -13,7 +13,7 @@ from smmile.analysis import results as rs
 from smmile.cli.analyze import main as analyze_main
 from smmile.analysis.variants import analyse
 from smmile.errors import UserError
-from smmile.scoring.bootstrap import holm
+from smmile.scoring.statistics import holm
 
 N_BOOT = 500
 

@@ -12,7 +12,7 @@ import pytest
 from smmile.analysis import results as rs
 from smmile.cli.analyze import main as analyze_main
 from smmile.analysis.variants import analyse
-from smmile.scoring import bootstrap as bs
+from smmile.scoring import statistics as bs
 from stats_fixtures import base_of, correlated, plusplus_ids, write_mcqa, write_open
 
 IDS = [f"p{i:02d}" for i in range(10)]

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smmile.scoring import bootstrap as bs
+from smmile.scoring import statistics as bs
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "coverage_simulation.py"
 Z95 = 1.959963984540054

@@ -1,6 +1,6 @@
 """The problem explorer fit for review (issue #22 items 3-5), in the system Chromium opened from disk:
 reviews marked on three problems and downloaded as reviews.json (checked against the scores
-smmile.scoring.stats computes and the judge the replies file names, and fed to `smmile agreement
+smmile.scoring.stats_run computes and the judge the replies file names, and fed to `smmile agreement
 --reviews`, whose counts are checked by hand); no sideways scroll at 390 px with the filters folded; sorting,
 a problem's link and the CSV download; full-resolution images beside the page; and the explorer built from
 the published SMMILE outputs alone (111 problems, every result file's answers compared with the CSVs)."""
@@ -21,7 +21,8 @@ from report_fixtures import demo_reports, system_chromium
 from smmile.cli import main as smmile
 from smmile.errors import MissingDependency
 from smmile.report.explorer_page import unpacked
-from smmile.scoring import plots, stats
+from smmile.scoring import results as stats
+from smmile import plotting
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +48,7 @@ def no_figures(monkeypatch):
     def missing():
         raise MissingDependency("matplotlib", "plots", why="figures")
 
-    monkeypatch.setattr(plots, "pyplot", missing)
+    monkeypatch.setattr(plotting, "pyplot", missing)
 
 
 def open_page(browser, path: Path, hash_: str = "#problems", width: int = 1280, height: int = 900):

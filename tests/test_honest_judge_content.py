@@ -15,7 +15,8 @@ import pytest
 
 from smmile.cli import judge as judge_cli
 from smmile.runner.outputs import csv_text
-from smmile.scoring import judge_backends, stats
+from smmile.scoring import judge_backends
+from smmile.scoring import results as stats
 from smmile.scoring.variance import run_variance
 
 STEM = "result_gpt-4o_ICL_open"

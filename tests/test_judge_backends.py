@@ -168,8 +168,8 @@ def test_openai_key_goes_only_to_openai(env, tmp_path, capsys):
         auth = [r["headers"].get("authorization") for r in api.requests()]
     assert auth == ["Bearer EMPTY", "Bearer server-key-123"]
     assert "OPENAI_API_KEY is not sent there" in capsys.readouterr().err
-    official = judge_backends.resolve_settings(JudgeSettings(backend="openai", base_url="https://api.openai.com/v1"))
-    assert official.backend == "openai" and judge_backends.resolve_settings(JudgeSettings(backend="openai")).backend == "openai"
+    official = judge_backends.checked_settings(JudgeSettings(backend="openai", base_url="https://api.openai.com/v1"))
+    assert official.backend == "openai" and judge_backends.checked_settings(JudgeSettings(backend="openai")).backend == "openai"
     assert judge_backends.build_backend(official).endpoint() == "https://api.openai.com/v1"
 
 

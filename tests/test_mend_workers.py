@@ -68,14 +68,14 @@ def reap(pids: set[int]) -> None:
 HOLD_AND_DRAW = '''
 import os, sys, time
 from smmile import fsguard
-from smmile.report import drawing
+from smmile.report import workers
 
 def job(seconds):
     os.write(1, f"worker {os.getpid()}\\n".encode())
     time.sleep(seconds)
     return seconds
 
-with fsguard.OutputLock(sys.argv[1], "the report"), drawing.Pool(2) as pool:
+with fsguard.OutputLock(sys.argv[1], "the report"), workers.Pool(2) as pool:
     handles = [pool.submit(job, 60), pool.submit(job, 60)]
     time.sleep(120)
 '''

@@ -48,7 +48,7 @@ FAITHFUL = {
         "_report": "variance_analysis's 'Final Results Table'",
         "run_variance": "variance_analysis's 'Found N CSV files' and bootstrap-count lines",
     },
-    "scoring/stats.py": {
+    "scoring/stats_run.py": {
         "_compute_into": "smmile stats' estimates table on stdout (also variance_analysis --ci's) and 'Written:'",
     },
     "report/page.py": {

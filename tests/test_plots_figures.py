@@ -1,4 +1,4 @@
-"""Figures (`smmile figures`, smmile.scoring.plots): PNG at 300 dpi + SVG with deterministic bytes,
+"""Figures (`smmile figures`, smmile.plotting): PNG at 300 dpi + SVG with deterministic bytes,
 text of at least 9 pt, display names only, small strata greyed, titles that match the data."""
 
 import importlib.util
@@ -17,7 +17,8 @@ pytest.importorskip("matplotlib")
 from report_fixtures import svg_texts, svg_width_pt  # noqa: E402
 from smmile.cli import main as smmile  # noqa: E402
 from smmile.report.figures_only import default_out  # noqa: E402
-from smmile.scoring import plots, stratify  # noqa: E402
+from smmile import plotting
+from smmile.scoring import stratify  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 PREFIX = "smmile-pp_"  # the folder's figures are <slug>_<name> whatever the number of folders (issue #20 item 9)
@@ -76,8 +77,8 @@ def test_files_png_300dpi_and_svg(figures):
     for name in (PREFIX + n for n in names):
         svg = (out / f"{name}.svg").read_text()
         width, _ = png_size(out / f"{name}.png")
-        assert abs(width - svg_width_pt(svg) / 72 * plots.DPI) <= 2, name  # 300 dpi at the SVG's size
-        assert svg_width_pt(svg) <= plots.MAX_WIDTH * 72
+        assert abs(width - svg_width_pt(svg) / 72 * plotting.DPI) <= 2, name  # 300 dpi at the SVG's size
+        assert svg_width_pt(svg) <= plotting.MAX_WIDTH * 72
     assert not (out / f"{PREFIX}stratification_em_speciality.png").exists()
 
 
@@ -86,7 +87,7 @@ def test_text_at_least_9pt_and_editable(figures):
     for svg in out.glob("*.svg"):
         texts = svg_texts(svg.read_text())
         assert texts, f"{svg.name}: text is kept as text"
-        assert min(size for _, size in texts) >= plots.MIN_FONT, svg.name
+        assert min(size for _, size in texts) >= plotting.MIN_FONT, svg.name
 
 
 def test_display_names_only(figures):
@@ -155,7 +156,7 @@ def test_stages_and_ctrl_c(figures, tmp_path, monkeypatch, capsys):
     def interrupted(job):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(plots, "draw", interrupted)
+    monkeypatch.setattr(plotting, "draw", interrupted)
     assert smmile(["figures", str(results), "--out", str(tmp_path / "b"), "--n-boot", "50", "--jobs", "1"]) == 130
     err = capsys.readouterr().err
     assert "interrupted" in err and "journal" not in err and "Traceback" not in err
@@ -184,8 +185,8 @@ def test_colours_read_in_grayscale():
 
     scale = [_luminance(matplotlib.colors.to_hex(matplotlib.colormaps["cividis"](x / 20))) for x in range(21)]
     assert all(b > a for a, b in zip(scale, scale[1:]))
-    assert abs(_luminance(plots.MODE_COLOURS["0-shot"]) - _luminance(plots.MODE_COLOURS["ICL"])) > 0.2
-    assert len(set(plots.SERIES_MARKERS)) == len(plots.SERIES_MARKERS) == len(set(plots.SERIES_COLOURS))
+    assert abs(_luminance(plotting.MODE_COLOURS["0-shot"]) - _luminance(plotting.MODE_COLOURS["ICL"])) > 0.2
+    assert len(set(plotting.SERIES_MARKERS)) == len(plotting.SERIES_MARKERS) == len(set(plotting.SERIES_COLOURS))
 
 
 def test_default_folder_with_only_its_gitkeep(figures, tmp_path):
@@ -220,9 +221,9 @@ def test_no_text_runs_off_its_figure():
     """A long title over one model (the demo report's case) wraps instead of being cut at the edge."""
     title = "LLM-as-a-judge accuracy: 0-shot vs ICL (SMMILE; n = 24 problems, 95% percentile bootstrap)"
     figures = [
-        plots.bars_figure([{"label": "toy", "values": {"0-shot": [33.3, 16.7, 54.2], "ICL": [50.0, 29.2, 70.8]}}],
+        plotting.bars_figure([{"label": "toy", "values": {"0-shot": [33.3, 16.7, 54.2], "ICL": [50.0, 29.2, 70.8]}}],
                           ["0-shot", "ICL"], title, "accuracy (%)"),
-        plots.heatmap_figure([{"title": "ICL", "columns": ["a (n=3)"], "values": [[50.0]], "small": [[False]]}],
+        plotting.heatmap_figure([{"title": "ICL", "columns": ["a (n=3)"], "values": [[50.0]], "small": [[False]]}],
                              ["toy"], title + title, "fewer than 20 problems"),
     ]
     for fig in figures:
@@ -233,4 +234,4 @@ def test_no_text_runs_off_its_figure():
                 continue
             extent = text.get_window_extent()
             assert extent.x0 >= box.x0 - 1 and extent.x1 <= box.x1 + 1, text.get_text()
-        plots.pyplot().close(fig)
+        plotting.pyplot().close(fig)

@@ -17,7 +17,8 @@ from report_fixtures import N_BOOT, demo_reports, rendered_pt, svg_texts
 from smmile.cli import main as smmile
 from smmile.identity import BY_KEY
 from smmile.report import build, manifests, names
-from smmile.scoring import stats, tables
+from smmile.scoring import estimates as stats, tables
+from smmile.scoring.results import load_records
 
 LEVEL = 0.95
 pytestmark = pytest.mark.slow  # the session's demo reports take ~15 s to build
@@ -78,7 +79,7 @@ def reports(tmp_path_factory, demo_dir):
 
 
 def records(res: Path):
-    return stats.load_records(str(res), lambda message: None)
+    return load_records(str(res), lambda message: None)
 
 
 def expected_cell(row: dict) -> str:
@@ -386,12 +387,12 @@ def test_published_report(published, tmp_path):
 
 def test_without_matplotlib_the_page_is_still_written(reports, tmp_path, monkeypatch, capsys):
     from smmile.errors import MissingDependency
-    from smmile.scoring import plots
+    from smmile import plotting
 
     def missing():
         raise MissingDependency("matplotlib", "plots", why="figures")
 
-    monkeypatch.setattr(plots, "pyplot", missing)
+    monkeypatch.setattr(plotting, "pyplot", missing)
     # the page is written: exit 0, the warning on stderr and on the page (issue #20 item 9)
     assert smmile(["report", str(reports["res"]), "--out", str(tmp_path / "o"), "--n-boot", "50"]) == 0
     assert "figures left out" in capsys.readouterr().err

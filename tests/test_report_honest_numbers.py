@@ -25,7 +25,9 @@ import pytest
 from report_fixtures import N_BOOT, demo_reports, svg_texts, svg_width_pt
 from smmile.cli import main as smmile
 from smmile.report import build, figures, names
-from smmile.scoring import bootstrap, plots, stats
+from smmile.scoring import statistics
+from smmile.scoring.results import load_records
+from smmile import plotting
 
 pytestmark = pytest.mark.slow
 FLAG = "flag_answer_format"  # a dataset column: the first flag of the demo's stratification
@@ -84,7 +86,7 @@ def report(args: list[str], out: Path, capsys=None) -> tuple[int, str]:
 # -- SMMILE++ strata ------------------------------------------------------------------------------------
 def test_plusplus_strata_in_base_problems_with_clustered_intervals(pp_without_ci, tmp_path, capsys):
     """With --dataset the strata are counted in base problems from the result rows, each with the clustered
-    interval of ``bootstrap.proportion_interval`` (the main table's), and the page says so."""
+    interval of ``statistics.proportion_interval`` (the main table's), and the page says so."""
     code, err = report([str(pp_without_ci), "--dataset", "demo"], tmp_path / "o", capsys)
     part = section((tmp_path / "o" / "index.html").read_text(), "smmile-pp")
     note = re.sub(r"<[^>]+>", "", part[: part.index("<h3")])
@@ -97,7 +99,7 @@ def test_plusplus_strata_in_base_problems_with_clustered_intervals(pp_without_ci
     assert all(len(ids) > len(set(map(base, ids))) for ids, _ in groups.values())
     row = next(r for r in table[1:] if r[0] == names.display("majority").replace(" ", ""))
     for label, (ids, values) in groups.items():
-        ci = bootstrap.proportion_interval(values, [base(i) for i in ids])
+        ci = statistics.proportion_interval(values, [base(i) for i in ids])
         column = next(i for i, h in enumerate(header) if h.startswith(str(label).replace(" ", "") + "(n="))
         assert row[column + 1] == f"{ci.estimate * 100:.0f}[{ci.low * 100:.0f}–{ci.high * 100:.0f}]", label
     assert code == 0 and "counted in rows" not in err
@@ -134,16 +136,16 @@ def test_side_by_side_figure_draws_the_tables_paired_change(reports, tmp_path):
     job = planned["sets_em"]
     spec = job["spec"]
     assert job["kind"] == "forest" and "paired" in spec["title"]
-    ref = {(r.model, r.metric, r.mode): r for r in stats.load_records(str(reports["res"]), lambda m: None)}
+    ref = {(r.model, r.metric, r.mode): r for r in load_records(str(reports["res"]), lambda m: None)}
     drawn = {(r["label"], r["panel"]): r for r in spec["rows"]}
-    for record in stats.load_records(str(reports["pp"]), lambda m: None):
+    for record in load_records(str(reports["pp"]), lambda m: None):
         if record.metric != "EM":
             continue
         want, _ = compare(ref[(record.model, "EM", record.mode)], record, True, int(N_BOOT), 0, 0.95)
         got = drawn[(names.display(record.model), record.mode)]
         assert (got["estimate"], got["low"], got["high"]) == (want["difference"], want["ci_low"], want["ci_high"])
     assert drawn[(names.display("toy"), "ICL")].get("missing")  # toy has no SMMILE++ result
-    texts = [t for t, _ in svg_texts(Path(plots.draw(job)[0]).read_text())]
+    texts = [t for t, _ in svg_texts(Path(plotting.draw(job)[0]).read_text())]
     assert "no result" in texts
 
 
@@ -151,12 +153,12 @@ def test_missing_bar_is_marked():
     """A model without a 0-shot result gets a visible mark where its bar would be, and a legend entry."""
     rows = [{"label": "A", "values": {"0-shot": [40.0, 30.0, 50.0], "ICL": [60.0, 50.0, 70.0]}},
             {"label": "B", "values": {"ICL": [20.0, 10.0, 30.0]}}]
-    fig = plots.bars_figure(rows, ["0-shot", "ICL"], "t", "accuracy (%)")
+    fig = plotting.bars_figure(rows, ["0-shot", "ICL"], "t", "accuracy (%)")
     ax = fig.axes[0]
     marks = [line for line in ax.lines if line.get_marker() == "x"]
     assert len(marks) == 1 and list(marks[0].get_xdata()) == [pytest.approx(1 - 0.2)]
     assert "no result" in [t.get_text() for t in fig.legends[0].get_texts()]
-    plots.pyplot().close(fig)
+    plotting.pyplot().close(fig)
 
 
 # -- heatmaps ---------------------------------------------------------------------------------------------

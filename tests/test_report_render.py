@@ -1,6 +1,6 @@
 """The report in a real browser, opened from disk: the system Chromium driven by Playwright (no browser
 download). Clicks a main-table cell and the explorer's filters and checks which problems are shown
-against the scores computed by smmile.scoring.stats; figures are shown with text of at least 9 pt; no
+against the scores computed by smmile.scoring.stats_run; figures are shown with text of at least 9 pt; no
 raw JSON; no script error. Screenshots go to the test's folder, and to $SMMILE_SCREENSHOTS when set
 (for a person to look at). Skipped, saying why, without Playwright or a chromium binary."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from report_fixtures import demo_reports, rendered_pt, system_chromium
-from smmile.scoring import stats
+from smmile.scoring import results as stats
 
 WINDOW = {"width": 1280, "height": 1000}
 pytestmark = pytest.mark.slow

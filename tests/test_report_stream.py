@@ -25,7 +25,7 @@ from smmile.cli import main as smmile
 from smmile.data.parquet import write_dataset
 from smmile.errors import MissingDependency
 from smmile.report.explorer_page import unpacked
-from smmile.scoring import plots
+from smmile import plotting
 
 # sha256 of the problem explorer's section of the page (``<section id="problems">…</section>``: its markup and
 # the JSON with every thumbnail) and of its JSON alone. First recorded from the code before streaming (git
@@ -133,7 +133,7 @@ def no_figures(monkeypatch):
     def missing():
         raise MissingDependency("matplotlib", "plots", why="figures")
 
-    monkeypatch.setattr(plots, "pyplot", missing)
+    monkeypatch.setattr(plotting, "pyplot", missing)
 
 
 def payload_text(page: bytes) -> str:

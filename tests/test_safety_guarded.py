@@ -93,7 +93,7 @@ def test_guarded_runs_in_a_thread_without_touching_signals():
 POOL = '''
 import os, sys, time
 from smmile.cli import common as fd
-from smmile.report import drawing
+from smmile.report import workers
 
 def job(seconds):
     os.write(1, b"ready\\n")  # one write: the two workers' lines do not interleave
@@ -101,7 +101,7 @@ def job(seconds):
     return seconds
 
 def main():
-    with drawing.Pool(2) as pool:
+    with workers.Pool(2) as pool:
         quick, slow = pool.submit(job, 0), pool.submit(job, 1)
         quick.result()
         time.sleep(60)

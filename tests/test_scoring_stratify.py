@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from smmile.cli import stratify as stratify_cli
-from smmile.scoring import bootstrap, stratify
+from smmile.scoring import statistics, stratify
 
 PUBLISHED = Path(__file__).resolve().parents[1].parent / "shared" / "published" / "smmile"
 
@@ -70,10 +70,10 @@ def test_labels_and_accuracies():
 
 
 def test_wilson_and_intervals():
-    low, high = bootstrap.wilson_interval(0.5, 10)
+    low, high = statistics.wilson_interval(0.5, 10)
     assert low == pytest.approx(0.2366, abs=1e-4) and high == pytest.approx(0.7634, abs=1e-4)
-    assert bootstrap.wilson_interval(0.0, 0) == (0.0, 1.0)
-    lo0, hi0 = bootstrap.wilson_interval(0.0, 20)
+    assert statistics.wilson_interval(0.0, 0) == (0.0, 1.0)
+    lo0, hi0 = statistics.wilson_interval(0.0, 20)
     assert lo0 == 0.0 and 0 < hi0 < 0.2
     strata = stratify.stratify_accuracies({"p1": 100.0, "p2": 0.0, "p3": 100.0}, {p.problem_id: p for p in PROBLEMS},
                                           ["speciality"], "ICL")
@@ -81,7 +81,7 @@ def test_wilson_and_intervals():
     radiology = ci["speciality"]["radiology"]
     assert (radiology["n_rows"], radiology["n_problems"], radiology["small"]) == (2, 2, True)
     assert radiology["ci95_low"] < 50 < radiology["ci95_high"]
-    assert (radiology["ci95_low"], radiology["ci95_high"]) == pytest.approx([100 * x for x in bootstrap.wilson_interval(0.5, 2)])
+    assert (radiology["ci95_low"], radiology["ci95_high"]) == pytest.approx([100 * x for x in statistics.wilson_interval(0.5, 2)])
     assert json.dumps(strata) == json.dumps(dict(strata))  # the faithful JSON shows nothing extra
 
 

@@ -1,4 +1,4 @@
-"""Known-answer tests for smmile.scoring.bootstrap (faithful legacy bootstrap + modern statistics)."""
+"""Known-answer tests for smmile.scoring.statistics (faithful legacy bootstrap + modern statistics)."""
 
 import math
 import sys
@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "inference_and_evaluation"))
 
-from smmile.scoring import bootstrap as bs  # noqa: E402
+from smmile.scoring import statistics as bs  # noqa: E402
 
 
 # -- legacy (variance_analysis) bootstrap: vectorised == original loop, bit for bit ------------------

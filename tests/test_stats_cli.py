@@ -1,4 +1,4 @@
-"""`smmile stats` (smmile.scoring.stats): estimates, clustering, paired comparisons, outputs."""
+"""`smmile stats` (smmile.scoring.stats_run): estimates, clustering, paired comparisons, outputs."""
 
 import importlib.util
 import json

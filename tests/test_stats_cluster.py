@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from smmile.cli import stats as stats_cli
-from smmile.scoring import bootstrap as bs
+from smmile.scoring import statistics as bs
 from stats_fixtures import CLUSTER_SIZES, base_of, build_plusplus, correlated, plusplus_ids
 
 Z95 = 1.959963984540054

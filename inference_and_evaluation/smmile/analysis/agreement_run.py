@@ -104,13 +104,13 @@ def review_tables(paths: list[str], records: list, resampling: dict, warn) -> di
 
 def draw_judges(rows: list[dict], out, warn) -> list[Path]:
     """The figure of the --judges table (a forest of the kappas); one warning when it cannot be drawn."""
-    from ..scoring import plots
+    from .. import plotting
 
     job = judges_mod.figure_job(rows, out, ("png", "svg"))
     if job is None:
         return []
     try:
-        return [Path(p) for p in plots.draw(job)]
+        return [Path(p) for p in plotting.draw(job)]
     except ImportError as exc:
         warn(f"warning: the judges' figure was not drawn ({exc})")
         return []

@@ -11,8 +11,8 @@ import logging
 import pandas as pd
 
 from .. import fsguard
-from ..scoring.bootstrap import DEFAULT_LEVEL, DEFAULT_N_BOOT
-from ..scoring.stats import check_resampling
+from ..scoring.statistics import DEFAULT_LEVEL, DEFAULT_N_BOOT
+from ..scoring.estimates import check_resampling
 from . import diagnostics
 from .output import fmt, write_tables
 from .results import load_sets

@@ -22,7 +22,7 @@ import re
 
 from ..errors import UserError
 from ..identity import display
-from ..scoring.stats import apply_holm, estimate
+from ..scoring.estimates import apply_holm, estimate
 from .paired import compare
 from .results import ORIGINAL, ResultSet
 from .variants import Report
@@ -160,9 +160,9 @@ def diagnostics_table(summary: list[dict]) -> list[dict]:
 def draw_curve(rows: list[dict], out, level: float) -> list:
     """``shots_curve.png``: accuracy against the number of examples, one line per model and metric, with the
     intervals of the curve table ("all" is drawn one step past the largest k)."""
-    from ..scoring import plots
+    from .. import plotting
 
-    plt = plots.pyplot()
+    plt = plotting.pyplot()
     ks = sorted({r["k"] for r in rows if r["k"] is not None})
     x_all = (max(ks) + 1) if ks else 1
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -171,11 +171,11 @@ def draw_curve(rows: list[dict], out, level: float) -> list:
         xs = [x_all if r["k"] is None else r["k"] for r in mine]
         ys = [r["accuracy"] for r in mine]
         err = [[y - r["ci_low"] for y, r in zip(ys, mine)], [r["ci_high"] - y for y, r in zip(ys, mine)]]
-        ax.errorbar(xs, ys, yerr=err, marker=plots.SERIES_MARKERS[i % len(plots.SERIES_MARKERS)], capsize=3,
+        ax.errorbar(xs, ys, yerr=err, marker=plotting.SERIES_MARKERS[i % len(plotting.SERIES_MARKERS)], capsize=3,
                     label=f"{display(key[0])} ({key[1]})")
     ax.set_xticks(ks + [x_all], [str(k) for k in ks] + ["all"])
     ax.set_xlabel("ICL examples kept (k; 0 = the 0-shot run, all = the ICL run)")
     ax.set_ylabel(f"accuracy % ({level * 100:g}% interval)")
     ax.set_title("Shot curve: accuracy against the number of examples")
     ax.legend(fontsize="small")
-    return plots.save(fig, str(out), "shots_curve", formats=("png",))
+    return plotting.save(fig, str(out), "shots_curve", formats=("png",))

@@ -5,7 +5,7 @@ reply and verdict; a single judge's row is its own). A verdict that did not pars
 is no label and is left out of that judge's comparisons. Per mode and format (and over all): pairwise Cohen's
 kappa and percent agreement, Fleiss' kappa over the items with at least two verdicts, and each judge's (and the
 jury's) agreement with exact match, all with cluster-bootstrap intervals (by base problem on SMMILE++:
-``scoring.stats.clusters_for``).
+``scoring.estimates.clusters_for``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..scoring.naming import judgements_path
 from ..scoring import kappa
-from ..scoring.stats import clusters_for
+from ..scoring.estimates import clusters_for
 from .labels import binary_scores
 
 JURY = "jury"

@@ -14,9 +14,9 @@ import os
 
 import pandas as pd
 
-from ..scoring import bootstrap
+from ..scoring import statistics
 from ..scoring.results import Record
-from ..scoring.stats import paired
+from ..scoring.estimates import paired
 
 FLIP_COLUMNS = ["problem_id", "base_problem_id", "score_reference", "score_variant", "flip"]
 
@@ -34,14 +34,14 @@ def flip(reference: float, variant: float) -> str:
 def flips(frame: pd.DataFrame) -> pd.DataFrame:
     """Per paired row: ids, both scores and the flip (``frame`` from ``pair_scores``: a = variant)."""
     out = pd.DataFrame({"problem_id": frame["problem_id"],
-                        "base_problem_id": bootstrap.base_problem_ids(frame["problem_id"]),
+                        "base_problem_id": statistics.base_problem_ids(frame["problem_id"]),
                         "score_reference": frame["b"], "score_variant": frame["a"]})
     out["flip"] = [flip(r, v) for r, v in zip(out["score_reference"], out["score_variant"])]
     return out[FLIP_COLUMNS]
 
 
 def _base(problem_id: str) -> str:
-    return bootstrap.base_problem_ids([problem_id])[0]
+    return statistics.base_problem_ids([problem_id])[0]
 
 
 def compare(reference: Record, variant: Record, by_base: bool, n_boot: int, seed: int, level: float,

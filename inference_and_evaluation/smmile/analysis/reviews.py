@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..errors import UserError
 from ..scoring import kappa
-from ..scoring.stats import clusters_for
+from ..scoring.estimates import clusters_for
 from .labels import binary_scores
 
 FORMAT = "smmile-reviews/1"

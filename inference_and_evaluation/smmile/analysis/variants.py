@@ -22,9 +22,9 @@ import pandas as pd
 
 from ..data.variants import KINDS as VARIANT_KINDS
 from ..errors import UserError
-from ..scoring import bootstrap
+from ..scoring import statistics
 from ..scoring.results import Record
-from ..scoring.stats import apply_holm
+from ..scoring.estimates import apply_holm
 from .paired import compare
 from .results import ORIGINAL, ResultSet
 
@@ -86,11 +86,11 @@ def _keys(sets: dict[str, ResultSet]) -> list[tuple]:
 
 def _ids(result_set: ResultSet, by_base: bool) -> set[str]:
     ids = {str(i) for r in result_set.records for i in r.scores.index}
-    return set(bootstrap.base_problem_ids(sorted(ids))) if by_base else ids
+    return set(statistics.base_problem_ids(sorted(ids))) if by_base else ids
 
 
 def _permuted(result_set: ResultSet) -> bool:
-    return any(bootstrap.has_permutations(r.scores.index) for r in result_set.records)
+    return any(statistics.has_permutations(r.scores.index) for r in result_set.records)
 
 
 def check_sets(kind: str, sets: dict[str, ResultSet], pairs: list[tuple[str, str]]) -> None:
@@ -207,7 +207,7 @@ def recency(rows: list[dict]) -> list[dict]:
 
 def _per_base(record: Record) -> pd.DataFrame:
     frame = pd.DataFrame({"score": record.scores.to_numpy(dtype=float),
-                          "base_problem_id": bootstrap.base_problem_ids(record.scores.index)})
+                          "base_problem_id": statistics.base_problem_ids(record.scores.index)})
     return frame.groupby("base_problem_id", sort=False)["score"].agg(["count", "sum", "mean"])
 
 

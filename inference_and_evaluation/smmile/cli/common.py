@@ -149,13 +149,13 @@ def parsed_main(parser: argparse.ArgumentParser, argv: list[str] | None,
 def add_resampling_flags(p: argparse.ArgumentParser, level_help: str = "interval level",
                           cluster: bool = True) -> None:
     """--n-boot, --seed, --level (and --cluster) of the commands that bootstrap (stats, figures, report, analyze)."""
-    from ..scoring.bootstrap import DEFAULT_LEVEL, DEFAULT_N_BOOT
+    from ..scoring.statistics import DEFAULT_LEVEL, DEFAULT_N_BOOT
 
     p.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT, help="bootstrap resamples")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--level", type=float, default=DEFAULT_LEVEL, help=level_help)
     if cluster:
-        from ..scoring.stats import CLUSTER_CHOICES
+        from ..scoring.estimates import CLUSTER_CHOICES
 
         p.add_argument("--cluster", choices=CLUSTER_CHOICES, default="auto",
                        help="auto: resample base problems when ids end in _perm_<k> (SMMILE++); base: always by "

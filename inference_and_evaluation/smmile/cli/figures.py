@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..report.drawing import default_workers
+from ..report.workers import default_workers
 from ..report.figures_only import FiguresRequest, write_figures
-from ..scoring.plots import SIZES
+from ..plotting import SIZES
 from . import common as fd
 
 INTERRUPTED = "interrupted: figure files already written are complete; run the same command again for the rest"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..report.drawing import default_workers
+from ..report.workers import default_workers
 from ..report.page import ReportRequest, run_report
-from ..scoring.plots import SIZES
+from ..plotting import SIZES
 from . import common as fd
 
 INTERRUPTED = ("interrupted: the report was not written (figure files already written are complete); "

@@ -1,11 +1,11 @@
 """``smmile stats``: point estimates with percentile CIs and paired comparisons (the work is
-``smmile.scoring.stats``)."""
+``smmile.scoring.stats_run``)."""
 
 from __future__ import annotations
 
 import argparse
 
-from ..scoring import stats
+from ..scoring import estimates, stats_run
 from . import common as fd
 
 
@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--force", action="store_true",
                         help="write into a non-empty --out folder not made by smmile stats")
     fd.add_resampling_flags(parser, "CI level; comparisons are significant at alpha = 1 - level")
-    parser.add_argument("--compare", choices=stats.COMPARE_CHOICES, default="icl",
+    parser.add_argument("--compare", choices=estimates.COMPARE_CHOICES, default="icl",
                         help="icl: ICL vs 0-shot per model (default; the family of the headline claims); "
                              "models: model vs model per metric/mode; all: both (each its own Holm family); none")
     add_estimand_flags(parser)
@@ -29,10 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_estimand_flags(parser: argparse.ArgumentParser) -> None:
     """--weight, --failures and --include-gold-mismatch (``smmile stats`` and ``smmile analyze``)."""
-    parser.add_argument("--weight", choices=stats.WEIGHT_CHOICES, default="row",
+    parser.add_argument("--weight", choices=estimates.WEIGHT_CHOICES, default="row",
                         help="row: every row (SMMILE++ order) counts, as in the paper's tables (default); problem: "
                              "every base problem counts once (test: cluster-adjusted McNemar, Durkalski 2003)")
-    parser.add_argument("--failures", choices=stats.FAILURE_CHOICES, default="wrong",
+    parser.add_argument("--failures", choices=estimates.FAILURE_CHOICES, default="wrong",
                         help="failed, refused (content filter) and empty responses: wrong = scored as wrong, the "
                              "paper's rule (default); exclude = left out. Counted in the output either way")
     parser.add_argument("--include-gold-mismatch", action="store_true",
@@ -43,7 +43,7 @@ def add_estimand_flags(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``smmile stats``; returns the exit status (2 on bad input)."""
     a = build_parser().parse_args(argv)
-    return fd.guarded(lambda: stats.run_stats(a.results_dir, out=a.out, force=a.force, n_boot=a.n_boot, seed=a.seed,
+    return fd.guarded(lambda: stats_run.run_stats(a.results_dir, out=a.out, force=a.force, n_boot=a.n_boot, seed=a.seed,
                                               level=a.level, cluster=a.cluster, compare=a.compare,
                                               include_gold_mismatch=a.include_gold_mismatch, weight=a.weight,
                                               failures=a.failures),

@@ -2,7 +2,7 @@
 
 One ``ReportSet`` per results folder (SMMILE, SMMILE++, ...; a ``scoring.results.ResultSet`` and what the
 report derives from it): estimates with intervals and the paired
-ICL − 0-shot comparisons (``smmile.scoring.stats``), stratification with an interval per stratum
+ICL − 0-shot comparisons (``smmile.scoring.estimates``), stratification with an interval per stratum
 (stratify's ``_ci`` file, else ``stratify.stratum_intervals``), run provenance, the faithful
 variance_analysis table. Across folders: each model's change from the first folder, paired by base
 problem with a cluster bootstrap (``smmile.analysis.paired``). Analyses: ``smmile.report.analyses``.
@@ -19,7 +19,7 @@ from pathlib import Path
 from smmile.errors import UserError
 from smmile.report import analyses as analyses_mod
 from smmile.report import manifests, names
-from smmile.scoring import bootstrap, stats, stratify, tables
+from smmile.scoring import estimates as est, statistics, stratify, tables
 from smmile.scoring.results import ResultSet, load_records, load_results
 
 STRAT_KINDS = ("em", "llm")
@@ -40,8 +40,8 @@ class ReportSet(ResultSet):
     """The report's view of one results folder: its records (``path`` absolute) and what is derived."""
 
     slug: str = ""  # file- and anchor-safe label ("smmile", "smmile-pp")
-    estimates: list = field(default_factory=list)  # stats.estimates rows
-    gains: list = field(default_factory=list)  # stats.comparisons rows, kind icl_vs_0shot
+    estimates: list = field(default_factory=list)  # estimates.estimates rows
+    gains: list = field(default_factory=list)  # estimates.comparisons rows, kind icl_vs_0shot
     runs: dict = field(default_factory=dict)  # CSV basename -> manifests.RunInfo
     stratification: dict = field(default_factory=dict)  # "em"/"llm" -> stratify JSON
     strat_ci: dict = field(default_factory=dict)  # "em"/"llm" -> {key: {flag: {label: interval entry}}}
@@ -49,7 +49,7 @@ class ReportSet(ResultSet):
 
     @property
     def permuted(self) -> bool:
-        return any(bootstrap.has_permutations(r.scores.index) for r in self.records)
+        return any(statistics.has_permutations(r.scores.index) for r in self.records)
 
     def models(self) -> list[str]:
         return model_order(self.estimates)
@@ -131,7 +131,7 @@ def load_stratification(results_dir: str, warnings: list, permuted: bool = False
 
 
 def default_label(records: list, taken: set, results_dir: str) -> str:
-    permuted = any(bootstrap.has_permutations(r.scores.index) for r in records)
+    permuted = any(statistics.has_permutations(r.scores.index) for r in records)
     label = DEFAULT_LABELS[1] if permuted else DEFAULT_LABELS[0]
     if label in taken:
         label = os.path.basename(os.path.abspath(results_dir)) or label
@@ -155,8 +155,8 @@ def gather_set(label: str | None, results_dir: str, index: int, settings: Settin
     label = label or default_label(records, taken, results_dir)
     found = ReportSet(label, Path(os.path.abspath(results_dir)), records, slug(label, index))
     s = settings
-    found.estimates = stats.estimates(records, s.n_boot, s.seed, s.cluster, s.level)
-    found.gains = stats.comparisons(records, "icl", s.n_boot, s.seed, s.cluster, s.level,
+    found.estimates = est.estimates(records, s.n_boot, s.seed, s.cluster, s.level)
+    found.gains = est.comparisons(records, "icl", s.n_boot, s.seed, s.cluster, s.level,
                                     warn=lambda message: warn(message.removeprefix("warning: ")))
     names.learn(r.result.identity for r in records if r.result is not None)
     found.runs = {r.csv.name: manifests.run_info(os.fspath(r.csv)) for r in sorted(

@@ -11,7 +11,7 @@ flags and every model's answers and scores, as one compact JSON payload for the 
   answers, spec §2.1-2.2) and whether it was correct; the extractor's codes (``EXTRACTION_FAILED``,
   ``INVALID_OPTION:X``, ``ERROR``) in words. Each judged result names its judge(s) (``judges``), for the
   reviews the page collects. Answers and scores come from the
-  report's own ``smmile.scoring.stats`` records (each CSV read once), so the explorer counts what the
+  report's own ``smmile.scoring.results`` records (each CSV read once), so the explorer counts what the
   tables count.
 * Every text is stored once (``strings``), every image once as a JPEG thumbnail (``images``, by content
   hash, so SMMILE++ shares the images of its permutations). An image larger than its thumbnail is also
@@ -40,7 +40,7 @@ from smmile.protocol.extract import EXTRACTION_FAILED
 from smmile.protocol.problem import Problem
 from smmile.report import names
 from smmile.report.build import model_order
-from smmile.scoring import bootstrap, stratify
+from smmile.scoring import statistics, stratify
 from smmile.scoring.naming import judgements_path
 
 THUMB_SIZE = 320  # longest side, pixels
@@ -259,7 +259,7 @@ def problem_entry(pid: str, set_index: int, problem, flags: list[str], strings: 
                   from_csv: tuple | None = None) -> dict:
     """One problem; without ``problem`` (not in the dataset, or no dataset) its question and gold answer as
     the result files give them (``from_csv``) and ``csv: 1``."""
-    base = bootstrap.base_problem_ids([pid])[0]
+    base = statistics.base_problem_ids([pid])[0]
     entry = {"id": pid, "set": set_index, "base": base}
     if problem is None:
         question, gold = from_csv or (None, None)

@@ -1,10 +1,10 @@
-"""The report's figures: what to draw (plain-data jobs for ``smmile.scoring.plots``) and drawing them
+"""The report's figures: what to draw (plain-data jobs for ``smmile.plotting``) and drawing them
 once each, in worker processes when there are several.
 
 Jobs carry display names only. Figure files are ``<out>/<slug>_<key>.<fmt>``: the prefix names the
 results folder (``smmile_``, ``smmile-pp_``) whatever the number of folders, so a folder's figures keep
 their names; figures across folders are ``sets_<metric>``, analyses ``analysis_<i>_<name>``. ``size``
-(``plots.SIZES``) sizes every figure for the page, a paper column or a slide.
+(``plotting.SIZES``) sizes every figure for the page, a paper column or a slide.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ import math
 import os
 from dataclasses import dataclass, field
 
+from smmile import plotting
 from smmile.report import names
 from smmile.report.analyses import SECTIONS
 from smmile.report.build import model_order, strat_flags
-from smmile.scoring import plots, stratify
+from smmile.scoring import stratify
 
-FORMATS = plots.FORMATS
+FORMATS = plotting.FORMATS
 
 
 @dataclass
@@ -281,9 +282,9 @@ def agreement_spec(view) -> dict | None:
 
 
 def plan(data, out: str, formats=FORMATS, size: str = "page") -> list[tuple[Figure, dict]]:
-    """Every figure of the report, heatmaps first (the longest to draw), drawn at ``size`` (``plots.SIZES``)."""
-    if size not in plots.SIZES:
-        raise ValueError(f"figure size {size!r}: one of {', '.join(plots.SIZES)}")
+    """Every figure of the report, heatmaps first (the longest to draw), drawn at ``size`` (``plotting.SIZES``)."""
+    if size not in plotting.SIZES:
+        raise ValueError(f"figure size {size!r}: one of {', '.join(plotting.SIZES)}")
     level, jobs = data.settings.level, []
     for rset in data.sets:
         jobs += strata_jobs(rset, f"{rset.slug}_", out, formats)
@@ -298,7 +299,7 @@ def plan(data, out: str, formats=FORMATS, size: str = "page") -> list[tuple[Figu
 
 def submit(pool, planned: list[tuple[Figure, dict]]) -> list[tuple[Figure, object]]:
     """Start drawing every planned figure on ``pool``."""
-    return [(fig, pool.submit(plots.draw, job)) for fig, job in planned]
+    return [(fig, pool.submit(plotting.draw, job)) for fig, job in planned]
 
 
 def collect(submitted: list[tuple[Figure, object]]) -> list[Figure]:

@@ -7,13 +7,13 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from smmile import fsguard
+from smmile import fsguard, plotting
 from smmile.errors import UserError
-from smmile.report import build, drawing, figures
+from smmile.report import build, figures, workers
 from smmile.report.page import formats_from
 from smmile.report.stages import Stages
-from smmile.scoring import bootstrap, plots
-from smmile.scoring.stats import check_resampling
+from smmile.scoring import statistics
+from smmile.scoring.estimates import check_resampling
 
 log = logging.getLogger(__name__)
 
@@ -28,15 +28,15 @@ class FiguresRequest:
 
     results_dir: str
     out: str | None = None
-    n_boot: int = bootstrap.DEFAULT_N_BOOT
+    n_boot: int = statistics.DEFAULT_N_BOOT
     seed: int = 0
-    level: float = bootstrap.DEFAULT_LEVEL
+    level: float = statistics.DEFAULT_LEVEL
     cluster: str = "auto"
     flags: tuple[str, ...] | None = None
     formats: str = "png,svg"
-    jobs: int = field(default_factory=drawing.default_workers)
+    jobs: int = field(default_factory=workers.default_workers)
     force: bool = False
-    figure_size: str = "page"  # plots.SIZES
+    figure_size: str = "page"  # plotting.SIZES
 
 
 def default_out(results_dir: str) -> str:
@@ -66,8 +66,8 @@ def make_figures(req: FiguresRequest, stage, warnings: list) -> list[str]:
         return []
     fsguard.prepare_output_dir(out, OWNER, req.force)
     stage(f"figures: {len(planned)} to draw ({len(planned) * len(formats)} files) on {max(1, req.jobs)} worker(s)")
-    plots.pyplot()  # imported once here, so the forked workers start with it
-    with drawing.Pool(max(1, req.jobs)) as pool:
+    plotting.pyplot()  # imported once here, so the forked workers start with it
+    with workers.Pool(max(1, req.jobs)) as pool:
         done = figures.collect(figures.submit(pool, planned))
     return [path for fig in done for path in fig.files.values()]
 

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from smmile import fsguard
 from smmile.analysis.output import json_safe
 from smmile.analysis.results import parse_spec
+from smmile import plotting
 from smmile.errors import MissingDependency, UserError
-from smmile.report import (analysis_section, build, drawing, explorer, explorer_page, figures, html, sections,
-                           side_by_side, strata)
-from smmile.report import reviews_section
+from smmile.report import (analysis_section, build, explorer, explorer_page, figures, html, reviews_section, sections,
+                           side_by_side, strata, workers)
 from smmile.report.stages import Stages
-from smmile.scoring import bootstrap, plots
-from smmile.scoring.stats import check_resampling
+from smmile.scoring import statistics
+from smmile.scoring.estimates import check_resampling
 
 log = logging.getLogger(__name__)
 
@@ -49,14 +49,14 @@ class ReportRequest:
     figures: str | None = None
     analyses: tuple[str, ...] = ()
     title: str | None = None
-    n_boot: int = bootstrap.DEFAULT_N_BOOT
+    n_boot: int = statistics.DEFAULT_N_BOOT
     seed: int = 0
-    level: float = bootstrap.DEFAULT_LEVEL
+    level: float = statistics.DEFAULT_LEVEL
     cluster: str = "auto"
     formats: str = "png,svg"
-    jobs: int = field(default_factory=drawing.default_workers)
+    jobs: int = field(default_factory=workers.default_workers)
     force: bool = False
-    figure_size: str = "page"  # plots.SIZES: page (as the page shows them), paper (one column), slide (16:9)
+    figure_size: str = "page"  # plotting.SIZES: page (as the page shows them), paper (one column), slide (16:9)
     reviews: tuple[str, ...] = ()  # reviews.json files (smmile-reviews/1): reviewed judge verdicts beside the main table
 
 
@@ -174,7 +174,7 @@ def can_draw(warnings: list) -> bool:
     """matplotlib imported once here, only when there is something to draw (so the forked workers start
     with it); without it the page is written without figures, with a warning."""
     try:
-        plots.pyplot()
+        plotting.pyplot()
     except MissingDependency as exc:
         warnings.append(f"figures left out: {exc}")
         return False
@@ -210,7 +210,7 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
     planned = figures.plan(data, fig_dir, formats, size=req.figure_size)
     if planned and not can_draw(data.warnings):
         planned = []
-    with fsguard.OutputLock(out, f"the report in {out}"), drawing.Pool(max(1, req.jobs)) as pool:
+    with fsguard.OutputLock(out, f"the report in {out}"), workers.Pool(max(1, req.jobs)) as pool:
         stage(f"figures: {len(planned)} to draw ({len(planned) * len(formats)} files) on {max(1, req.jobs)} worker(s)")
         submitted = figures.submit(pool, planned)
         images = explorer.Images(datasets or [])

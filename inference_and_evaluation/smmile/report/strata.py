@@ -3,7 +3,7 @@ left out, and named) and a table of every stratum's accuracy with its 95% interv
 
 SMMILE++ strata need each row's strata, which only the dataset knows. With stratify.py's ``_ci.json``
 they are read from it; else, with ``--dataset``, ``cluster_by_rows`` computes them from the result rows
-(counted in base problems, the interval of ``bootstrap.proportion_interval`` clustered by base problem);
+(counted in base problems, the interval of ``statistics.proportion_interval`` clustered by base problem);
 without either they are counted in rows and shown as such: no interval, no small-stratum mark, and the
 page says so.
 """
@@ -16,7 +16,7 @@ import os
 from smmile.report import figures, names
 from smmile.report.build import strat_flags
 from smmile.report.html import anchor, details, esc, figure, table
-from smmile.scoring import bootstrap, stratify
+from smmile.scoring import statistics, stratify
 
 ROWS_WARNING = "strata are counted in rows, not base problems"  # build.load_stratification's warning
 METRIC_OF_KIND = {"em": "EM", "llm": "LLM"}
@@ -36,7 +36,7 @@ def _entries(scores, labels: dict, flag: str, level: float) -> dict:
     out = {}
     for label, members in groups.items():
         ids, values = [pid for pid, _ in members], [v for _, v in members]
-        ci = bootstrap.proportion_interval(values, bootstrap.base_problem_ids(ids), "row", level)
+        ci = statistics.proportion_interval(values, statistics.base_problem_ids(ids), "row", level)
         out[label] = {"n_rows": ci.n, "n_problems": ci.n_clusters, "correct": sum(v == 1 for v in values),
                       "accuracy": ci.estimate * 100, "ci95_low": ci.low * 100, "ci95_high": ci.high * 100,
                       "method": f"cluster {ci.method}", "small": bool(ci.n_clusters < stratify.MIN_PROBLEMS)}
@@ -46,7 +46,7 @@ def _entries(scores, labels: dict, flag: str, level: float) -> dict:
 def strata_from_rows(rset, problems, level: float = stratify.LEVEL) -> dict | None:
     """``kind -> {key: {flag: {label: entry}}}`` for the keys of the folder's stratification files, each
     computed from the result rows of the matching model, metric and mode: every row's strata from
-    ``problems`` (the dataset), n in base problems, the interval ``bootstrap.proportion_interval`` with
+    ``problems`` (the dataset), n in base problems, the interval ``statistics.proportion_interval`` with
     the base problems as clusters. None when a row's problem is not in ``problems``."""
     by_id = {p.problem_id: p for p in problems}
     out: dict = {}
@@ -92,8 +92,8 @@ def cluster_by_rows(data, datasets: list) -> None:
 METHODS = {"Wilson": "Wilson on the problems",
            "cluster percentile bootstrap": "cluster bootstrap by base problem (stratify.py)",
            "cluster Wilson bound": "cluster bootstrap by base problem (stratify.py)",
-           f"cluster {bootstrap.WILSON}": "continuity-corrected Wilson on the base problems",
-           f"cluster {bootstrap.WILSON_DEFF}": "continuity-corrected Wilson on the effective sample size, "
+           f"cluster {statistics.WILSON}": "continuity-corrected Wilson on the base problems",
+           f"cluster {statistics.WILSON_DEFF}": "continuity-corrected Wilson on the effective sample size, "
                                                "base problems as clusters (as the main table)"}
 
 

@@ -27,7 +27,7 @@ def judge_backends() -> tuple[str, ...]:
     return tuple(first.values())
 
 
-def resolve_settings(settings: JudgeSettings, warn=log.warning) -> JudgeSettings:
+def checked_settings(settings: JudgeSettings, warn=log.warning) -> JudgeSettings:
     """``openai`` with a ``--judge-base-url`` that is not OpenAI's own endpoint is an OpenAI-compatible
     server: its key is ``OPENAI_COMPATIBLE_API_KEY``; ``OPENAI_API_KEY`` is not sent there unless the
     inference backends' rule lets it go (``--allow-key-for-host`` that host, or ``OPENAI_BASE_URL`` naming it)."""

@@ -254,11 +254,11 @@ def adopt_judge_cache(journal, work: dict, results_dir, settings: JudgeSettings)
 def members_of(panel: list[JudgeSettings]) -> tuple[list[Member], dict]:
     """Each judge resolved and its backend built (a missing SDK or key: one line, exit 2, before any work), and
     who judges (one judge's identity, or the jury's)."""
-    from smmile.scoring.judge_backends import build_backend, resolve_settings
+    from smmile.scoring.judge_backends import build_backend, checked_settings
 
     members = []
     for settings in panel:
-        settings = resolve_settings(settings)
+        settings = checked_settings(settings)
         backend = build_backend(settings)
         members.append(Member(settings, backend, judge_identity(settings, backend.endpoint())))
     jury.check_panel([m.settings for m in members])

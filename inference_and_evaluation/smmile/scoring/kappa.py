@@ -81,8 +81,8 @@ def fleiss_from_means(means) -> np.ndarray:
 
 def pair_agreement(a, b, clusters=None, n_boot: int = 10_000, seed: int = 0, level: float = 0.95) -> dict:
     """Two aligned 0/1 label vectors: n, percent agreement and Cohen's kappa, each with a (cluster) percentile
-    bootstrap interval (``scoring.bootstrap``)."""
-    from smmile.scoring.bootstrap import percentile_ci, statistic_interval
+    bootstrap interval (``scoring.statistics``)."""
+    from smmile.scoring.statistics import percentile_ci, statistic_interval
 
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     pct = percentile_ci((a == b).astype(float), clusters, n_boot, seed, level)
@@ -95,7 +95,7 @@ def pair_agreement(a, b, clusters=None, n_boot: int = 10_000, seed: int = 0, lev
 def fleiss_agreement(counts, clusters=None, n_boot: int = 10_000, seed: int = 0, level: float = 0.95) -> dict:
     """Fleiss' kappa of an items × [zeros, ones] matrix with a (cluster) bootstrap interval; ``clusters``: one
     label per row of ``counts`` (rows with fewer than 2 ratings are left out, with their labels)."""
-    from smmile.scoring.bootstrap import statistic_interval
+    from smmile.scoring.statistics import statistic_interval
 
     counts = np.asarray(counts, dtype=np.float64).reshape(-1, 2)
     keep = counts.sum(axis=1) >= 2

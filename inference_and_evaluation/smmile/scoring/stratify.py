@@ -8,7 +8,7 @@
 * ``stratum_intervals`` — addition: per stratum ``n_rows``, ``n_problems`` (base problems: the
   ``<id>_perm_<k>`` rows of SMMILE++ count once), accuracy and a 95% interval — Wilson on the problems
   for independent problems, the cluster bootstrap by base problem for SMMILE++ (never zero width,
-  ``bootstrap.percentile_ci``) — and ``small`` when fewer than ``MIN_PROBLEMS`` base problems.
+  ``statistics.percentile_ci``) — and ``small`` when fewer than ``MIN_PROBLEMS`` base problems.
 * ``format_flag_table`` — the console table of one flag (PrettyTable, as the original).
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-from smmile.scoring import bootstrap
+from smmile.scoring import statistics
 
 DERIVED_FLAGS = ("speciality", "flag_num_ICL", "flag_first_ICL_match_problem", "flag_last_ICL_match_problem")
 MIN_PROBLEMS = 20  # a stratum with fewer base problems is `small` (greyed out in figures)
@@ -105,14 +105,14 @@ def stratum_interval(scores: Sequence[float], problem_ids: Sequence[str] | None,
     (``<id>_perm_<k>``): cluster bootstrap over base problems (``STRATUM_N_BOOT``, seed 0), which
     falls back to the Wilson bound on the base problems when they all score the same.
     """
-    clustered = problem_ids is not None and bootstrap.has_permutations(problem_ids)
+    clustered = problem_ids is not None and statistics.has_permutations(problem_ids)
     if clustered:
-        clusters = bootstrap.base_problem_ids(problem_ids)
-        ci = bootstrap.percentile_ci([s / 100 for s in scores], clusters, STRATUM_N_BOOT, 0, LEVEL)
+        clusters = statistics.base_problem_ids(problem_ids)
+        ci = statistics.percentile_ci([s / 100 for s in scores], clusters, STRATUM_N_BOOT, 0, LEVEL)
         n_problems, (low, high), method = ci.n_clusters, (ci.low, ci.high), f"cluster {ci.method}"
     else:
         n_problems = n_rows if problem_ids is None else len(set(problem_ids))
-        (low, high), method = bootstrap.wilson_interval(accuracy / 100, n_rows, LEVEL), "Wilson"
+        (low, high), method = statistics.wilson_interval(accuracy / 100, n_rows, LEVEL), "Wilson"
     return {"n_rows": n_rows, "n_problems": n_problems, "ci95_low": low * 100, "ci95_high": high * 100,
             "method": method, "small": bool(n_problems < MIN_PROBLEMS)}
 

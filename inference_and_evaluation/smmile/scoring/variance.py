@@ -2,7 +2,7 @@
 
 Faithful to spec §7 by default: one legacy numpy stream seeded 42 is consumed file after file in
 ``glob.glob`` order, the EM bootstrap before the LLM bootstrap of each open file, 1000 resamples
-per cell (vectorised, same random numbers as the original loop; see ``bootstrap.legacy_bootstrap``).
+per cell (vectorised, same random numbers as the original loop; see ``statistics.legacy_bootstrap``).
 
 Files are found and identified by ``scoring.results`` (run manifest first, spec §7.2's name rules
 otherwise; no shards; one of two duplicates), checked whole and scored with
@@ -26,7 +26,7 @@ import numpy as np
 
 from smmile.errors import UserError
 from smmile.fsguard import check_writable_file
-from smmile.scoring import bootstrap, tables
+from smmile.scoring import statistics, tables
 from smmile.scoring.exact_match import ResultFileError
 from smmile.scoring.metrics import Metric, get_metric, metric_scores, metrics_for, read_rows
 from smmile.scoring.naming import evaluationllm_json_path
@@ -102,8 +102,8 @@ def _score(result: RunRecord, metric: Metric, inputs: Inputs, mean_only: bool, r
         return Cell(metric.name, INF, INF, INF, meaning)
     values = scores.to_numpy()
     if mean_only:
-        return Cell(metric.name, bootstrap.mean_only(values), None, len(values))
-    mean, std = bootstrap.legacy_bootstrap(values, bootstrap.LEGACY_N_BOOT, rng)
+        return Cell(metric.name, statistics.mean_only(values), None, len(values))
+    mean, std = statistics.legacy_bootstrap(values, statistics.LEGACY_N_BOOT, rng)
     return Cell(metric.name, mean, std, len(values))
 
 
@@ -203,7 +203,7 @@ def run_variance(directory: str, *, output: str = "evaluation_results.txt", mean
         log.error(f"No CSV files found in {directory}")
         return 1
     print(f"Found {len(files)} CSV files to evaluate")
-    print(f"Using {bootstrap.LEGACY_N_BOOT} bootstrap samples for variance estimation")
+    print(f"Using {statistics.LEGACY_N_BOOT} bootstrap samples for variance estimation")
     analysis = analyse(files, mean_only)
     _report(analysis, mean_only, output_path, latex_path)
     if ci:
@@ -217,9 +217,9 @@ def run_variance(directory: str, *, output: str = "evaluation_results.txt", mean
 def _estimates(directory: str) -> None:
     """``--ci``: the ``smmile stats`` estimates, as an extra; a user error there is reported on its line
     and does not change the tables' exit status."""
-    from smmile.scoring import stats
+    from smmile.scoring import stats_run
 
     try:
-        stats.run_stats(directory, compare="none")
+        stats_run.run_stats(directory, compare="none")
     except UserError as exc:
         log.error(f"error: {exc}")

@@ -1,10 +1,11 @@
-"""The work of ``smmile stats``: accuracies with intervals and paired comparisons for a results directory.
+"""Accuracies with intervals and paired comparisons of result records: the numbers ``smmile stats``,
+``smmile analyze`` and the report show (``stats_run`` writes them for ``smmile stats``).
 
 One estimand per number, stated in the output (``estimand``; issue #20): by default **row-weighted**
 (every row counts — every SMMILE++ order, as in the paper's tables); ``weight="problem"`` (``--weight
 problem``) is the labelled alternative where every base problem counts once. Per (model, metric, mode)
 — metric LLM (judge), EM (flexible exact match) or MCQA — the accuracy with the continuity-corrected
-Wilson interval on the effective sample size (``bootstrap.proportion_interval``: the design effect
+Wilson interval on the effective sample size (``statistics.proportion_interval``: the design effect
 comes from the intraclass correlation of the orders of a base problem), ``n_rows``, ``n_problems``,
 ``n_eff`` and the failed / refused / empty rows (``metrics.row_failures``; ``failures="wrong"`` scores
 them wrong as the paper did, ``"exclude"`` leaves them out). Paired comparisons (ICL vs 0-shot per model
@@ -12,7 +13,7 @@ and metric; model vs model within a metric and mode) pair problems through ``sco
 (gold-answer mismatches excluded unless ``include_gold_mismatch``) and go through ``paired``, the one
 paired comparison of the package (``smmile analyze`` uses it too): the weighted difference, its
 inverted-score interval and the cluster score test of that same difference
-(``bootstrap.paired_score``), so ``p < 1 − level`` exactly when the interval excludes 0. Holm within
+(``statistics.paired_score``), so ``p < 1 − level`` exactly when the interval excludes 0. Holm within
 each kind of comparison (``apply_holm``); ``significant`` = Holm-adjusted p < 1 − level and the interval
 excludes 0. ``se_bootstrap`` is a seeded cluster-bootstrap standard error of the same estimand, shown as a
 cross-check of the interval's width.
@@ -27,21 +28,19 @@ from __future__ import annotations
 import logging
 import math
 import os
-from dataclasses import asdict, dataclass
 from itertools import combinations
 
 import numpy as np
 import pandas as pd
 
-from smmile import fsguard
 from smmile.errors import UserError
-from smmile.scoring import bootstrap, metrics, tables
+from smmile.scoring import statistics, metrics, tables
 from smmile.scoring.pairing import pair_scores, pairing_notes
-from smmile.scoring.results import MODES, Record, load_records
+from smmile.scoring.results import MODES, Record
 
 METRICS = tuple(metrics.METRICS)  # LLM, EM, MCQA: the tables' column order
 CLUSTER_CHOICES = ("auto", "none", "base")
-WEIGHT_CHOICES = bootstrap.WEIGHTS  # row (default, the paper's tables), problem
+WEIGHT_CHOICES = statistics.WEIGHTS  # row (default, the paper's tables), problem
 FAILURE_CHOICES = ("wrong", "exclude")  # wrong: the paper's rule
 COMPARE_CHOICES = ("icl", "models", "all", "none")
 KINDS = ("icl_vs_0shot", "model_vs_model")  # each kind is its own Holm family
@@ -56,8 +55,8 @@ def clusters_for(ids, cluster: str):
     """Cluster labels for the bootstrap and the test: ``base`` → base problem ids, ``none`` → None
     (iid), ``auto`` → base problem ids only when some id carries ``_perm_<k>``."""
     ids = list(ids)
-    if cluster == "base" or (cluster == "auto" and bootstrap.has_permutations(ids)):
-        return bootstrap.base_problem_ids(ids)
+    if cluster == "base" or (cluster == "auto" and statistics.has_permutations(ids)):
+        return statistics.base_problem_ids(ids)
     return None
 
 
@@ -91,10 +90,10 @@ def estimate(record: Record, n_boot: int, seed: int, cluster: str, level: float,
     if failures == "exclude":
         scores = scores[~_failed(record, scores.index)]
     clusters = clusters_for(scores.index, cluster)
-    ci = bootstrap.proportion_interval(scores.to_numpy(), clusters, weight, level)
-    se_boot = bootstrap.bootstrap_se(scores.to_numpy(), clusters, weight, n_boot, seed)
+    ci = statistics.proportion_interval(scores.to_numpy(), clusters, weight, level)
+    se_boot = statistics.bootstrap_se(scores.to_numpy(), clusters, weight, n_boot, seed)
     return {"model": record.model, "metric": record.metric, "mode": record.mode,
-            "estimand": bootstrap.ESTIMANDS[weight] if clusters is not None else "per problem (independent rows)",
+            "estimand": statistics.ESTIMANDS[weight] if clusters is not None else "per problem (independent rows)",
             "weight": weight, "n_rows": ci.n, "n_problems": ci.n_clusters, "clustered": clusters is not None,
             "accuracy": _pct(ci.estimate), "ci_low": _pct(ci.low), "ci_high": _pct(ci.high),
             "ci_method": ci.method, "n_eff": ci.n_eff, "icc": ci.icc, "se": _pct(ci.se),
@@ -155,7 +154,7 @@ def weighted_mean(values: np.ndarray, clusters, weight: str) -> float:
 
 
 def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto", weight: str = "row",
-           level: float = bootstrap.DEFAULT_LEVEL, n_boot: int = bootstrap.DEFAULT_N_BOOT, seed: int = 0,
+           level: float = statistics.DEFAULT_LEVEL, n_boot: int = statistics.DEFAULT_N_BOOT, seed: int = 0,
            include_gold_mismatch: bool = False, failures: str = "wrong",
            notes: list | None = None) -> tuple[dict, pd.DataFrame]:
     """The one paired comparison (``smmile stats``, ``smmile analyze``): A − B in percentage points.
@@ -179,10 +178,10 @@ def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto",
             notes.append(f"{label}: {dropped} pair(s) with a failed, refused or empty response excluded (--failures exclude)")
     left, right = frame["a"].to_numpy(), frame["b"].to_numpy()
     clusters = clusters_for(frame["problem_id"], cluster)
-    result = bootstrap.paired_score(left, right, clusters, weight, level)
+    result = statistics.paired_score(left, right, clusters, weight, level)
     diff = result.interval
-    se_boot = bootstrap.bootstrap_se(left - right, clusters, weight, n_boot, seed)
-    row = {"estimand": bootstrap.ESTIMANDS[weight] if clusters is not None else "per problem (independent rows)",
+    se_boot = statistics.bootstrap_se(left - right, clusters, weight, n_boot, seed)
+    row = {"estimand": statistics.ESTIMANDS[weight] if clusters is not None else "per problem (independent rows)",
            "weight": weight, "n_a": len(a.scores), "n_b": len(b.scores), "n_pairs": diff.n,
            "n_problems": diff.n_clusters, "clustered": clusters is not None,
            "gold_mismatches": len(pairing.gold_mismatches), "gold_mismatches_included": bool(include_gold_mismatch),
@@ -217,9 +216,9 @@ def apply_holm(rows: list[dict], level: float, family=lambda row: None) -> None:
     for row in rows:
         families.setdefault(family(row), []).append(row)
     for members in families.values():
-        for row, adjusted in zip(members, bootstrap.holm([row["p_value"] for row in members])):
+        for row, adjusted in zip(members, statistics.holm([row["p_value"] for row in members])):
             row["p_holm"] = adjusted
-            row["significant"] = bootstrap.is_significant(adjusted, row["ci_low"], row["ci_high"], 1 - level)
+            row["significant"] = statistics.is_significant(adjusted, row["ci_low"], row["ci_high"], 1 - level)
 
 
 def adjust(rows: list[dict], level: float) -> None:
@@ -244,137 +243,9 @@ def comparisons(records: list[Record], compare: str, n_boot: int, seed: int, clu
              "and gold_mismatches columns")
     return rows
 
-
-# -- outputs ------------------------------------------------------------------------------------------
-def _json_safe(value):
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, (np.integer, np.floating, np.bool_)):
-        return _json_safe(value.item())
-    return value
-
-
-def write_rows(rows: list[dict], stem: str, settings: dict) -> list[str]:
-    """``<stem>.csv`` (one row per entry) and ``<stem>.json`` (``{"settings", "rows"}``; NaN → null)."""
-    with fsguard.atomic_path(stem + ".csv") as tmp:
-        pd.DataFrame(rows).to_csv(tmp, index=False)
-    payload = {"settings": settings, "rows": [{k: _json_safe(v) for k, v in row.items()} for row in rows]}
-    fsguard.atomic_write_json(stem + ".json", payload, allow_nan=False)
-    return [stem + ".csv", stem + ".json"]
-
-
-def _failure_note(row: dict) -> str:
-    counts = [row.get(f"n_{kind}") for kind in metrics.FAILURE_KINDS]
-    if any(c is None for c in counts):
-        return "unknown"
-    return "/".join(str(c) for c in counts)
-
-
-def console_table(rows: list[dict]) -> str:
-    """Human-readable estimates: ``model  metric mode  acc [low, high]  n_rows  n_problems  n_eff  fail``."""
-    level = rows[0]["level"] if rows else bootstrap.DEFAULT_LEVEL
-    lines = [f"{'model':<22} {'metric':<5} {'mode':<7} {'acc %':>7}  {f'{level:.0%} CI':<17} {'rows':>6} {'probl.':>6} "
-             f"{'n_eff':>6}  refused/failed/empty"]
-    for row in rows:
-        ci = f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
-        lines.append(f"{row['model']:<22} {row['metric']:<5} {row['mode']:<7} {row['accuracy']:>7.2f}  "
-                     f"{ci:<17} {row['n_rows']:>6} {row['n_problems']:>6} {row['n_eff']:>6.0f}  {_failure_note(row)}")
-    if rows:
-        lines.append(f"estimand: {rows[0]['estimand']}; interval: {rows[0]['ci_method']}; failed, refused and empty "
-                     f"rows: {'scored wrong (the paper)' if rows[0]['failures'] == 'wrong' else 'excluded'}")
-    return "\n".join(lines)
-
-
-def comparison_summary(rows: list[dict], level: float = bootstrap.DEFAULT_LEVEL) -> str:
-    alpha = 1 - level
-    lines = []
-    for kind in KINDS:
-        family = [r for r in rows if r["kind"] == kind]
-        if family:
-            lines.append(f"{len(family)} {kind} comparison(s); {sum(r['significant'] for r in family)} significant "
-                         f"(Holm-adjusted p < {alpha:.2g} within this family; the {level:.0%} interval inverts the "
-                         f"same test); estimand: {family[0]['estimand']}; test: {family[0]['p_method']}")
-    for r in rows:
-        if r["kind"] == "icl_vs_0shot":
-            mark = " *" if r["significant"] else ""
-            lines.append(f"  ICL - 0-shot  {r['model_a']:<22} {r['metric']:<5} {r['difference']:+7.2f} pp "
-                         f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]  p={r['p_value']:.3g}  p_holm={r['p_holm']:.3g}  "
-                         f"n_pairs={r['n_pairs']} ({r['n_problems']} problems, {r['gold_mismatches']} gold "
-                         f"mismatch(es) {'kept' if r['gold_mismatches_included'] else 'excluded'}){mark}")
-    return "\n".join(lines)
-
-
-# -- the command's run --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class StatsSettings:
-    """How ``run_stats`` estimates and compares (recorded in its outputs, in this order)."""
-
-    n_boot: int = bootstrap.DEFAULT_N_BOOT
-    seed: int = 0
-    level: float = bootstrap.DEFAULT_LEVEL
-    cluster: str = "auto"
-    compare: str = "icl"
-    include_gold_mismatch: bool = False
-    weight: str = "row"
-    failures: str = "wrong"
-
-
-def run_stats(results_dir: str, *, out: str | None = None, force: bool = False, **settings) -> int:
-    """Estimates (and comparisons, unless ``compare="none"``) for the results in ``results_dir``, written
-    to ``out`` (a folder this command owns, locked while writing; ``force``: any allowed folder) or, by
-    default, as ``stats_*`` files into ``results_dir``. ``settings``: the fields of ``StatsSettings``.
-    0 on success, 1 when some input was skipped (named on stderr)."""
-    s = StatsSettings(**settings)
-    folder = _check(results_dir, out, force, s)
-    if not out:
-        return _compute_into(results_dir, folder, s)
-    with fsguard.OutputLock(folder, f"the statistics folder {folder}"):
-        return _compute_into(results_dir, folder, s)
-
-
 def check_resampling(n_boot: int, level: float) -> None:
     """The bootstrap settings every command takes (``--n-boot``, ``--level``), checked before any work."""
     if n_boot < 1:
         raise UserError("--n-boot must be at least 1")
     if not 0 < level < 1:
         raise UserError("--level must be between 0 and 1")
-
-
-def _check(results_dir: str, out: str | None, force: bool, s: StatsSettings) -> str:
-    """Validate the settings and the output folder before any work; returns the output folder."""
-    if not os.path.isdir(results_dir):
-        raise UserError(f"results directory {results_dir} not found")
-    check_resampling(s.n_boot, s.level)
-    if s.weight not in WEIGHT_CHOICES:
-        raise UserError(f"--weight must be one of {', '.join(WEIGHT_CHOICES)}")
-    if s.failures not in FAILURE_CHOICES:
-        raise UserError(f"--failures must be one of {', '.join(FAILURE_CHOICES)}")
-    if out:
-        return os.fspath(fsguard.prepare_output_dir(out, "smmile stats", force=force))
-    fsguard.check_writable_dir(results_dir, "results directory")
-    return results_dir
-
-
-def _compute_into(results_dir: str, out: str, s: StatsSettings) -> int:
-    problems: list[str] = []
-
-    def warn(message: str) -> None:
-        log.warning(message)
-        problems.append(message)
-
-    records = load_records(results_dir, warn, inform=log.warning)
-    if not records:
-        raise UserError(f"no scorable result files in {results_dir}")
-    settings = {"results_dir": os.path.abspath(results_dir), **asdict(s)}
-    rows = estimates(records, s.n_boot, s.seed, s.cluster, s.level, s.weight, s.failures)
-    written = write_rows(rows, os.path.join(out, "stats_estimates"), settings)
-    fsguard.atomic_write_text(os.path.join(out, "stats_table.tex"), tables.ci_latex_table(rows))
-    written.append(os.path.join(out, "stats_table.tex"))
-    print(console_table(rows))
-    if s.compare != "none":
-        pairs = comparisons(records, s.compare, s.n_boot, s.seed, s.cluster, s.level, s.include_gold_mismatch,
-                            log.warning, s.weight, s.failures)
-        written += write_rows(pairs, os.path.join(out, "stats_comparisons"), settings)
-        print(comparison_summary(pairs, s.level))
-    print("Written: " + ", ".join(written))
-    return 1 if problems else 0

@@ -1,0 +1,150 @@
+"""`smmile stats`: the estimates and comparisons of ``scoring.estimates`` for a results directory, written
+as ``stats_estimates.csv/json`` and ``stats_comparisons.csv/json`` and shown as a console table."""
+
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from smmile import fsguard
+from smmile.errors import UserError
+from smmile.scoring import metrics, statistics, tables
+from smmile.scoring.estimates import (FAILURE_CHOICES, KINDS, WEIGHT_CHOICES, check_resampling, comparisons,
+                                      estimates)
+from smmile.scoring.results import load_records
+
+log = logging.getLogger(__name__)
+
+
+# -- outputs ------------------------------------------------------------------------------------------
+def _json_safe(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return _json_safe(value.item())
+    return value
+
+
+def write_rows(rows: list[dict], stem: str, settings: dict) -> list[str]:
+    """``<stem>.csv`` (one row per entry) and ``<stem>.json`` (``{"settings", "rows"}``; NaN → null)."""
+    with fsguard.atomic_path(stem + ".csv") as tmp:
+        pd.DataFrame(rows).to_csv(tmp, index=False)
+    payload = {"settings": settings, "rows": [{k: _json_safe(v) for k, v in row.items()} for row in rows]}
+    fsguard.atomic_write_json(stem + ".json", payload, allow_nan=False)
+    return [stem + ".csv", stem + ".json"]
+
+
+def _failure_note(row: dict) -> str:
+    counts = [row.get(f"n_{kind}") for kind in metrics.FAILURE_KINDS]
+    if any(c is None for c in counts):
+        return "unknown"
+    return "/".join(str(c) for c in counts)
+
+
+def console_table(rows: list[dict]) -> str:
+    """Human-readable estimates: ``model  metric mode  acc [low, high]  n_rows  n_problems  n_eff  fail``."""
+    level = rows[0]["level"] if rows else statistics.DEFAULT_LEVEL
+    lines = [f"{'model':<22} {'metric':<5} {'mode':<7} {'acc %':>7}  {f'{level:.0%} CI':<17} {'rows':>6} {'probl.':>6} "
+             f"{'n_eff':>6}  refused/failed/empty"]
+    for row in rows:
+        ci = f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
+        lines.append(f"{row['model']:<22} {row['metric']:<5} {row['mode']:<7} {row['accuracy']:>7.2f}  "
+                     f"{ci:<17} {row['n_rows']:>6} {row['n_problems']:>6} {row['n_eff']:>6.0f}  {_failure_note(row)}")
+    if rows:
+        lines.append(f"estimand: {rows[0]['estimand']}; interval: {rows[0]['ci_method']}; failed, refused and empty "
+                     f"rows: {'scored wrong (the paper)' if rows[0]['failures'] == 'wrong' else 'excluded'}")
+    return "\n".join(lines)
+
+
+def comparison_summary(rows: list[dict], level: float = statistics.DEFAULT_LEVEL) -> str:
+    alpha = 1 - level
+    lines = []
+    for kind in KINDS:
+        family = [r for r in rows if r["kind"] == kind]
+        if family:
+            lines.append(f"{len(family)} {kind} comparison(s); {sum(r['significant'] for r in family)} significant "
+                         f"(Holm-adjusted p < {alpha:.2g} within this family; the {level:.0%} interval inverts the "
+                         f"same test); estimand: {family[0]['estimand']}; test: {family[0]['p_method']}")
+    for r in rows:
+        if r["kind"] == "icl_vs_0shot":
+            mark = " *" if r["significant"] else ""
+            lines.append(f"  ICL - 0-shot  {r['model_a']:<22} {r['metric']:<5} {r['difference']:+7.2f} pp "
+                         f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]  p={r['p_value']:.3g}  p_holm={r['p_holm']:.3g}  "
+                         f"n_pairs={r['n_pairs']} ({r['n_problems']} problems, {r['gold_mismatches']} gold "
+                         f"mismatch(es) {'kept' if r['gold_mismatches_included'] else 'excluded'}){mark}")
+    return "\n".join(lines)
+
+
+# -- the command's run --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StatsSettings:
+    """How ``run_stats`` estimates and compares (recorded in its outputs, in this order)."""
+
+    n_boot: int = statistics.DEFAULT_N_BOOT
+    seed: int = 0
+    level: float = statistics.DEFAULT_LEVEL
+    cluster: str = "auto"
+    compare: str = "icl"
+    include_gold_mismatch: bool = False
+    weight: str = "row"
+    failures: str = "wrong"
+
+
+def run_stats(results_dir: str, *, out: str | None = None, force: bool = False, **settings) -> int:
+    """Estimates (and comparisons, unless ``compare="none"``) for the results in ``results_dir``, written
+    to ``out`` (a folder this command owns, locked while writing; ``force``: any allowed folder) or, by
+    default, as ``stats_*`` files into ``results_dir``. ``settings``: the fields of ``StatsSettings``.
+    0 on success, 1 when some input was skipped (named on stderr)."""
+    s = StatsSettings(**settings)
+    folder = _check(results_dir, out, force, s)
+    if not out:
+        return _compute_into(results_dir, folder, s)
+    with fsguard.OutputLock(folder, f"the statistics folder {folder}"):
+        return _compute_into(results_dir, folder, s)
+
+
+
+def _check(results_dir: str, out: str | None, force: bool, s: StatsSettings) -> str:
+    """Validate the settings and the output folder before any work; returns the output folder."""
+    if not os.path.isdir(results_dir):
+        raise UserError(f"results directory {results_dir} not found")
+    check_resampling(s.n_boot, s.level)
+    if s.weight not in WEIGHT_CHOICES:
+        raise UserError(f"--weight must be one of {', '.join(WEIGHT_CHOICES)}")
+    if s.failures not in FAILURE_CHOICES:
+        raise UserError(f"--failures must be one of {', '.join(FAILURE_CHOICES)}")
+    if out:
+        return os.fspath(fsguard.prepare_output_dir(out, "smmile stats", force=force))
+    fsguard.check_writable_dir(results_dir, "results directory")
+    return results_dir
+
+
+def _compute_into(results_dir: str, out: str, s: StatsSettings) -> int:
+    problems: list[str] = []
+
+    def warn(message: str) -> None:
+        log.warning(message)
+        problems.append(message)
+
+    records = load_records(results_dir, warn, inform=log.warning)
+    if not records:
+        raise UserError(f"no scorable result files in {results_dir}")
+    settings = {"results_dir": os.path.abspath(results_dir), **asdict(s)}
+    rows = estimates(records, s.n_boot, s.seed, s.cluster, s.level, s.weight, s.failures)
+    written = write_rows(rows, os.path.join(out, "stats_estimates"), settings)
+    fsguard.atomic_write_text(os.path.join(out, "stats_table.tex"), tables.ci_latex_table(rows))
+    written.append(os.path.join(out, "stats_table.tex"))
+    print(console_table(rows))
+    if s.compare != "none":
+        pairs = comparisons(records, s.compare, s.n_boot, s.seed, s.cluster, s.level, s.include_gold_mismatch,
+                            log.warning, s.weight, s.failures)
+        written += write_rows(pairs, os.path.join(out, "stats_comparisons"), settings)
+        print(comparison_summary(pairs, s.level))
+    print("Written: " + ", ".join(written))
+    return 1 if problems else 0
