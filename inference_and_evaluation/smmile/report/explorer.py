@@ -37,7 +37,7 @@ from functools import partial
 from typing import Iterator
 
 from smmile.protocol.extract import EXTRACTION_FAILED
-from smmile.protocol.problem import Problem
+from smmile.protocol.problem import ORIENTATION, Problem
 from smmile.report import names
 from smmile.report.build import model_order
 from smmile.scoring import statistics, stratify
@@ -177,6 +177,17 @@ def _on_white(img):
     return flat
 
 
+def _upright(img, orientation):
+    """``img`` turned as its EXIF ``orientation`` tag says (read before ``draft``/``thumbnail``), as
+    ``ImageRef.load`` turns it for the model: the explorer shows the picture the model was given."""
+    from PIL import Image
+
+    method = {2: Image.Transpose.FLIP_LEFT_RIGHT, 3: Image.Transpose.ROTATE_180, 4: Image.Transpose.FLIP_TOP_BOTTOM,
+              5: Image.Transpose.TRANSPOSE, 6: Image.Transpose.ROTATE_270, 7: Image.Transpose.TRANSVERSE,
+              8: Image.Transpose.ROTATE_90}.get(orientation)
+    return img.transpose(method) if method is not None else img
+
+
 def thumbnails(chunk: list[tuple[bytes, bytes]], full_dir: str | None = None) -> list[tuple[str, str]]:
     """Per ``(digest, encoded image)``: its thumbnail as a JPEG data URI, longest side at most THUMB_SIZE
     (never enlarged; transparency on white), and the name of its full-resolution file written into
@@ -187,10 +198,10 @@ def thumbnails(chunk: list[tuple[bytes, bytes]], full_dir: str | None = None) ->
     for digest, data in chunk:
         try:
             with Image.open(io.BytesIO(data)) as img:
-                size, fmt = img.size, img.format
+                size, fmt, orientation = img.size, img.format, img.getexif().get(ORIENTATION)
                 img.draft("RGB", (THUMB_SIZE, THUMB_SIZE))
                 img.thumbnail((THUMB_SIZE, THUMB_SIZE))
-                flat = _on_white(img)
+                flat = _on_white(_upright(img, orientation))
             buffer = io.BytesIO()
             flat.save(buffer, format="JPEG", quality=THUMB_QUALITY, optimize=True)
             uri = "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
@@ -219,9 +230,10 @@ def full_image(digest: bytes, data: bytes, size: tuple, fmt: str | None, full_di
         name, encoded = digest.hex()[:32] + SHOWN_AS_IS[fmt], data
     else:
         with Image.open(io.BytesIO(data)) as img:
+            orientation = img.getexif().get(ORIENTATION)
             img.draft("RGB", (FULL_SIZE, FULL_SIZE))
             img.thumbnail((FULL_SIZE, FULL_SIZE), Image.Resampling.LANCZOS)
-            flat = _on_white(img)
+            flat = _on_white(_upright(img, orientation))
         buffer = io.BytesIO()
         flat.save(buffer, format="JPEG", quality=FULL_QUALITY, optimize=True)
         name, encoded = digest.hex()[:32] + ".jpg", buffer.getvalue()

@@ -7,9 +7,12 @@ and its preset, settings and protocol; each journal record holds the planned ite
 query turn's text as rendered, the display-ordered options, the correct letter, family extras). The
 family is rebuilt from the manifest as the runner built it and asked for the item's request
 (``Family.request``), so what is shown is what the current code sends for that item; the problem (its
-examples and images) comes from the dataset. Without the dataset, or when the family cannot be rebuilt,
-only the query turn's text and the options are shown. When a journal holds several configurations of a
-problem, the record read last is shown.
+examples and images) comes from the dataset. A generic checkpoint (``hf:``/``vllm:``) whose chat template
+refused the canonical layout was sent the messages in the layout its capability probe chose (system prompt
+folded into the first user turn, examples in one turn): the layout its response journaled (else the
+manifest's ``backend.capabilities.layout``) is applied to the family's messages, as the backend applied it.
+Without the dataset, or when the family cannot be rebuilt, only the query turn's text and the options are
+shown. When a journal holds several configurations of a problem, the record read last is shown.
 """
 
 from __future__ import annotations
@@ -64,6 +67,22 @@ def journal_records(results_dir: str, manifest: dict) -> dict:
     return {rec["problem_id"]: rec for rec in records.values()}
 
 
+def run_layout(rec: dict, manifest: dict):
+    """The probed layout (``models.hf.probe.Layout``) the backend applied to this record's messages, or None."""
+    from smmile.models.hf.probe import Layout
+
+    extra = (rec.get("response") or {}).get("extra") or {}
+    found = extra.get("layout") if isinstance(extra, dict) else None
+    if not isinstance(found, dict):
+        found = (((manifest.get("backend") or {}).get("capabilities") or {}).get("layout"))
+    if not isinstance(found, dict):
+        return None
+    try:
+        return Layout(**found)
+    except TypeError:  # a layout of another version: the family's own messages
+        return None
+
+
 def _parts(content, images: list) -> list:
     """A message's content as text and ("image", ref) parts; ``images``: the request's images in prompt order
     (consumed by placeholders that carry no reference)."""
@@ -80,15 +99,25 @@ def _parts(content, images: list) -> list:
     return out
 
 
-def rendered(request) -> tuple[list | None, str]:
-    """(messages, note) of a family's request: chat messages (API or HF), a pre-rendered prompt with its
-    images (LLaVA-Med), or nothing (a baseline's planned choice)."""
+def rendered(request, layout=None) -> tuple[list | None, str]:
+    """(messages, note) of a family's request: chat messages (API or HF; a generic checkpoint's in the probed
+    ``layout``), a pre-rendered prompt with its images (LLaVA-Med), or nothing (a baseline's planned choice)."""
+    from smmile.models.hf.generic import RENDER
+
     if isinstance(request, str):
         return None, "a baseline: no model is asked; its answer was drawn from the examples when the run was planned"
     images = list(getattr(request, "images", None) or []) if not callable(getattr(request, "images", None)) else []
     messages = getattr(request, "messages", None)
+    note = ""
+    if messages and layout is not None and getattr(request, "render", None) == RENDER:
+        messages = layout.apply(messages)
+        changes = (["the system prompt opens the first user turn"] if layout.system == "first-user-turn" else []) + \
+            (["the examples and the query are one user turn"] if layout.examples == "one-turn" else [])
+        if changes:
+            note = "laid out as the capability probe chose (the chat template refused the canonical turns): " + \
+                "; ".join(changes)
     if messages:
-        return [(str(m.get("role", "")), _parts(m.get("content"), images)) for m in messages], ""
+        return [(str(m.get("role", "")), _parts(m.get("content"), images)) for m in messages], note
     prompt = getattr(request, "prompt", None)
     if isinstance(prompt, str):
         return [("prompt", [prompt] + [("image", ref) for ref in images])], \
@@ -115,7 +144,7 @@ def run_prompts(results_dir: str, manifest: dict | None, problems: dict) -> dict
             item = Item(rec.get("index", 0), problem, it.get("mode", ""), it.get("format", ""), it.get("target", ""),
                         it.get("options"), it.get("correct"), dict(it.get("extra") or {}))
             try:
-                messages, note = rendered(family.request(item))
+                messages, note = rendered(family.request(item), run_layout(rec, manifest))
             except Exception:  # a family that needs what the journal lacks: the query turn alone
                 messages, note = None, ""
         out[pid] = Prompt(messages, str(it.get("target") or ""), options, note)
