@@ -2,13 +2,13 @@
 
 Result sets are labelled as their datasets (``smmile data variant``): ``original`` (its 0-shot and ICL runs),
 ``k-shot-<k>``, ``flip-answers[-<fraction>]``, ``no-example-images``, ``no-query-image``. Every comparison is
-one record against another, paired by problem id, through ``analysis.paired.compare`` (= ``stats.paired``: the
+one record against another, paired by problem id, through ``analysis.paired.compare`` (= ``estimates.paired``: the
 estimand, its inverted-score interval and the cluster score test); Holm's family is every comparison of one run
-(``stats.apply_holm``). Differences are A − B in percentage points.
+(``estimates.apply_holm``). Differences are A − B in percentage points.
 
 * ``shots``: each k-shot ICL run and the original ICL run against the original 0-shot run, and each k-shot run
   against the original ICL run (models without a 0-shot run, e.g. the baselines, have only these); the curve table has
-  each point's accuracy with its interval (``stats.estimate``) and ``shots_curve.png`` draws it per model.
+  each point's accuracy with its interval (``estimates.estimate``) and ``shots_curve.png`` draws it per model.
 * ``flip``: each flipped-answers ICL run against the original ICL run and against the original 0-shot run.
 * ``images``: without example images (ICL) against the original ICL; the blind query against the original, per mode.
 * ``diagnostics``: per model the gain from examples (ICL − 0-shot), the gain left with flipped answers and without

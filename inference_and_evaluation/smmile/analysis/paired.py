@@ -1,9 +1,9 @@
-"""A model's scores on a variant against its scores on a reference set, through ``stats.paired``.
+"""A model's scores on a variant against its scores on a reference set, through ``estimates.paired``.
 
 Rows pair by problem_id (``scoring.pairing``); with ``by_base`` a variant row ``<id>_perm_<k>`` pairs
 with the reference's ``<id>``. Whenever the paired rows come in clusters (``by_base``, or ids that
 carry ``_perm_<k>``) the clusters are the base problems. The statistics are those of ``smmile stats``
-(``stats.paired``: one estimand — row-weighted by default —, its inverted-score interval and the
+(``estimates.paired``: one estimand — row-weighted by default —, its inverted-score interval and the
 cluster score test of the same difference; gold mismatches excluded unless asked). Differences are
 variant − reference, in percentage points; this module adds the flips and the relative change.
 """

@@ -4,13 +4,13 @@
 * ``order``: order-first and order-last against the original, and order-last against order-first, on
   the problems all of them scored (the recency table lists the three accuracies side by side).
 * ``permutation``: every permuted set (ids ``<id>_perm_<k>``) against the original, paired by base
-  problem, clustered by base problem (``stats.paired``); plus how consistent each model is across the
+  problem, clustered by base problem (``estimates.paired``); plus how consistent each model is across the
   orders of a problem.
 
 Sets that cannot be compared are refused before any statistic: a variant set of another analysis's
 kind, a permutation set without ``_perm_<k>`` rows, and two sets that share no problem. A result found
 in only one of the two sets of a comparison is named in a note (nothing is left out silently). Holm's
-family is every comparison of one run (``stats.apply_holm``); ``significant`` also needs the interval to
+family is every comparison of one run (``estimates.apply_holm``); ``significant`` also needs the interval to
 exclude 0.
 """
 
