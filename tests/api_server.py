@@ -32,7 +32,29 @@ def default_reply(record: dict) -> str:
     return "<think>Looks like the examples.</think>\n<answer>A</answer>"
 
 
-class FakeApi:
+class LoopbackServer:
+    """A threaded HTTP server on 127.0.0.1 (a free port): started by `with`, shut down at its end."""
+
+    def _serve(self, handler) -> None:
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+class FakeApi(LoopbackServer):
     def __init__(self, latency: float = 0.0, script: Callable[[dict], Action | None] | None = None,
                  reply: Callable[[dict], str] = default_reply, limit: int | None = None,
                  limit_retry_after: str = "1", headers: Callable[[dict], dict] | None = None):
@@ -43,22 +65,7 @@ class FakeApi:
         self.records: list[dict] = []
         self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> "FakeApi":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._serve(self._handler())
 
     def requests(self, kind: str | None = None) -> list[dict]:
         with self._lock:

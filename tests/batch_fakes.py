@@ -26,12 +26,12 @@ from email.policy import default as email_policy
 from typing import Callable
 from urllib.parse import urlsplit
 
-from api_server import _error, _success, default_reply
+from api_server import LoopbackServer, _error, _success, default_reply
 
 _ANTHROPIC_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class FakeBatchApi:
+class FakeBatchApi(LoopbackServer):
     def __init__(self, reply: Callable[[dict], str] = default_reply, polls: int = 1,
                  outcome: Callable[[str, dict, int], object] | None = None, expires_in: float = 86400.0):
         self.reply, self.polls, self.outcome, self.expires_in = reply, polls, outcome, expires_in
@@ -43,22 +43,7 @@ class FakeBatchApi:
         self.submitted: dict[str, int] = {}  # custom_id -> times submitted
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> "FakeBatchApi":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._serve(self._handler())
 
     def created(self) -> list[dict]:
         """The batches created, in order: id, kind and custom_ids."""
