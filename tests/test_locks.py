@@ -3,6 +3,7 @@ environment the tests run in is the locked one when .ci/run says so."""
 
 import os
 import re
+import sysconfig
 from importlib import metadata
 from pathlib import Path
 
@@ -88,6 +89,9 @@ def test_the_paper_lock_has_the_pins_smmile_env_compares_against():
                     reason="set by .ci/run, which builds the environment from the lock")
 def test_every_installed_distribution_is_pinned_at_its_version():
     lock = pins(Path(os.environ["SMMILE_LOCKED_ENV"]).name)
-    installed = {canonicalize_name(d.metadata["Name"]): d.version for d in metadata.distributions()}
+    # the environment's own site-packages (what its installs wrote), not whatever else is on sys.path
+    site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    installed = {canonicalize_name(d.metadata["Name"]): d.version for d in metadata.distributions(path=site)}
+    assert "torch" in installed and "pytest" in installed, site
     off = {n: (v, lock.get(n)) for n, v in installed.items() if n not in VENV_TOOLS and lock.get(n) != v}
     assert off == {}, "installed (version, locked version) of distributions that are not pinned as installed"
