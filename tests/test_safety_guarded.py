@@ -185,3 +185,19 @@ def test_sigterm_during_a_run_keeps_the_journal_and_the_rerun_resumes(tmp_path):
     assert 4 <= journaled < 24
     again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert again.returncode == 0 and f"{24 - journaled} computed this run" in again.stderr
+
+
+def test_output_piped_into_a_reader_that_stops_is_no_traceback():
+    """`smmile env | head -2`: the reader goes away; the command stops quietly with SIGPIPE's status."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys\nfrom smmile.cli import common as fd\n"
+            "def main():\n    for i in range(200000):\n        print('line', i)\n    return 0\n"
+            "sys.exit(fd.guarded(main))\n")
+    front = Path(__file__).resolve().parents[1] / "inference_and_evaluation"
+    proc = subprocess.run(f"{sys.executable} -c \"$CODE\" | head -2", shell=True, capture_output=True, text=True,
+                          cwd=front, env={"CODE": code, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(front)},
+                          timeout=60)
+    assert proc.stdout == "line 0\nline 1\n" and "Traceback" not in proc.stderr and "Error" not in proc.stderr

@@ -239,6 +239,10 @@ def guarded(main: Callable[[], int], interrupted: str = INTERRUPTED) -> int:
     except KeyboardInterrupt as exc:
         print(f"\n{interrupted}", file=sys.stderr)
         return 143 if isinstance(exc, Terminated) else 130
+    except BrokenPipeError:  # whoever read our output stopped (`smmile env | head`): stop quietly, as SIGPIPE would
+        with contextlib.suppress(OSError, ValueError):  # no second error when Python flushes stdout at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as exc:
         if exc.errno in _FULL:  # never a bug; a writer's error rarely names its file (fsguard's writes do)
             where = f": {exc.filename}" if exc.filename else ""
