@@ -131,3 +131,22 @@ def test_unreachable_hub_uses_the_cache(tmp_path, capsys, monkeypatch):
     assert cli.llava_main(args) == 0, capsys.readouterr().err
     assert "hub is unreachable (cannot reach 127.0.0.1:9" in capsys.readouterr().err
     assert (tmp_path / "out" / "result_llava_7b_0-shot.csv").exists() and time.time() - t0 < 30
+
+
+def test_an_uncached_hf_id_offline_points_to_a_local_folder_not_model_path(tmp_path, capsys, monkeypatch):
+    """`--model hf:ID` offline: the advice is `--model hf:/folder` (a preset's --model-path does not apply)."""
+    from smmile.cli import main as smmile
+
+    for var in ("TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # an empty cache
+    hub.unreachable.cache_clear()
+    monkeypatch.setattr(hub, "unreachable", hub.unreachable.__wrapped__)
+    code = smmile(["run", "--model", "hf:someone/not-cached-vlm", "--inference_mode", "0-shot", "--dataset",
+                   str(tiny_models.demo_subset(4)), "--output-dir", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    line = [x for x in err.splitlines() if x.startswith("error:")]
+    assert code == 2 and len(line) == 1 and "Traceback" not in err, err
+    assert "someone/not-cached-vlm" in line[0] and "--model hf:/path/to/folder" in line[0]
+    assert "--model-path" not in line[0]

@@ -236,3 +236,15 @@ def test_stratify_cli_on_demo_plusplus_counts_base_problems(tmp_path):
             assert stratum["n_problems"] <= len(bases) and stratum["ci95_high"] > stratum["ci95_low"]
             assert stratum["small"] == (stratum["n_problems"] < stratify.MIN_PROBLEMS)
     assert max(s["n_problems"] for s in ci["speciality"].values()) < max(s["n_rows"] for s in ci["speciality"].values())
+
+
+def test_llm_stratification_before_the_judge_says_what_to_run(tmp_path, capsys):
+    """Only result CSVs (no judge files yet): the original's line on stdout, and on stderr what to run first."""
+    from smmile.cli.stratify import main as stratify_main
+
+    (tmp_path / "result_qwen7B_ICL_open.csv").write_text("problem_id,final_question,true_answer,generated_answer,"
+                                                         "full_response\np1,q,a,a,a\n")
+    assert stratify_main([str(tmp_path), "--eval_type", "llm"]) == 1
+    out, err = capsys.readouterr()
+    assert "No result files found matching the criteria." in out
+    assert "evaluate_LLMJudge.py" in err and "_evaluationllm.json" in err and "Traceback" not in err

@@ -148,7 +148,7 @@ class VLLMBackend(Backend):
                 return vllm.LLM(**engine)
         except OSError:
             if down:
-                raise UserError(not_cached_message(self.path, down)) from None
+                raise UserError(not_cached_message(self.path, down, self.spec)) from None
             raise
 
     def load_processor(self):

@@ -11,6 +11,7 @@ dataset is reported and left out (exit 1); an existing output holding a model th
 from __future__ import annotations
 
 import json
+import logging
 import os
 
 from smmile.errors import UserError
@@ -23,6 +24,8 @@ from smmile.scoring.stratify import (StratifyError, format_flag_table, stratify_
                                      valid_flags)
 
 EXTENSIONS = {"em": "evaluation", "llm": "evaluationllm"}
+
+log = logging.getLogger(__name__)
 
 
 def load_dataset_problems(dataset: str | None, revision: str | None) -> dict:
@@ -87,6 +90,9 @@ def run_stratify(results_dir: str | os.PathLike, eval_type: str, *, model: str |
     ext = EXTENSIONS[eval_type]
     found = find_result_files(results_dir, stratify_patterns(ext, model, mode), model, mode)
     if not found:
+        step = "evaluate_LLMJudge.py" if eval_type == "llm" else "evaluate_EM.py"
+        log.warning(f"note: stratify.py --eval_type {eval_type} reads the *_{ext}.json files that {step} writes beside "
+                    f"the results: run {step} {os.fspath(results_dir)} first")
         return 1
     check_writable_dir(results_dir, "results folder")
     problems_by_id = load_dataset_problems(dataset, revision)

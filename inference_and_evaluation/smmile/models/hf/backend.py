@@ -109,9 +109,9 @@ class HFBackend(Backend):
                 self._load()
         except (OSError, ValueError, KeyError) as exc:
             if down:
-                raise UserError(preflight.not_cached_message(str(self.path), down)) from None
+                raise UserError(preflight.not_cached_message(str(self.path), down, self.spec)) from None
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            hint = "" if self.spec is None or self.spec.model_path else " (use --model-path DIR for a local checkpoint)"
+            hint = "" if self.spec is None or self.spec.model_path else f" ({preflight.local_checkpoint_advice(self.spec)})"
             raise UserError(f"cannot load model {self.path}: {first}{hint}") from None
 
     def image_backend(self) -> str:

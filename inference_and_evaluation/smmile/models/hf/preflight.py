@@ -56,6 +56,15 @@ def hub_down(model: str) -> str | None:
     return hub.unreachable()
 
 
-def not_cached_message(model: str, why: str) -> str:
+def local_checkpoint_advice(spec) -> str:
+    """How to point this run at a checkpoint on disk: `--model hf:/folder` for a model given by id, else
+    --model-path DIR (a preset)."""
+    name = getattr(spec, "model", "") or ""
+    if name.startswith(("hf:", "vllm:")):
+        return f"pass --model {name.split(':', 1)[0]}:/path/to/folder with a local checkpoint"
+    return "pass --model-path DIR with a local checkpoint"
+
+
+def not_cached_message(model: str, why: str, spec=None) -> str:
     return (f"cannot load model {model}: {why} and it is not in the Hugging Face cache; download it where the hub "
-            "is reachable, or pass --model-path DIR with a local checkpoint")
+            f"is reachable, or {local_checkpoint_advice(spec)}")
