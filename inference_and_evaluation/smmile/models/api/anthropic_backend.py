@@ -7,7 +7,8 @@ import os
 
 from ...errors import UserError
 from .accounting import anthropic_image_tokens
-from .backend import ApiBackend, NoContent, import_sdk
+from .backend import ApiBackend, NoContent
+from .request import import_sdk
 from .images import Encoded
 from .request import ChatRequest
 from .retry import Failure, status_failure

@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextvars
 import os
 
-from .backend import ApiBackend, NoContent, import_sdk
+from .backend import ApiBackend, NoContent
+from .request import import_sdk
 from .images import Encoded
 from .request import ChatRequest
 from .retry import Failure, parse_retry_after, status_failure

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-from urllib.parse import urlsplit
 
 from ...errors import UserError
 from .accounting import openai_image_tokens
-from .backend import ApiBackend, NoContent, import_sdk
+from .backend import ApiBackend, NoContent
+from .request import import_sdk
 from .images import Encoded
 from .request import ChatRequest
 from .retry import Failure, status_failure
@@ -22,12 +22,6 @@ OPENAI_ENDPOINT = "https://api.openai.com/v1"
 def no_openai_account(openai) -> dict:
     """Client arguments that keep OPENAI_ORG_ID / OPENAI_PROJECT_ID (read by the SDK) off other servers."""
     return {"default_headers": {"OpenAI-Organization": openai.Omit(), "OpenAI-Project": openai.Omit()}}
-
-
-def is_openai_endpoint(url: str | None) -> bool:
-    """True for OpenAI's own API host, the only place OPENAI_API_KEY may be sent by a URL the user chose
-    for an OpenAI-compatible server (the judge's --judge-base-url)."""
-    return not url or (urlsplit(url).hostname or "").lower() == "api.openai.com"
 
 
 class OpenAIChatBackend(ApiBackend):
