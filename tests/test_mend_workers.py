@@ -191,3 +191,32 @@ def test_a_sigkilled_command_leaves_no_worker_and_the_rerun_succeeds(results, tm
     rerun = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=FRONT, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert "is being written by" not in rerun.stderr
+
+
+FORK_HOOK_INTERRUPT = '''
+import os, signal, sys
+from smmile.report import workers
+
+def interrupt_me():  # a Ctrl-C that lands while Python runs its at-fork hooks in the parent
+    os.kill(os.getpid(), signal.SIGINT)
+
+os.register_at_fork(after_in_parent=interrupt_me)
+try:
+    with workers.Pool(2) as pool:
+        pool.submit(abs, -1).result()
+except KeyboardInterrupt:
+    print("interrupted")
+    sys.exit(0)
+print("carried on")
+sys.exit(1)
+'''
+
+
+def test_a_ctrl_c_during_the_workers_fork_is_not_swallowed():
+    """Python prints an exception raised in an at-fork hook as "Exception ignored" and goes on, so a Ctrl-C or
+    SIGTERM arriving while the pool forked was lost and the report carried on (flaky under load). The pool holds
+    the interrupts while it forks: the Ctrl-C is raised right after."""
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "inference_and_evaluation"))
+    proc = subprocess.run([sys.executable, "-c", FORK_HOOK_INTERRUPT], capture_output=True, text=True, env=env,
+                          timeout=60, preexec_fn=default_signals)
+    assert proc.stdout.strip() == "interrupted" and "Exception ignored" not in proc.stderr, proc.stdout + proc.stderr

@@ -21,6 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Callable
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_INTERRUPTS = {signal.SIGINT, signal.SIGTERM}
 _WATCH_SECONDS = 0.2
 
 
@@ -28,6 +29,7 @@ def _start_worker(parent: int, kernel_watch: bool) -> None:
     """Initializer of each worker: leave interrupts to `parent`, and end when `parent` ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _INTERRUPTS)  # held by the parent while it forked
     if kernel_watch:
         _kill_me_with_my_parent()
     if os.getppid() != parent:  # the parent died before (or while) this worker started
@@ -76,6 +78,14 @@ class Pool:
             main = threading.current_thread() is threading.main_thread()
             self._executor = ProcessPoolExecutor(self._workers, mp_context=multiprocessing.get_context("fork"),
                                                  initializer=_start_worker, initargs=(os.getpid(), main))
+            # The first submit forks every worker. A Ctrl-C or SIGTERM landing in one of Python's at-fork hooks
+            # is swallowed ("Exception ignored in _releaseLock") and the command would carry on: hold them until
+            # the forks are done (then they are raised here), and the workers ignore them from their initializer.
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+            try:
+                return self._executor.submit(fn, arg)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
         return self._executor.submit(fn, arg)
 
     def close(self) -> None:
