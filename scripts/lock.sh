@@ -3,10 +3,10 @@
 #   bash scripts/lock.sh            # all locks
 #   bash scripts/lock.sh main test  # some of them
 # Each lock pins every distribution (transitive ones too) for CPython 3.11 on Linux x86_64:
-#   locks/main.txt       requirements.txt + requirements-cpu.txt       the README's first command (CPU torch)
-#   locks/test.txt       requirements-test.txt (constrained by main)   the README's test command and CI
-#   locks/paper-gpu.txt  requirements-paper.txt                        GPU machines, the paper's versions
-#   locks/vllm.txt       requirements-vllm.txt                         the vLLM backend, its own environment
+#   requirements.lock        requirements.txt + requirements-cpu.txt      the README's first command (CPU torch)
+#   requirements-test.lock   requirements-test.txt (constrained by main)  the README's test command and CI
+#   requirements-paper.lock  requirements-paper.txt                       GPU machines, the paper's versions
+#   requirements-vllm.lock   requirements-vllm.txt                        the vLLM backend, its own environment
 # pip-tools runs in a throw-away virtual environment and resolves with this machine's pip configuration
 # (index, find-links). tests/test_locks.py checks that the requirement files and the locks agree.
 set -euo pipefail
@@ -25,10 +25,10 @@ compile() {  # compile OUT INPUT...
 targets=("$@"); [ ${#targets[@]} -eq 0 ] && targets=(main test paper-gpu vllm)
 for t in "${targets[@]}"; do
   case $t in
-    main) compile locks/main.txt requirements.txt requirements-cpu.txt ;;
-    test) compile locks/test.txt requirements-test.txt ;;
-    paper-gpu) compile locks/paper-gpu.txt requirements-paper.txt ;;
-    vllm) compile locks/vllm.txt requirements-vllm.txt ;;
+    main) compile requirements.lock requirements.txt requirements-cpu.txt ;;
+    test) compile requirements-test.lock requirements-test.txt ;;
+    paper-gpu) compile requirements-paper.lock requirements-paper.txt ;;
+    vllm) compile requirements-vllm.lock requirements-vllm.txt ;;
     *) echo "scripts/lock.sh: unknown lock '$t' (main, test, paper-gpu, vllm)" >&2; exit 2 ;;
   esac
 done

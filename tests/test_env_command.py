@@ -26,7 +26,7 @@ def test_env_lists_installed_versions_beside_the_papers_and_what_paper_does(caps
     rows = {r["package"]: r for r in data["packages"]}
     for name in ("torch", "transformers", "tokenizers", "pillow"):
         assert rows[name]["installed"] == metadata.version(name)
-    expected = paper_pins_from_requirement_file()  # the paper's environment as locks/paper-gpu.txt installs it
+    expected = paper_pins_from_requirement_file()  # the paper's environment as requirements-paper.lock installs it
     for name in ("torch", "transformers", "tokenizers", "qwen-vl-utils", "accelerate", "datasets", "torchvision"):
         assert rows[name]["paper"] == expected[name], name
     transformers = rows["transformers"]  # 5.x installed here, 4.51.0 pinned by the paper

@@ -37,7 +37,7 @@ class Pin:
 PAPER_PINS = (
     Pin("python", "3.10", "nothing to compensate: no result depends on the Python version"),
     Pin("torch", "2.5.1", "not compensated: kernels and bf16/fp16 arithmetic may differ in the last bits, which can "
-                          "flip a near-tie in greedy decoding; use locks/paper-gpu.txt for the paper's build"),
+                          "flip a near-tie in greedy decoding; use requirements-paper.lock for the paper's build"),
     Pin("transformers", "4.51.0", "each family re-states 4.51.0's image steps (docs/images.md: alpha dropped, not "
                                   "composited) and Llama-3.2's double BOS; token ids and pixel values are checked "
                                   "against 4.51.0 recordings (tests/test_hf_reference.py); the LLaVA scripts' 4.46.3 "

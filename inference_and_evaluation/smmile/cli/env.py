@@ -10,7 +10,7 @@ from . import common as fd
 DESCRIPTION = ("Show the installed versions of everything that can change results (the same facts every run "
                "manifest records), the accelerator, and the image-processor backend each model family will use, "
                "beside the versions the paper pinned; for each difference, what --protocol paper does about it. "
-               "locks/paper-gpu.txt installs the paper's versions on a GPU machine.")
+               "requirements-paper.lock installs the paper's versions on a GPU machine.")
 
 
 def image_backends() -> list[tuple[str, str, str]]:
