@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from childproc import default_signals
 
 from smmile import fsguard
 from smmile.errors import UserError
@@ -21,12 +22,6 @@ from smmile.errors import UserError
 FRONT = Path(__file__).resolve().parents[1] / "inference_and_evaluation"
 ENV = dict(os.environ, PYTHONPATH=str(FRONT))
 linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc to find the workers")
-
-
-def default_signals() -> None:
-    """Children start with default dispositions even when the suite runs under `nohup ... &`."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
 
 
 def children(pid: int) -> set[int]:

@@ -24,19 +24,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from smmile.errors import UserError
-from smmile.runner.journal import RESPONSES_FORMAT, Journal
 from smmile.fsguard import OutputLock, atomic_write_json, atomic_write_text, check_writable_dir
-from smmile.scoring import comparison
-from smmile.scoring.results import RunRecord as ResultFile
-from smmile.scoring.exact_match import check_judgement, exclude_problems, json_text, read_whole_hashed
-from smmile.scoring.results import problem_count
-from smmile.scoring import jury
+from smmile.runner.journal import RESPONSES_FORMAT, Journal
+from smmile.scoring import comparison, jury
+from smmile.scoring.exact_match import (ResultFileError, check_judgement, exclude_problems, json_text,
+                                        read_whole_hashed)
 from smmile.scoring.judge import (FAILED, NO_MAJORITY, UNPARSEABLE, JudgeSettings, PlannedFrame, judge_identity,
                                   judge_stats, judgements, plan_frame, sha256)
-from smmile.scoring.exact_match import ResultFileError
 from smmile.scoring.naming import (evaluationllm_json_path, judge_patterns, judge_record_path, judgements_path,
                                    question_column)
-from smmile.scoring.results import Outcome, check_results_dir, find_result_files, refuse_if_none_known, screened
+from smmile.scoring.results import RunRecord as ResultFile
+from smmile.scoring.results import (Outcome, check_results_dir, find_result_files, problem_count,
+                                    refuse_if_none_known, screened)
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +59,8 @@ class FileJob:
 def plan_files(found: list[ResultFile], settings: JudgeSettings, outcome: Outcome) -> list[FileJob]:
     """The files to judge, each read once and checked whole (``exact_match.read_whole_hashed``); others are reported."""
     jobs = []
-    for result, (raw, sha256) in screened(found, lambda r: read_whole_hashed(r.path),
-                                          lambda data: problem_count(data[0]), outcome):
+    for result, (raw, csv_sha256) in screened(found, lambda r: read_whole_hashed(r.path),
+                                              lambda data: problem_count(data[0]), outcome):
         try:
             question_column(raw.columns)
         except KeyError as exc:
@@ -69,7 +68,7 @@ def plan_files(found: list[ResultFile], settings: JudgeSettings, outcome: Outcom
             continue
         frame, excluded = exclude_problems(raw)
         jobs.append(FileJob(result.path, result.identity.scoring_name, result.mode, len(raw), excluded, frame,
-                            plan_frame(frame, settings), sha256))
+                            plan_frame(frame, settings), csv_sha256))
     return jobs
 
 
