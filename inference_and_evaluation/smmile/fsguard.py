@@ -1,16 +1,6 @@
-"""Safe writing: atomic files, output folders we may own, checks before work, one run per output.
-
-- `atomic_write_text/bytes/json` and `atomic_path`: a temp file in the target's folder, fsync, rename; a reader
-  (or a Ctrl-C) never sees half a file, and a failed write leaves the old file as it was.
-- `check_writable_dir`: fail with one line before any expensive work when an output folder cannot be written.
-- `prepare_output_dir`: a command that owns a whole folder may reuse a non-empty one only if it carries that
-  command's marker (`.smmile-output.json`); folders such as `.`, `..`, `/`, the home folder or one containing
-  the project are refused even with force.
-- `OutputLock`: one process per output; a second one gets a one-line error naming the holder; the lock of a
-  killed process is taken over (an flock is released by the kernel when its process dies; forked children do
-  not keep it, and one still held after its recorded holder died is taken over too).
-- `DiskFull`: a full disk while writing an output is one line naming the file and what is kept (exit 2).
-"""
+"""Safe writing: atomic files (temp file beside the target, fsync, rename: never half a file), checks before
+any expensive work, output folders a command may own (marked by `.smmile-output.json`), and `OutputLock`: one
+process per output. A full disk is one line naming the file and what is kept (`DiskFull`, exit 2)."""
 
 from __future__ import annotations
 
@@ -32,47 +22,38 @@ MARKER = ".smmile-output.json"
 LOCK_IN_FOLDER = ".smmile.lock"
 PLACEHOLDERS = (".gitkeep", ".keep")  # files that keep an empty folder in git: the folder still counts as empty
 _PACKAGE = Path(__file__).resolve().parent
-
-
-# ---------------------------------------------------------------- atomic writes
-
 _FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 class DiskFull(UserError):
-    """No space left (or over quota) while writing `path`; `kept` says what the user still has, `then` what
-    to do once there is space."""
-
     def __init__(self, path: str | os.PathLike, kept: str, then: str = "rerun"):
         super().__init__(f"no space left on the device to write {path}: {kept}; free some space and {then}")
 
 
-def _kept_by_atomic_write(path: Path) -> str:
-    if path.exists():
-        return "the file there is kept as it was"
-    return "nothing was written there"
-
-
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temp path beside `path`; on success it is fsynced and renamed onto `path`, else removed.
-
-    For writers that want a file name (pandas `to_csv`, matplotlib `savefig`, pyarrow): write to the yielded
-    path. The suffix is kept so that writers choosing a format from the extension still do so.
-    """
+    """Yield a temp path beside `path` (same suffix: writers pick the format from it); on success it is fsynced
+    and renamed onto `path`, else removed."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
     try:
         yield tmp
-        _fsync_file(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
         _keep_mode(path, tmp)
         os.replace(tmp, path)
-        _fsync_dir(path.parent)
+        with contextlib.suppress(OSError):  # not every file system lets a folder be opened and synced
+            dir_fd = os.open(path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
     except OSError as exc:
         if exc.errno in _FULL:  # a writer's OSError rarely names the file: say which, and what is kept
-            raise DiskFull(path, _kept_by_atomic_write(path)) from None
+            kept = "the file there is kept as it was" if path.exists() else "nothing was written there"
+            raise DiskFull(path, kept) from None
         raise
     finally:
         # BaseException too: a Ctrl-C during the write leaves neither half a file nor the temp file.
@@ -95,20 +76,6 @@ def atomic_write_json(path: str | os.PathLike, obj, indent: int | None = 2, **du
     return atomic_write_text(path, json.dumps(obj, indent=indent, **dumps_kwargs) + "\n")
 
 
-def _fsync_file(path: Path) -> None:
-    with open(path, "rb+") as f:
-        os.fsync(f.fileno())
-
-
-def _fsync_dir(folder: Path) -> None:
-    with contextlib.suppress(OSError):  # not every file system lets a folder be opened and synced
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def _keep_mode(path: Path, tmp: Path) -> None:
     """mkstemp makes 0600 files; keep an existing file's mode, else the umask's default."""
     try:
@@ -120,14 +87,9 @@ def _keep_mode(path: Path, tmp: Path) -> None:
     os.chmod(tmp, mode)
 
 
-# ---------------------------------------------------------------- checks before work
-
 def check_writable_dir(path: str | os.PathLike, what: str) -> Path:
-    """Raise UserError unless `path` is a folder that exists (or can be created) and can be written.
-
-    Nothing is created: the nearest existing folder is probed with a temp file that is removed at once.
-    `what` names the folder for the message ("output folder", "report folder").
-    """
+    """Raise UserError unless `path` is a folder that exists (or can be created) and can be written. Nothing is
+    created: the nearest existing folder is probed with a temp file."""
     path = Path(path).expanduser()
     probe = path
     while not probe.exists():
@@ -149,7 +111,6 @@ def check_writable_dir(path: str | os.PathLike, what: str) -> Path:
 
 
 def check_writable_file(path: str | os.PathLike, what: str) -> Path:
-    """Raise UserError unless a file can be written at `path` (its folder checked as above; not a folder)."""
     path = Path(path).expanduser()
     if path.is_dir():
         raise UserError(f"{what} {path} is a folder, not a file")
@@ -157,11 +118,7 @@ def check_writable_file(path: str | os.PathLike, what: str) -> Path:
     return path
 
 
-# ---------------------------------------------------------------- folders a command owns
-
-def refuse_dangerous_dir(path: str | os.PathLike, what: str = "output folder") -> Path:
-    """Raise UserError for folders no command may own: `/`, the home folder, the working folder or one of
-    its parents, any folder containing the smmile code, and any folder inside it. Returns the resolved path."""
+def refuse_dangerous_dir(path: str | os.PathLike) -> Path:
     resolved = Path(path).expanduser().resolve()
     cwd = Path.cwd().resolve()
     home = Path.home().resolve()
@@ -174,13 +131,12 @@ def refuse_dangerous_dir(path: str | os.PathLike, what: str = "output folder") -
     ]
     for hit, reason in reasons:
         if hit:
-            raise UserError(f"refusing to use {path} ({resolved}) as the {what}: it is {reason}; "
+            raise UserError(f"refusing to use {path} ({resolved}) as the output folder: it is {reason}; "
                             "choose a new or empty folder")
     return resolved
 
 
 def read_marker(path: str | os.PathLike) -> dict | None:
-    """The marker of an output folder, or None when it has none (or an unreadable one)."""
     try:
         data = json.loads((Path(path) / MARKER).read_text())
     except (OSError, ValueError):
@@ -189,10 +145,7 @@ def read_marker(path: str | os.PathLike) -> dict | None:
 
 
 def check_output_dir(path: str | os.PathLike, owner: str, force: bool = False) -> Path:
-    """Raise UserError unless `owner` may write into `path` (rules of `prepare_output_dir`); creates nothing.
-
-    For commands that check before their expensive work and create the folder only when they write.
-    """
+    """Raise UserError unless `owner` may write into `path` (rules of `prepare_output_dir`); creates nothing."""
     path = Path(path).expanduser()
     if path.exists() and not path.is_dir():
         raise UserError(f"output folder {path} is a file; choose a folder")
@@ -210,12 +163,8 @@ def check_output_dir(path: str | os.PathLike, owner: str, force: bool = False) -
 
 
 def prepare_output_dir(path: str | os.PathLike, owner: str, force: bool = False) -> Path:
-    """Make `path` ready to receive `owner`'s outputs and return it; nothing in it is deleted.
-
-    A new or empty folder is created and marked. An existing non-empty folder is used only if it carries
-    `owner`'s marker from an earlier run (or `force`); anything else is a UserError before any work.
-    `owner` is the command name (`smmile report`, `smmile data variant`).
-    """
+    """Create and mark `path` for `owner` (the command name); nothing in it is deleted. A non-empty folder is
+    used only if it carries `owner`'s marker from an earlier run (or `force`)."""
     path = check_output_dir(path, owner, force)
     path.mkdir(parents=True, exist_ok=True)
     write_marker(path, owner)
@@ -223,8 +172,7 @@ def prepare_output_dir(path: str | os.PathLike, owner: str, force: bool = False)
 
 
 def write_marker(path: str | os.PathLike, owner: str, *, stamp: bool = True, **extra) -> Path:
-    """Mark `path` as `owner`'s output folder. `stamp`: add the command line and time (left out where the
-    folder's bytes must depend on its content only, as for generated datasets)."""
+    """`stamp`: add the command line and time (left out where the bytes must depend on the content only)."""
     from . import __version__
 
     info = {"owner": owner, "smmile_version": __version__}
@@ -233,19 +181,13 @@ def write_marker(path: str | os.PathLike, owner: str, *, stamp: bool = True, **e
     return atomic_write_json(Path(path) / MARKER, {**info, **extra})
 
 
-# ---------------------------------------------------------------- one run per output
-
 class OutputLock:
     """`with OutputLock(path, "the results of qwen72B ICL"):` — one process at a time per output.
 
-    The lock file is `<path>/.smmile.lock` when `path` is an existing folder, else `<path>.lock` beside it;
-    `beside=True` always puts it beside (for a folder that may not exist yet: every process must pick the
-    same file). It holds the holder's PID, host and command (for the message) and is removed on release.
-    The flock is dropped by the kernel when the holder dies, so a lock left by a killed process is simply
-    taken over. A forked child (a drawing worker) closes its copy of the lock at once, so it never keeps the
-    lock alive after its parent; a lock still held although the process it names has died on this host (a
-    child of an earlier smmile kept it) is taken over as well. A lock file that is a symbolic link is
-    refused: it is never followed, truncated or written through.
+    The lock file is `<path>/.smmile.lock` for an existing folder, else (or `beside=True`) `<path>.lock`; it
+    names the holder (PID, host, command) and is removed on release. The kernel drops the flock of a killed
+    holder; forked children close their copy at once, and a lock still held although the process it names
+    died on this host is taken over too. A lock file that is a symbolic link is refused, never written through.
     """
 
     def __init__(self, path: str | os.PathLike, what: str, *, beside: bool = False):
@@ -304,14 +246,21 @@ class OutputLock:
                                 "one: remove the link and rerun") from None
             raise
 
+    def _holder(self) -> dict:
+        try:
+            holder = json.loads(self.file.read_text() or "{}")
+        except (OSError, ValueError):
+            return {}
+        return holder if isinstance(holder, dict) else {}
+
     def _stale_holder(self) -> tuple | None:
         """(pid, inode) of the lock file when the process it names ran on this host and is gone, else None."""
         try:
             st = os.stat(self.file, follow_symlinks=False)
-            holder = json.loads(self.file.read_text() or "{}")
-        except (OSError, ValueError):
+        except OSError:
             return None
-        pid = holder.get("pid") if isinstance(holder, dict) else None
+        holder = self._holder()
+        pid = holder.get("pid")
         if not isinstance(pid, int) or pid <= 0 or holder.get("host") != socket.gethostname() or _alive(pid):
             return None
         return pid, st.st_ino
@@ -326,14 +275,6 @@ class OutputLock:
         os.close(self._fd)
         self._fd = None
 
-    def _forget_in_child(self) -> None:
-        """In a forked child: close the inherited descriptor (the parent still holds the lock) and never
-        remove the parent's lock file."""
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
-
     def _same_file(self, fd: int) -> bool:
         try:
             st = os.stat(self.file, follow_symlinks=False)
@@ -343,10 +284,7 @@ class OutputLock:
         return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
     def _held_message(self) -> str:
-        try:
-            holder = json.loads(self.file.read_text() or "{}")
-        except (OSError, ValueError):
-            holder = {}
+        holder = self._holder()
         who = f"process {holder.get('pid', '?')}"
         if holder.get("host") and holder["host"] != socket.gethostname():
             who += f" on {holder['host']}"
@@ -361,7 +299,7 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:  # someone else's process
-        return True
+        pass
     return True
 
 
@@ -369,8 +307,13 @@ _HELD: "weakref.WeakSet[OutputLock]" = weakref.WeakSet()  # the locks this proce
 
 
 def _close_inherited_locks() -> None:
+    """In a forked child: close the inherited descriptors (the parent still holds the locks) and never remove
+    the parent's lock files."""
     for lock in list(_HELD):
-        lock._forget_in_child()
+        if lock._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(lock._fd)
+            lock._fd = None
     _HELD.clear()
 
 
