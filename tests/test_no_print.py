@@ -48,9 +48,6 @@ FAITHFUL = {
         "_report": "variance_analysis's 'Final Results Table'",
         "run_variance": "variance_analysis's 'Found N CSV files' and bootstrap-count lines",
     },
-    "scoring/stats_run.py": {
-        "_compute_into": "smmile stats' estimates table on stdout (also variance_analysis --ci's) and 'Written:'",
-    },
     "report/page.py": {
         "run_report": "smmile report's closing 'Report written to <page>' on stdout",
     },

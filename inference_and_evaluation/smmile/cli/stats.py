@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 
 from ..scoring import estimates, stats_run
 from . import common as fd
@@ -43,8 +44,11 @@ def add_estimand_flags(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``smmile stats``; returns the exit status (2 on bad input)."""
     a = build_parser().parse_args(argv)
-    return fd.guarded(lambda: stats_run.run_stats(a.results_dir, out=a.out, force=a.force, n_boot=a.n_boot, seed=a.seed,
-                                              level=a.level, cluster=a.cluster, compare=a.compare,
-                                              include_gold_mismatch=a.include_gold_mismatch, weight=a.weight,
-                                              failures=a.failures),
-                      interrupted="interrupted: smmile stats stopped; nothing half-written")
+    return fd.guarded(lambda: _run(a), interrupted="interrupted: smmile stats stopped; nothing half-written")
+
+
+def _run(a: argparse.Namespace) -> int:
+    settings = {f.name: getattr(a, f.name) for f in fields(stats_run.StatsSettings)}
+    status, report = stats_run.run_stats(a.results_dir, out=a.out, force=a.force, **settings)
+    print(report)
+    return status

@@ -96,18 +96,17 @@ class StatsSettings:
     failures: str = "wrong"
 
 
-def run_stats(results_dir: str, *, out: str | None = None, force: bool = False, **settings) -> int:
+def run_stats(results_dir: str, *, out: str | None = None, force: bool = False, **settings) -> tuple[int, str]:
     """Estimates (and comparisons, unless ``compare="none"``) for the results in ``results_dir``, written
     to ``out`` (a folder this command owns, locked while writing; ``force``: any allowed folder) or, by
     default, as ``stats_*`` files into ``results_dir``. ``settings``: the fields of ``StatsSettings``.
-    0 on success, 1 when some input was skipped (named on stderr)."""
+    Returns the exit status (1 when some input was skipped, named on stderr) and the console report."""
     s = StatsSettings(**settings)
     folder = _check(results_dir, out, force, s)
     if not out:
         return _compute_into(results_dir, folder, s)
     with fsguard.OutputLock(folder, f"the statistics folder {folder}"):
         return _compute_into(results_dir, folder, s)
-
 
 
 def _check(results_dir: str, out: str | None, force: bool, s: StatsSettings) -> str:
@@ -125,7 +124,7 @@ def _check(results_dir: str, out: str | None, force: bool, s: StatsSettings) -> 
     return results_dir
 
 
-def _compute_into(results_dir: str, out: str, s: StatsSettings) -> int:
+def _compute_into(results_dir: str, out: str, s: StatsSettings) -> tuple[int, str]:
     problems: list[str] = []
 
     def warn(message: str) -> None:
@@ -140,11 +139,11 @@ def _compute_into(results_dir: str, out: str, s: StatsSettings) -> int:
     written = write_rows(rows, os.path.join(out, "stats_estimates"), settings)
     fsguard.atomic_write_text(os.path.join(out, "stats_table.tex"), tables.ci_latex_table(rows))
     written.append(os.path.join(out, "stats_table.tex"))
-    print(console_table(rows))
+    report = [console_table(rows)]
     if s.compare != "none":
         pairs = comparisons(records, s.compare, s.n_boot, s.seed, s.cluster, s.level, s.include_gold_mismatch,
                             log.warning, s.weight, s.failures)
         written += write_rows(pairs, os.path.join(out, "stats_comparisons"), settings)
-        print(comparison_summary(pairs, s.level))
-    print("Written: " + ", ".join(written))
-    return 1 if problems else 0
+        report.append(comparison_summary(pairs, s.level))
+    report.append("Written: " + ", ".join(written))
+    return (1 if problems else 0), "\n".join(report)

@@ -26,7 +26,7 @@ import numpy as np
 
 from smmile.errors import UserError
 from smmile.fsguard import check_writable_file
-from smmile.scoring import statistics, tables
+from smmile.scoring import statistics, stats_run, tables
 from smmile.scoring.exact_match import ResultFileError
 from smmile.scoring.metrics import Metric, get_metric, metric_scores, metrics_for, read_rows
 from smmile.scoring.naming import evaluationllm_json_path
@@ -206,20 +206,13 @@ def run_variance(directory: str, *, output: str = "evaluation_results.txt", mean
     print(f"Using {statistics.LEGACY_N_BOOT} bootstrap samples for variance estimation")
     analysis = analyse(files, mean_only)
     _report(analysis, mean_only, output_path, latex_path)
-    if ci:
-        _estimates(directory)
+    if ci:  # the `smmile stats` estimates, as an extra: a user error there does not change the exit status
+        try:
+            print(stats_run.run_stats(directory, compare="none")[1])
+        except UserError as exc:
+            log.error(f"error: {exc}")
     if analysis.problems:
         log.warning(f"warning: {len(analysis.problems)} problem(s): cell(s) that could not be scored (shown as '-') "
                     "or outputs kept (see above)")
     return 1 if analysis.problems else 0
 
-
-def _estimates(directory: str) -> None:
-    """``--ci``: the ``smmile stats`` estimates, as an extra; a user error there is reported on its line
-    and does not change the tables' exit status."""
-    from smmile.scoring import stats_run
-
-    try:
-        stats_run.run_stats(directory, compare="none")
-    except UserError as exc:
-        log.error(f"error: {exc}")
