@@ -153,7 +153,7 @@ def render(data, figs, page_dir: str) -> str:
     body.append(explorer_page.section(payload, IMAGES_SLOT) if linked else "")
     body += [sections.runs_section(s) for s in data.sets]
     return html.page(data.title, sections.header(data), nav(data, linked), "".join(body),
-                     explorer_page.script() if linked else "", explorer_page.CSS if linked else "")
+                     explorer_page.script() if linked else "", html.asset("explorer.css") if linked else "")
 
 
 def write_page(path: str, text: str, images) -> None:
