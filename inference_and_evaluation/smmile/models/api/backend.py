@@ -1,8 +1,7 @@
 """The shared async API backend: bounded concurrency, retries, accounting, size checks, secret scrubbing.
 
-Provider subclasses implement four hooks: `make_client`, `render` (neutral request -> SDK keyword
-arguments), `send` (one SDK call -> (text, usage)) and `classify` (exception -> Failure).
-Requests run on one asyncio event loop; `on_done` is called on one dedicated thread, one call at a time.
+Provider subclasses implement `make_client`, `render` (ChatRequest -> SDK keyword arguments), `send` (one SDK call
+-> (text, usage[, headers])) and `classify` (exception -> Failure). `on_done` runs on one thread, one call at a time.
 """
 
 from __future__ import annotations
@@ -84,8 +83,7 @@ class ApiBackend(Backend):
         return {}
 
     def guard_key(self, var: str, official: tuple[str, ...], named_by: str | None = None, hint: str = "") -> None:
-        """Refuse to send the key in `var` to a --base-url that is neither its provider's (`official` hosts), nor
-        allowed with --allow-key-for-host, nor the host of the variable `named_by` (e.g. OPENAI_BASE_URL)."""
+        """Refuse to send the key in `var` to a --base-url that `secrets.key_may_go_to` does not allow."""
         allowed = self.settings.get("allow_key_for_host") or ()
         if key_may_go_to(self.base_url, official, allowed, os.environ.get(named_by) if named_by else None):
             return
@@ -97,15 +95,6 @@ class ApiBackend(Backend):
     def endpoint(self) -> str | None:
         """Where requests go, without credentials (for messages, manifests and the judge's record)."""
         return public_url(self.base_url)
-
-    def make_client(self) -> Any:
-        raise NotImplementedError
-
-    def render(self, req: ChatRequest, images: dict[int, Encoded]) -> dict:
-        raise NotImplementedError
-
-    async def send(self, client: Any, wire: dict) -> tuple[str, dict]:
-        raise NotImplementedError
 
     def classify(self, exc: BaseException) -> Failure:
         if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
@@ -146,10 +135,6 @@ class ApiBackend(Backend):
         """The provider's documented token count of one image as sent (None: not documented)."""
         return None
 
-    def input_tokens(self, req: ChatRequest, images: dict[int, Encoded]) -> int:
-        """Estimated input tokens: text at ~4 characters a token, images by the provider's rule."""
-        return text_tokens(req.messages) + sum(self.image_tokens(e.size) or 0 for e in images.values())
-
     def prepare(self, req: ChatRequest) -> tuple[dict, dict]:
         """SDK arguments and notes (downscaled images, request size, estimated tokens) for the journal."""
         images = self.encode(req)
@@ -157,7 +142,8 @@ class ApiBackend(Backend):
         notes = {"images": len(images), "downscaled_images": sum(e.downscaled for e in images.values()),
                  "image_sizes": [list(e.size) for e in images.values()],
                  "image_b64_bytes": sum(len(e.b64) for e in images.values()),
-                 "estimated_input_tokens": self.input_tokens(req, images)}
+                 "estimated_input_tokens": text_tokens(req.messages)
+                 + sum(self.image_tokens(e.size) or 0 for e in images.values())}
         if self.check_limits:
             size = len(json.dumps(wire, default=str))
             notes["request_bytes"] = size
@@ -166,16 +152,11 @@ class ApiBackend(Backend):
                 raise TooLarge(f"request of {size} bytes exceeds the {cap}-byte limit")
         return wire, notes
 
-    def estimated_cost(self, req: ChatRequest, notes: dict) -> float | None:
-        """At most what this request costs: its estimated input and its whole output-token cap."""
-        return self.meter.cost_of({"input_tokens": notes["estimated_input_tokens"],
-                                   "output_tokens": self.output_cap(req) or 0})
-
     def output_cap(self, req: ChatRequest) -> int | None:
         """The output-token cap sent with `req` (None: none, the server decides)."""
         return req.max_tokens or self.default_max_tokens
 
-    # -- messages: one line each, through the run's progress when it has one --------------------
+    # -- messages: one line each, through the run's progress when it has one
     def _note(self, text: str) -> None:
         (self.note or log.warning)(text)
 
@@ -184,58 +165,53 @@ class ApiBackend(Backend):
     def progress_detail(self) -> str:
         return self.limiter.describe()
 
-    # -- one request with retries ---------------------------------------------------------------
+    # -- one request with retries
     async def call(self, client: Any, wire: dict, budget: float | None = None) -> tuple[str, dict, Failure | None, int]:
         """`budget`: the request's estimated cost, reserved against --max-cost when its first attempt is launched
         (a request that no longer fits raises OverBudget before anything is sent)."""
-        reserved = [0.0]
+        reserved = 0.0
         try:
-            return await self._attempts(client, wire, budget, reserved)
-        finally:
-            self.meter.reserved -= reserved[0]
-
-    async def _attempts(self, client, wire: dict, budget: float | None, reserved: list) -> tuple:
-        for attempt in range(self.policy.max_retries + 1):
-            if self.fatal:
-                return "", {}, Failure(self.fatal, False), attempt
-            epoch = await self.limiter.acquire()
-            if attempt == 0 and budget is not None:
-                if not self.meter.fits(budget):
+            for attempt in range(self.policy.max_retries + 1):
+                if self.fatal:
+                    return "", {}, Failure(self.fatal, False), attempt
+                epoch = await self.limiter.acquire()
+                if attempt == 0 and budget is not None:
+                    if not self.meter.fits(budget):
+                        await self.limiter.release(epoch, 0)
+                        raise OverBudget(budget)
+                    self.meter.reserved += budget
+                    reserved = budget
+                self.meter.requests += 1
+                try:
+                    text, usage, *rest = await asyncio.wait_for(self.send(client, wire), self.timeout + 5)
+                except asyncio.CancelledError:
                     await self.limiter.release(epoch, 0)
-                    raise OverBudget(budget)
-                self.meter.reserved += budget
-                reserved[0] = budget
-            self.meter.requests += 1
-            try:
-                text, usage, *rest = await asyncio.wait_for(self.send(client, wire), self.timeout + 5)
-            except asyncio.CancelledError:
-                await self.limiter.release(epoch, 0)
-                raise
-            except Exception as exc:  # noqa: BLE001 - every failure is classified, none is an answer
-                failure = self.classify(exc)
-                failure.message = self.scrub(failure.message)
-                headers = getattr(getattr(exc, "response", None), "headers", None)
-                status = failure.status or (503 if failure.transient else 0)  # timeouts: the server is busy
-                self.stats["throttled"] += failure.status in (429, 503, 529)
-                too_long = failure.retry_after is not None and failure.retry_after > self.policy.max_retry_after
-                await self.limiter.release(epoch, status, None if too_long else failure.retry_after, headers)
-                if failure.status in (401, 403):  # the key was refused: every other request would be too
-                    self.fatal = (f"{failure.status} from {self.endpoint()}: {failure.message} (the key was "
-                                  "refused: check it, and the model's name and access)")
+                    raise
+                except Exception as exc:  # noqa: BLE001 - every failure is classified, none is an answer
+                    failure = self.classify(exc)
+                    failure.message = self.scrub(failure.message)
+                    headers = getattr(getattr(exc, "response", None), "headers", None)
+                    status = failure.status or (503 if failure.transient else 0)  # timeouts: the server is busy
+                    self.stats["throttled"] += failure.status in (429, 503, 529)
+                    too_long = failure.retry_after is not None and failure.retry_after > self.policy.max_retry_after
+                    await self.limiter.release(epoch, status, None if too_long else failure.retry_after, headers)
+                    if failure.status in (401, 403):  # the key was refused: every other request would be too
+                        self.fatal = (f"{failure.status} from {self.endpoint()}: {failure.message} (the key was "
+                                      "refused: check it, and the model's name and access)")
+                    elif too_long:
+                        self.fatal = (f"{self.endpoint()} asked to wait {failure.retry_after:g}s (Retry-After), longer "
+                                      f"than the {self.policy.max_retry_after:g}s smmile waits: rerun the same command "
+                                      "later to continue")
+                    elif self.policy.should_retry(failure, attempt):
+                        self.stats["retries"] += 1
+                        await asyncio.sleep(self.policy.delay(failure, attempt))
+                        continue
                     return "", {}, failure, attempt + 1
-                if too_long:
-                    self.fatal = (f"{self.endpoint()} asked to wait {failure.retry_after:g}s (Retry-After), longer "
-                                  f"than the {self.policy.max_retry_after:g}s smmile waits: rerun the same command "
-                                  "later to continue")
-                    return "", {}, failure, attempt + 1
-                if not self.policy.should_retry(failure, attempt):
-                    return "", {}, failure, attempt + 1
-                self.stats["retries"] += 1
-                await asyncio.sleep(self.policy.delay(failure, attempt))
-                continue
-            await self.limiter.release(epoch, None, None, rest[0] if rest else None)
-            return text, usage, None, attempt + 1
-        raise AssertionError("unreachable")
+                await self.limiter.release(epoch, None, None, rest[0] if rest else None)
+                return text, usage, None, attempt + 1
+            raise AssertionError("unreachable")
+        finally:
+            self.meter.reserved -= reserved
 
     async def one(self, client: Any, req: ChatRequest) -> Response:
         t0 = time.monotonic()
@@ -245,7 +221,9 @@ class ApiBackend(Backend):
             self.stats["not_sent_too_large"] += 1
             return Response(error=req.error_format.format(e=f"{exc} (not sent)"), extra={"not_sent": str(exc)})
         self.stats["downscaled_images"] += notes["downscaled_images"]
-        text, usage, failure, attempts = await self.call(client, wire, self.estimated_cost(req, notes))
+        budget = self.meter.cost_of({"input_tokens": notes["estimated_input_tokens"],
+                                     "output_tokens": self.output_cap(req) or 0})  # at most: the whole output cap
+        text, usage, failure, attempts = await self.call(client, wire, budget)
         self.meter.estimated_input_tokens += notes["estimated_input_tokens"]
         self.meter.estimated_output_cap += self.output_cap(req) or 0
         extra: dict = {"attempts": attempts, **notes}
@@ -267,7 +245,7 @@ class ApiBackend(Backend):
             return Response(error=req.error_format.format(e=failure.message), usage=usage, seconds=seconds, extra=extra)
         return Response(text=text, usage=usage, seconds=seconds, extra=extra)
 
-    # -- the run --------------------------------------------------------------------------------
+    # -- the run
     def count_journaled(self, records) -> None:
         """Called by the executor with the journal's records of this output: the budget counts what they cost."""
         self.meter.count_journaled(records)
@@ -333,7 +311,8 @@ class ApiBackend(Backend):
         if not work:
             return
         if self.meter.max_cost is not None and self.meter.price is None:
-            self._note(f"warning: no price known for {self.model!r}; --max-cost cannot be enforced (use --price IN:OUT)")
+            self._note(f"warning: no price known for {self.model!r}; --max-cost cannot be enforced "
+                       "(use --price IN:OUT)")
         if self.meter.max_cost is not None and self.meter.exhausted():
             self.meter.stopped = True
             self.stats["not_started_max_cost"] = len(work)
@@ -351,7 +330,14 @@ class ApiBackend(Backend):
             return
         # called from inside a running loop (e.g. a notebook): run ours on one worker thread
         errors: list[BaseException] = []
-        thread = threading.Thread(target=lambda: _run_capturing(self.run_all(work, on_done), errors))
+
+        def run_capturing() -> None:
+            try:
+                asyncio.run(self.run_all(work, on_done))
+            except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
+                errors.append(exc)
+
+        thread = threading.Thread(target=run_capturing)
         thread.start()
         thread.join()
         if errors:
@@ -374,12 +360,14 @@ class ApiBackend(Backend):
                 images += 1
                 b64 += len(e.b64)
                 image_tokens += self.image_tokens(e.size) or 0
-                sizes[f"{e.size[0]}x{e.size[1]}"] = sizes.get(f"{e.size[0]}x{e.size[1]}", 0) + 1
+                size = f"{e.size[0]}x{e.size[1]}"
+                sizes[size] = sizes.get(size, 0) + 1
             cap += self.output_cap(req) or 0
         sync = self.meter.cost_of({"input_tokens": text + image_tokens, "output_tokens": cap})
         return {"model": self.model, "provider": self.provider, "endpoint": self.endpoint(),
                 "requests": len(requests) - len(too_large), "not_sent_too_large": len(too_large),
-                "images": images, "image_b64_bytes": b64, "image_sizes": dict(sorted(sizes.items(), key=lambda kv: -kv[1])),
+                "images": images, "image_b64_bytes": b64,
+                "image_sizes": dict(sorted(sizes.items(), key=lambda kv: -kv[1])),
                 "image_rule": self.image_rule(), "input_tokens": text + image_tokens, "text_tokens": text,
                 "image_tokens": image_tokens, "output_tokens_cap": cap,
                 "max_tokens": sorted({self.output_cap(r) for r in requests}, key=lambda v: (v is None, v or 0)),
@@ -402,10 +390,3 @@ class OverBudget(Exception):
     def __init__(self, estimate: float):
         super().__init__(f"estimated {estimate:.4f} USD")
         self.estimate = estimate
-
-
-def _run_capturing(coro, errors: list) -> None:
-    try:
-        asyncio.run(coro)
-    except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
-        errors.append(exc)
