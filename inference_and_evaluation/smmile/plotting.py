@@ -1,30 +1,19 @@
-"""Paper-ready figures (PNG at 300 dpi + SVG), drawn from plain rows (``smmile figures`` and the report draw them).
+"""Paper-ready figures (PNG at 300 dpi + SVG) from plain rows, for ``smmile figures`` and the report: ``bars``
+(accuracy with CIs), ``forest`` (differences; filled = significant), ``dumbbell`` (estimates side by side),
+``heatmap`` (accuracy per model × stratum; small cells greyed).
 
-Four kinds, each a function of plain data returning a matplotlib figure:
-
-* ``bars``: accuracy per model, one bar per series present (0-shot, ICL), 95% CI error bars;
-* ``forest``: one difference per row with its interval, panels side by side (ICL gain, analyses);
-  filled markers are significant, open ones are not;
-* ``dumbbell``: two or more estimates per row joined by a line (datasets side by side, judge vs humans);
-* ``heatmap``: accuracy per model × stratum, one panel per mode; a cell with too few problems is greyed
-  (the report leaves out strata too small for every model: ``smmile.report.figures.heatmap_panels``).
-
-Callers pass display names (never internal model keys). A missing result is marked "no result" (a grey
-×), never left to read as zero. Sizes (``SIZES``, a job's ``size``): ``page`` (default) — every text at
-least ``MIN_FONT`` pt at the figure's own size, which is the size the report shows it at, widths within
-``MAX_WIDTH`` inches; ``paper`` — one column, 3.3 in wide, 7-8 pt text; ``slide`` — 16:9 (10 × 5.625 in),
-13-16 pt text.
-Colours are the Okabe-Ito set and the cividis map (both readable in grayscale and by colour-blind
-readers), markers differ in shape too, and every marker has a legend entry. The same inputs give the
-same bytes: the SVG hash salt is fixed and no date is written. Text stays text in the SVG (editable).
-
-matplotlib is imported lazily (Agg backend) so the rest of the package works without it.
+Callers pass display names. A missing result is a grey × ("no result"), never a zero. Sizes: ``page`` (every text
+at least ``MIN_FONT`` pt at the size the report shows it, within ``MAX_WIDTH`` in), ``paper`` (one column),
+``slide`` (16:9). Okabe-Ito colours, cividis, distinct marker shapes: readable in grayscale and by colour-blind
+readers. Same inputs, same bytes (fixed SVG hash salt, no date). matplotlib is imported lazily (Agg backend).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
+import textwrap
 
 import numpy as np
 
@@ -42,7 +31,6 @@ STYLE = {
     "axes.spines.top": False, "axes.spines.right": False, "axes.titlelocation": "left",
     "svg.fonttype": "none", "svg.hashsalt": "smmile", "savefig.dpi": DPI,
 }
-METADATA = {"svg": {"Date": None}}
 FONT_KEYS = ("font.size", "axes.titlesize", "axes.labelsize", "xtick.labelsize", "ytick.labelsize",
              "legend.fontsize", "figure.titlesize")
 SIZES = {  # --figure-size: None keeps STYLE and each figure's own size (the page's)
@@ -55,12 +43,12 @@ SERIES_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E
 SERIES_MARKERS = ("o", "s", "^", "D", "v", "P")
 MODE_COLOURS = {"0-shot": "#E69F00", "ICL": "#0072B2"}
 GREY = "#777777"
+NO_RESULT = {"ls": "none", "marker": "x", "ms": 6, "mew": 1.4, "color": GREY}  # a grey × where a result is missing
 SMALL_FACE = "#f0f0f0"
 HATCH = "#b0b0b0"
 
 
 def pyplot():
-    """matplotlib.pyplot on the Agg backend (no display needed)."""
     try:
         import matplotlib
     except ImportError:
@@ -71,7 +59,6 @@ def pyplot():
 
 
 def save(fig, out: str, name: str, formats=FORMATS) -> list[str]:
-    """Write ``out/name.<fmt>`` for each format (atomically, deterministic bytes) and close the figure."""
     from smmile.fsguard import atomic_path
 
     os.makedirs(out, exist_ok=True)
@@ -82,7 +69,7 @@ def save(fig, out: str, name: str, formats=FORMATS) -> list[str]:
             if fmt == "png":
                 write_png(fig, tmp)
             else:
-                fig.savefig(tmp, format=fmt, dpi=DPI, metadata=METADATA[fmt])
+                fig.savefig(tmp, format=fmt, dpi=DPI, metadata={"Date": None})  # formats: png, svg
         fig.set_layout_engine("none")  # laid out once, by the first save; the other formats reuse it
         paths.append(path)
     pyplot().close(fig)
@@ -90,8 +77,7 @@ def save(fig, out: str, name: str, formats=FORMATS) -> list[str]:
 
 
 def write_png(fig, path) -> None:
-    """The figure at DPI as an RGB PNG (the pixels ``savefig`` draws, without the all-opaque alpha
-    channel: a third faster to write and a smaller file)."""
+    """The pixels ``savefig`` draws, without the all-opaque alpha channel (a third faster, a smaller file)."""
     from PIL import Image
 
     dpi = fig.dpi
@@ -105,8 +91,7 @@ def write_png(fig, path) -> None:
 
 
 def draw(job: dict) -> list[str]:
-    """Draw and save one figure job ``{"kind", "spec", "out", "name", "formats"}`` (picklable: the
-    report draws jobs in worker processes); returns the written paths."""
+    """Draw and save one (picklable) job ``{"kind", "spec", "out", "name", "formats", "size"}``; the paths."""
     plt = pyplot()
     size = job.get("size", "page")
     if size not in SIZES:
@@ -124,8 +109,7 @@ def draw(job: dict) -> list[str]:
 
 
 def _fit(fig) -> None:
-    """Paper and slide figures: the size's width (and a slide's height); a paper figure keeps a height that
-    leaves its rows readable."""
+    """Paper and slide sizes: their width (and a slide's height); a paper figure keeps its rows readable."""
     profile = _SIZE["profile"]
     if not profile:
         return
@@ -139,7 +123,6 @@ def _cell_font() -> float:
 
 
 def _rc(key: str) -> float:
-    """A font size of the current style, in points."""
     import matplotlib
     from matplotlib.font_manager import FontProperties
 
@@ -148,38 +131,17 @@ def _rc(key: str) -> float:
 
 def _width(needed: float, least: float = 6.0) -> float:
     profile = _SIZE["profile"]
-    if profile:
-        return float(profile["width"])
-    return float(min(MAX_WIDTH, max(least, needed)))
+    return float(profile["width"]) if profile else float(min(MAX_WIDTH, max(least, needed)))
 
 
 def wrapped(text: str, width_in: float, size_pt: float) -> str:
-    """``text`` broken into lines that fit ``width_in`` inches at ``size_pt`` (a character of DejaVu Sans
-    is at most ~0.6 em wide on average), so that no title runs off its figure."""
-    import re
-    import textwrap
-
+    """``text`` in lines that fit ``width_in`` inches at ``size_pt`` (DejaVu Sans: ~0.6 em a character)."""
     text = re.sub(r"(\S) = (\S)", "\\1\u00a0=\u00a0\\2", text)  # never break "n = 24" apart
     return "\n".join(textwrap.wrap(text, max(12, int(width_in * 72 / (size_pt * 0.6))))) or text
 
 
 def _suptitle(fig, title: str) -> None:
-    size = _rc("figure.titlesize")
-    fig.suptitle(wrapped(title, fig.get_figwidth() - 0.1, size), x=0.01, ha="left")
-
-
-NO_RESULT = "no result"
-
-
-def _no_result_mark(ax, xs, ys) -> None:
-    """A grey × at each missing result's place, so that a gap never reads as zero."""
-    ax.plot(xs, ys, ls="none", marker="x", ms=6, mew=1.4, color=GREY, clip_on=False, zorder=5)
-
-
-def _no_result_handle():
-    from matplotlib.lines import Line2D
-
-    return Line2D([], [], ls="none", marker="x", ms=6, mew=1.4, color=GREY, label=NO_RESULT)
+    fig.suptitle(wrapped(title, fig.get_figwidth() - 0.1, _rc("figure.titlesize")), x=0.01, ha="left")
 
 
 def _legend_below(fig, handles, ncol: int | None = None) -> None:
@@ -189,8 +151,6 @@ def _legend_below(fig, handles, ncol: int | None = None) -> None:
                    frameon=False)
 
 
-
-# -- bars -------------------------------------------------------------------------------------------
 def bars_figure(rows: list[dict], series: list[str], title: str, ylabel: str, n_baselines: int = 0,
                 ci_label: str = "95% CI"):
     """``rows``: ``[{"label", "values": {series: [estimate, low, high]}}]`` in display order; the first
@@ -213,7 +173,7 @@ def bars_figure(rows: list[dict], series: list[str], title: str, ylabel: str, n_
         ax.errorbar(xs, est, yerr=np.nan_to_num(err), fmt="none", ecolor="#222222", elinewidth=0.9, capsize=2.5)
         missing = [x[i] + offset for i, r in enumerate(rows) if name not in r["values"]]
         if missing:
-            _no_result_mark(ax, missing, [0] * len(missing))
+            ax.plot(missing, [0] * len(missing), **NO_RESULT, clip_on=False, zorder=5)
     if 0 < n_baselines < len(rows):
         ax.axvline(n_baselines - 0.5, color=GREY, lw=0.8, ls=":")
     ax.set_xticks(x, [r["label"] for r in rows], rotation=35, ha="right", rotation_mode="anchor")
@@ -227,14 +187,13 @@ def bars_figure(rows: list[dict], series: list[str], title: str, ylabel: str, n_
     handles = [Patch(color=MODE_COLOURS.get(s, SERIES_COLOURS[k % 6]), label=s) for k, s in enumerate(present)]
     handles.append(Line2D([], [], color="#222222", marker="|", ms=10, lw=0.9, label=ci_label))
     if any(s not in r["values"] for r in rows for s in present):
-        handles.append(_no_result_handle())
+        handles.append(Line2D([], [], **NO_RESULT, label="no result"))
     if 0 < n_baselines < len(rows):
         handles.append(Line2D([], [], color=GREY, lw=0.8, ls=":", label="baselines | models"))
     _legend_below(fig, handles)
     return fig
 
 
-# -- forest -----------------------------------------------------------------------------------------
 def forest_figure(rows: list[dict], labels: list[str], panels: list[str], title: str, xlabel: str,
                   series: list[str] = (), significance: str = "significant"):
     """``rows``: ``[{"label", "panel", "series", "estimate", "low", "high", "significant"}]``, or
@@ -255,11 +214,10 @@ def forest_figure(rows: list[dict], labels: list[str], panels: list[str], title:
             colour, marker = SERIES_COLOURS[k % 6], SERIES_MARKERS[k % 6]
             yy = y[r["label"]] + (k - (len(series) - 1) / 2) * step
             if r.get("missing"):
-                _no_result_mark(ax, [0], [yy])
+                ax.plot([0], [yy], **NO_RESULT, clip_on=False, zorder=5)
                 continue
-            xerr = [[max(0.0, r["estimate"] - r["low"])], [max(0.0, r["high"] - r["estimate"])]]
-            if any(math.isnan(v) for v in (r["low"], r["high"])):
-                xerr = None
+            xerr = None if math.isnan(r["low"]) or math.isnan(r["high"]) else \
+                [[max(0.0, r["estimate"] - r["low"])], [max(0.0, r["high"] - r["estimate"])]]
             ax.errorbar(r["estimate"], yy, xerr=xerr, fmt=marker, color=colour, ms=6, capsize=2.5, lw=1.1,
                         mfc=colour if r.get("significant") else "white", mew=1.3)
         ax.axvline(0, color="#444444", lw=0.8)
@@ -274,12 +232,11 @@ def forest_figure(rows: list[dict], labels: list[str], panels: list[str], title:
     handles += [Line2D([], [], color="#333333", marker="o", lw=1.1, label=f"filled: {significance}"),
                 Line2D([], [], color="#333333", marker="o", mfc="white", lw=1.1, label="open: not significant")]
     if any(r.get("missing") for r in rows):
-        handles.append(_no_result_handle())
+        handles.append(Line2D([], [], **NO_RESULT, label="no result"))
     _legend_below(fig, handles, ncol=min(len(handles), 3))
     return fig
 
 
-# -- dumbbell ---------------------------------------------------------------------------------------
 def dumbbell_figure(rows: list[dict], labels: list[str], panels: list[str], series: list[str], title: str,
                     xlabel: str, interval: bool = True, xlim: tuple | None = (0, 100)):
     """``rows``: ``[{"label", "panel", "values": {series: [estimate, low, high]}}]``: per row, each
@@ -319,7 +276,6 @@ def dumbbell_figure(rows: list[dict], labels: list[str], panels: list[str], seri
     return fig
 
 
-# -- heatmap ----------------------------------------------------------------------------------------
 def heatmap_figure(panels: list[dict], rows: list[str], title: str, small_label: str):
     """``panels``: ``[{"title", "columns": [column label], "values": [[value or None per column] per row],
     "small": [[bool]]}]`` sharing ``rows`` (display names, top to bottom). Values 0-100 on cividis, written
@@ -376,8 +332,7 @@ def _heatmap_panel(ax, panel: dict, n_rows: int):
     ax.set_ylim(n_rows - 0.5, -0.5)
     ax.set_xticks(range(len(panel["columns"])), panel["columns"], rotation=40, ha="right", rotation_mode="anchor")
     ax.tick_params(length=0)
-    for side in ("top", "right", "left", "bottom"):
-        ax.spines[side].set_visible(False)
+    ax.spines[:].set_visible(False)
     ax.set_title(panel["title"])
     return mesh
 
