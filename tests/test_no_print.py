@@ -48,12 +48,6 @@ FAITHFUL = {
         "_report": "variance_analysis's 'Final Results Table'",
         "run_variance": "variance_analysis's 'Found N CSV files' and bootstrap-count lines",
     },
-    "report/page.py": {
-        "run_report": "smmile report's closing 'Report written to <page>' on stdout",
-    },
-    "report/figures_only.py": {
-        "write_figures": "smmile figures' closing 'N figure file(s) written to <folder>' on stdout",
-    },
 }
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from ..report.workers import default_workers
 from ..report.figures_only import FiguresRequest, write_figures
@@ -36,4 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     request = FiguresRequest(a.results_dir, out=a.out, n_boot=a.n_boot, seed=a.seed, level=a.level, cluster=a.cluster,
                              flags=None if a.flags is None else tuple(a.flags), formats=a.formats, jobs=a.jobs,
                              force=a.force, figure_size=a.figure_size)
-    return fd.guarded(lambda: write_figures(request), interrupted=INTERRUPTED)
+    return fd.guarded(lambda: figures(request), interrupted=INTERRUPTED)
+
+
+def figures(request: FiguresRequest) -> int:
+    written, status = write_figures(request)
+    if written:
+        print(f"{len(written)} figure file(s) written to {os.path.dirname(written[0])}")
+    return status

@@ -62,4 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         figures=a.figures, analyses=tuple(a.analyses), title=a.title, n_boot=a.n_boot, seed=a.seed, level=a.level,
         cluster=a.cluster, formats=a.formats, jobs=a.jobs, force=a.force, figure_size=a.figure_size,
         reviews=tuple(a.reviews))
-    return fd.guarded(lambda: run_report(request), interrupted=INTERRUPTED)
+    return fd.guarded(lambda: report(request), interrupted=INTERRUPTED)
+
+
+def report(request: ReportRequest) -> int:
+    print(f"Report written to {run_report(request)}")
+    return 0

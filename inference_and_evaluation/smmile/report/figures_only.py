@@ -72,14 +72,14 @@ def make_figures(req: FiguresRequest, stage, warnings: list) -> list[str]:
     return [path for fig in done for path in fig.files.values()]
 
 
-def write_figures(req: FiguresRequest) -> int:
-    """0 when every input was drawn, 1 when some were skipped (each named on stderr) or nothing was."""
+def write_figures(req: FiguresRequest) -> tuple[list[str], int]:
+    """The files written and the exit status: 0 when every input was drawn, 1 when some were skipped (each
+    named on stderr) or nothing was."""
     warnings: list[str] = []
     written = make_figures(req, Stages("smmile figures"), warnings)
     for warning in warnings:
         log.warning(f"warning: {warning}")
     if not written:
         log.warning(f"warning: nothing to plot in {req.results_dir}")
-        return 1
-    print(f"{len(written)} figure file(s) written to {os.path.dirname(written[0])}")
-    return 1 if warnings else 0
+        return [], 1
+    return written, 1 if warnings else 0

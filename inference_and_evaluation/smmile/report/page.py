@@ -231,11 +231,10 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
     return page_path, data.warnings
 
 
-def run_report(req: ReportRequest) -> int:
-    """Write the report; 0 once the page is written, its warnings (inputs skipped, figures left out) on
-    stderr and on the page: a warning does not stop a ``set -e`` script (issue #20)."""
+def run_report(req: ReportRequest) -> str:
+    """Write the report and return the page's path; its warnings (inputs skipped, figures left out) go to the
+    log and on the page: a warning does not stop a ``set -e`` script (issue #20)."""
     page_path, warnings = write_report(req, Stages("smmile report"))
     for warning in warnings:
         log.warning(f"warning: {warning}")
-    print(f"Report written to {page_path}")
-    return 0
+    return page_path
