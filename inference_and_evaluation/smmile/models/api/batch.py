@@ -1,17 +1,7 @@
 """`--batch`: the OpenAI / Azure OpenAI Batch API and Anthropic Message Batches behind `ApiBackend.generate`.
 
-Each request body is the one the synchronous path sends (`ApiBackend.prepare`: same images, same size checks),
-keyed by a `custom_id` that is the request's journal key. Batches are split at the provider's request and byte
-limits and run in its 24 h window; results are matched by `custom_id`, never by order, and handed to `on_done`
-as they are collected, so the executor journals them like synchronous replies.
-
-In-flight batches survive the process in a ledger beside the journal, `<stem>.batches.jsonl` next to
-`<stem>.journal.jsonl`, an fsynced `AppendLog` as the journal is. One line is appended the moment the
-provider accepts a batch (its id and its custom_id -> key map) and one when its results are collected (or the
-provider no longer knows it). A later run, after a crash, SIGKILL or Ctrl-C, reads the ledger, polls the batches
-still open that hold keys it needs instead of submitting them again, and submits only keys no open batch covers.
-Items that come back errored (transiently), expired, canceled or missing are resubmitted, each at most
-`--max-retries` times; a permanent error is journaled as that problem's error, retried by a rerun.
+Bodies are the synchronous path's (`ApiBackend.prepare`), keyed by custom_id = journal key; results are matched by
+custom_id and handed to `on_done` as collected. The ledger of batches in flight: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -69,20 +59,13 @@ class Ledger:
 
     def open_batches(self, provider: str) -> list[dict]:
         """Batches recorded as submitted to `provider` and not yet collected, oldest first."""
-        if self.journal is None:
-            return []
-        recs = self.journal.records()
+        recs = self.journal.records() if self.journal is not None else {}
         return [r["batch"] for r in recs.values() if r.get("state") == "submitted"
                 and isinstance(r.get("batch"), dict) and r["batch"].get("provider") == provider]
 
-    def submitted(self, batch: dict) -> None:
+    def record(self, batch_id: str, state: str, **batch) -> None:
         if self.journal is not None:
-            self.journal.append({"key": f"batch:{batch['id']}", "state": "submitted", "batch": batch,
-                                 "time": time.time()})
-
-    def ended(self, batch_id: str, state: str) -> None:
-        if self.journal is not None:
-            self.journal.append({"key": f"batch:{batch_id}", "state": state, "time": time.time()})
+            self.journal.append({"key": f"batch:{batch_id}", "state": state, **batch, "time": time.time()})
 
     def close(self) -> None:
         if self.journal is not None:
@@ -91,8 +74,6 @@ class Ledger:
 
 @dataclass
 class Result:
-    """One collected item: `text`/`usage` on success, else `failure`."""
-
     text: str = ""
     usage: dict = field(default_factory=dict)
     failure: Failure | None = None
@@ -115,7 +96,14 @@ def request_body(wire: dict) -> dict:
     return {**body, **(wire.get("extra_body") or {})}
 
 
-class OpenAIBatches:
+class Batches:
+    sdk: Any
+
+    def is_gone(self, exc: BaseException) -> bool:
+        return isinstance(exc, self.sdk.NotFoundError)
+
+
+class OpenAIBatches(Batches):
     """Files + /batches of OpenAI, or of Azure OpenAI (`/openai/files`, `/openai/batches`; deployment as model)."""
 
     def __init__(self, backend):
@@ -180,11 +168,8 @@ class OpenAIBatches:
     def cancel(self, batch_id: str) -> None:
         self.client.batches.cancel(batch_id)
 
-    def is_gone(self, exc: BaseException) -> bool:
-        return isinstance(exc, self.sdk.NotFoundError)
 
-
-class AnthropicBatches:
+class AnthropicBatches(Batches):
     """Message Batches (`/v1/messages/batches`, results from the batch's `results_url`)."""
 
     def __init__(self, backend):
@@ -226,9 +211,6 @@ class AnthropicBatches:
     def cancel(self, batch_id: str) -> None:
         self.client.messages.batches.cancel(batch_id)
 
-    def is_gone(self, exc: BaseException) -> bool:
-        return isinstance(exc, self.sdk.NotFoundError)
-
 
 def provider_api(backend):
     return (AnthropicBatches if backend.name == "anthropic" else OpenAIBatches)(backend)
@@ -254,7 +236,6 @@ class BatchRun:
         self.last_failure: dict[str, Failure] = {}
         self.started = time.monotonic()
 
-    # -- submission -----------------------------------------------------------------------------
     def line(self, cid: str) -> bytes | None:
         """The batch line of `cid` (built once); None when it is not sent (too large: answered here)."""
         if cid not in self.lines:
@@ -295,14 +276,13 @@ class BatchRun:
         entry = {**info, "provider": self.backend.name, "endpoint": self.backend.endpoint(),
                  "model": self.backend.model, "submitted": time.time(),
                  "custom_ids": {c: self.pending[c][2] for c in cids}}
-        self.ledger.submitted(entry)  # the moment the provider returned its id
+        self.ledger.record(entry["id"], "submitted", batch=entry)  # the moment the provider returned its id
         self.open[entry["id"]] = entry
         for c in cids:
             self.attempts[c] = self.attempts.get(c, 0) + 1
         self.backend.meter.requests += len(cids)
         log.info("batch %s: submitted %d %s", entry["id"], len(cids), self.backend.unit)
 
-    # -- collection -----------------------------------------------------------------------------
     def finish(self, cid: str, response: Response) -> None:
         item = self.pending.pop(cid)[0]
         self.backend.meter.add(response.usage)
@@ -327,7 +307,7 @@ class BatchRun:
                 again.append(cid)
             else:
                 self.finish(cid, self.response(cid, batch_id, Result(failure=failure)))
-        self.ledger.ended(batch_id, "gone" if gone else "collected")
+        self.ledger.record(batch_id, "gone" if gone else "collected")
         return again
 
     def response(self, cid: str, batch_id: str, result: Result) -> Response:
@@ -345,7 +325,6 @@ class BatchRun:
             return Response(error=req.error_format.format(e=f.message), usage=usage, extra=extra)
         return Response(text=result.text, usage=usage, extra=extra)
 
-    # -- the run --------------------------------------------------------------------------------
     def run(self) -> None:
         try:
             for entry in self.ledger.open_batches(self.backend.name):
