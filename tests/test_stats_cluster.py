@@ -42,7 +42,7 @@ def test_durkalski_matches_the_papers_formula(seed):
     a, b = correlated(ids, 0.45, rng), correlated(ids, 0.35, rng)
     clusters = base_of(ids).tolist()
     expected = durkalski_reference(a, b, clusters)
-    test = bs.paired_test(a, b, clusters)
+    test = bs.paired_score(a, b, clusters, "problem")
     assert test.method == bs.DURKALSKI
     assert abs(test.p_value - expected) < 1e-9
     assert (test.only_a, test.only_b) == (int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum()))
@@ -54,24 +54,22 @@ def test_durkalski_against_scipy_chi2_when_available():
     ids = plusplus_ids()
     a, b = correlated(ids, 0.5, rng), correlated(ids, 0.3, rng)
     d = pd.Series(a - b).groupby(base_of(ids)).mean()
-    assert bs.durkalski_mcnemar(a, b, base_of(ids)) == pytest.approx(chi2.sf(d.sum() ** 2 / (d ** 2).sum(), 1), abs=1e-12)
+    assert bs.paired_score(a, b, base_of(ids), "problem").p_value == pytest.approx(chi2.sf(d.sum() ** 2 / (d ** 2).sum(), 1), abs=1e-12)
 
 
 def test_singleton_clusters_give_the_classic_mcnemar_statistic():
     a = np.array([1] * 30 + [0] * 12 + [1] * 40 + [0] * 18)
     b = np.array([0] * 30 + [1] * 12 + [1] * 40 + [0] * 18)
-    p = bs.durkalski_mcnemar(a, b, list(range(len(a))))
-    assert p == pytest.approx(2 * (1 - NormalDist().cdf(math.sqrt((30 - 12) ** 2 / 42))), abs=1e-12)
-    # independent 0/1 rows keep the exact test; fractional scores use Durkalski with singleton clusters
-    assert bs.paired_test(a, b).method == bs.EXACT_MCNEMAR
-    assert bs.paired_test(a, b).p_value == bs.binomial_two_sided(30, 12)
-    assert bs.paired_test(a * 0.5, b).method == bs.DURKALSKI
-    assert bs.paired_test([1, 1], [1, 1], ["x", "x"]).p_value == 1.0
+    classic = 2 * (1 - NormalDist().cdf(math.sqrt((30 - 12) ** 2 / 42)))
+    assert bs.paired_score(a, b, list(range(len(a))), "problem").p_value == pytest.approx(classic, abs=1e-12)
+    assert bs.paired_score(a, b).method == bs.SCORE_IID  # independent rows: the same statistic
+    assert bs.paired_score(a, b).p_value == pytest.approx(classic, abs=1e-12)
+    assert bs.paired_score([1, 1], [1, 1], ["x", "x"], "problem").p_value == 1.0
 
 
 def test_gain_carried_by_three_problems_is_not_significant(tmp_path):
     """ICL right on every order of three 24-order problems, otherwise as 0-shot: every discordant pair
-    goes one way. Rows taken as independent this is p < 1e-12; it is three problems, and the clustered
+    goes one way. Rows taken as independent this is p < 1e-11; it is three problems, and the clustered
     test says so."""
     ids = plusplus_ids()
     zero = correlated(ids, 0.3, np.random.default_rng(1))
@@ -79,8 +77,8 @@ def test_gain_carried_by_three_problems_is_not_significant(tmp_path):
     icl = zero.copy()
     icl[np.isin(base_of(ids), big)] = 1
     gained = int(((icl == 1) & (zero == 0)).sum())
-    assert gained > 40 and bs.binomial_two_sided(gained, 0) < 1e-12
-    test = bs.paired_test(icl, zero, base_of(ids))
+    assert gained > 40 and bs.paired_score(icl, zero).p_value < 1e-11
+    test = bs.paired_score(icl, zero, base_of(ids), "problem")
     assert test.p_value == pytest.approx(durkalski_reference(icl, zero, base_of(ids)), abs=1e-9)
     assert test.p_value > 0.05
 
