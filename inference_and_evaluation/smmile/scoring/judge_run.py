@@ -153,8 +153,9 @@ def write_judgements(job: FileJob, judged) -> None:
     atomic_write_text(judgements_path(job.csv_path), "".join(j.to_json() + "\n" for j in judged))
 
 
-def write_file_results(job: FileJob, judged, identity: dict, sent: int, members=None) -> dict:
-    """``_judgements.jsonl``, then the faithful JSON, then the record of who judged (each atomic)."""
+def write_file_results(job: FileJob, judged, identity: dict, sent: int, members: list[Member]) -> dict:
+    """``_judgements.jsonl``, then the faithful JSON, then the record of who judged, with each judge's journal
+    (relative to the CSV's folder) when the replies were journaled: scoring reads the verdicts there."""
     from smmile.runner.manifest import command_line, git_revision
 
     stats = judge_stats(job.frame, judged, job.model, job.mode, job.original_count, job.excluded)
@@ -163,13 +164,15 @@ def write_file_results(job: FileJob, judged, identity: dict, sent: int, members=
     atomic_write_json(record_path(job.csv_path), {
         "evaluation_file": evaluationllm_json_path(job.csv_path).name, "result_file": job.csv_path.name,
         "result_sha256": job.sha256,  # what was judged: scoring refuses this judgement for other content
-        "judge": identity, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command_line(),
+        "judge": identity, **({"journals": [os.path.relpath(m.executor.journal.path, job.csv_path.parent)
+                                            for m in members]} if all(m.executor.journal for m in members) else {}),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command_line(),
         "smmile_git_revision": git_revision(),
         "counts": {"rows": len(judged), "requests_sent": sent, "cache_hits": sum(j.cached for j in judged),
                    "unparseable": sum(j.status in (UNPARSEABLE, NO_MAJORITY) for j in judged),
                    **({"jury": jury.tally(judged), "jury_unparseable": {m.label: sum(
                        j.meta["jury"][i]["status"] == UNPARSEABLE for j in judged) for i, m in enumerate(members)}}
-                      if members else {})}})
+                      if len(members) > 1 else {})}})
     return stats
 
 
@@ -179,7 +182,7 @@ def finish_file(job: FileJob, members: list[Member], identity, outcome: Outcome)
     per_judge = [judgements(planned_for(job, m.settings), m.executor.records, m.executor.fresh, m.settings, m.seen)
                  for m in members]
     sent = sum(not j.cached for judged in per_judge for j in judged)
-    judged = per_judge[0] if len(members) == 1 else jury.combine(per_judge, [m.label for m in members])
+    judged = jury.verdicts(per_judge, [m.label for m in members])
     failed = [(m.label, j) for m, rows in zip(members, per_judge) for j in rows if j.status == FAILED]
     if failed:
         write_judgements(job, judged)
@@ -187,7 +190,7 @@ def finish_file(job: FileJob, members: list[Member], identity, outcome: Outcome)
         outcome.fail(f"{job.csv_path}: {len(failed)} of {len(judged) * len(members)} judge request(s) failed{who} "
                      f"({failed[0][1].error}); results not written, rerun to retry")
         return None
-    stats = write_file_results(job, judged, identity, sent, members if len(members) > 1 else None)
+    stats = write_file_results(job, judged, identity, sent, members)
     _print_report(stats, judged, sent, per_judge if len(members) > 1 else None)
     return stats
 

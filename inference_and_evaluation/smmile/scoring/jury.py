@@ -78,6 +78,11 @@ def combine(per_judge: list[list[Judgement]], labels: list[str]) -> list[Judgeme
     return out
 
 
+def verdicts(per_judge: list[list[Judgement]], labels: list[str]) -> list[Judgement]:
+    """One judge's verdicts, or a jury's (``combine``)."""
+    return per_judge[0] if len(per_judge) == 1 else combine(per_judge, labels)
+
+
 def tally(judged: list[Judgement]) -> dict:
     """Rows by outcome: ``majority``, ``tie``, ``no verdict``."""
     counts = {MAJORITY: 0, TIE: 0, NO_VERDICT: 0}

@@ -166,8 +166,13 @@ def _judge_value(value, legacy_floor: bool) -> float:
 
 
 def judge_scores(result, legacy_floor: bool = False, frame=None):
-    """``LLM``: ``problem_accuracies`` of the judge JSON (module docstring); None if there is none. A
-    judgement of other content than the CSV now holds is refused (``exact_match.check_judgement``)."""
+    """``LLM``: the judge's per-problem accuracies from the run record's journaled verdicts
+    (``results.RunRecord.judge_accuracies``), else ``problem_accuracies`` of the judge JSON (module docstring);
+    None if neither. A JSON judgement of other content than the CSV now holds is refused
+    (``exact_match.check_judgement``)."""
+    accuracies = getattr(result, "judge_accuracies", None)
+    if accuracies is not None:
+        return _series(accuracies.keys(), [_judge_value(v, legacy_floor) for v in accuracies.values()])
     json_path = os.fspath(evaluationllm_json_path(_csv_path(result)))
     if not os.path.exists(json_path):
         return None

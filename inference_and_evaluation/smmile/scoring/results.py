@@ -51,8 +51,11 @@ from smmile.errors import UserError
 from smmile.fsguard import atomic_write_text
 from smmile.identity import UNKNOWN, ModelIdentity
 from smmile.models.registry import identity_from_manifest
-from smmile.scoring import metrics, naming
-from smmile.scoring.exact_match import ResultFileError
+from smmile.runner.journal import RESPONSES_FORMAT, Journal
+from smmile.scoring import jury, metrics, naming
+from smmile.scoring.exact_match import (ResultFileError, content_sha256, exclude_problems, problem_accuracies,
+                                        read_csv_bytes)
+from smmile.scoring.judge import FAILED, JudgeSettings, judgements, plan_frame
 
 MODES = ("0-shot", "ICL")
 FORMATS = ("open", "mcqa")
@@ -95,8 +98,6 @@ class RunRecord:
         journal = (self.manifest or {}).get("journal")
         if not isinstance(journal, dict) or not isinstance(journal.get("file"), str):
             return None
-        from smmile.runner.journal import RESPONSES_FORMAT, Journal
-
         try:
             records = Journal(self.csv.parent / journal["file"], RESPONSES_FORMAT).records().values()
         except (UserError, OSError, ValueError):
@@ -108,6 +109,15 @@ class RunRecord:
             if (item.get("mode"), item.get("format")) == wanted and isinstance(rec.get("response"), dict):
                 by_problem.setdefault(str(rec["problem_id"]), []).append(rec["response"])
         return {pid: found[0] for pid, found in by_problem.items() if len(found) == 1}
+
+    @cached_property
+    def judge_accuracies(self) -> dict | None:
+        """The judge's ``problem_accuracies`` derived from its journals, as its JSON export holds them; None where
+        the record is incomplete (scoring then reads the JSON)."""
+        try:
+            return journaled_accuracies(self.csv, self.rows)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, UserError):
+            return None
 
     @property
     def known(self) -> bool:
@@ -137,6 +147,28 @@ class RunRecord:
 
     def __fspath__(self) -> str:
         return os.fspath(self.path)
+
+
+def journaled_accuracies(csv: Path, frame) -> dict | None:
+    """The judge record (``<stem>_evaluationllm.manifest.json``) names each judge and its journal; the CSV's rows
+    are planned, looked up and combined as the judge did (``judge_run.finish_file``). None unless the CSV holds
+    the bytes judged and every judge's journal answers every row."""
+    record = json.loads(naming.judge_record_path(csv).read_text(encoding="utf-8"))
+    identity, journals = record["judge"], record["journals"]
+    panel = identity["jury"] if identity["backend"] == "jury" else [identity]
+    if len(panel) != len(journals) or record["result_sha256"] != content_sha256(read_csv_bytes(os.fspath(csv))):
+        return None
+    frame = exclude_problems(frame)[0]
+    judges, per_judge = [], []
+    for who, journal in zip(panel, journals):
+        judges.append(JudgeSettings(who["backend"], who["model"], protocol=who["protocol"],
+                                    seed=who["options"].get("seed", 0), max_tokens=who["options"].get("max_tokens")))
+        records = Journal(csv.parent / journal, RESPONSES_FORMAT).records()
+        per_judge.append(judgements(plan_frame(frame, judges[-1]), records, set(), judges[-1], set()))
+        if judges[-1].options() != who["options"] or any(j.status == FAILED for j in per_judge[-1]):
+            return None
+    judged = jury.verdicts(per_judge, [jury.label(s) for s in judges])
+    return problem_accuracies(frame, [j.value == 1 for j in judged])
 
 
 def manifest_of(path: str | os.PathLike) -> tuple[dict | None, str | None]:
