@@ -22,7 +22,7 @@ from . import agreement as ag
 from . import judges as judges_mod
 from . import reviews as reviews_mod
 from .labels import binary_scores, canonical_models, judge_from_results, model_aliases, read_labels
-from .output import fmt, write_tables
+from .results import fmt, write_tables
 
 log = logging.getLogger(__name__)
 

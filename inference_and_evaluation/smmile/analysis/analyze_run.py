@@ -14,8 +14,7 @@ from .. import fsguard
 from ..scoring.statistics import DEFAULT_LEVEL, DEFAULT_N_BOOT
 from ..scoring.estimates import check_resampling
 from . import diagnostics
-from .output import fmt, write_tables
-from .results import load_sets
+from .results import fmt, load_sets, write_tables
 from .variants import Report, analyse
 
 log = logging.getLogger(__name__)

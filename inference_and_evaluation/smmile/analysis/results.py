@@ -1,17 +1,16 @@
-"""Result sets for the variant analyses: a folder (or file) of result CSVs with a label.
-
-A set's label says which dataset it was run on: ``original`` or a variant kind (``noise-random``,
-``order-last``, ``permute``...). It is written ``LABEL=PATH`` on the command line, or read from the
-run manifests (``<stem>.manifest.json``): a run on a local dataset that holds a
-``variant_manifest.json`` gets that variant's kind, a run on SMMILE++ (hub or demo-plusplus) is
-``permute``, any other run is ``original``.
-"""
+"""Result sets in, tables out: folders (or files) of result CSVs labelled by the dataset they ran on
+(``LABEL=PATH``, or read from the run manifests), and analysis tables as CSVs plus one JSON (NaN -> null)."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
+from .. import fsguard
 from ..data.load import DATED_IDS, PLUSPLUS_ID
 from ..data.schema import MANIFEST
 from ..errors import UserError
@@ -25,7 +24,7 @@ def variant_kind(dataset: dict) -> str:
     demo's own `smmile_demo.json`), SMMILE++ on the hub (`permute`), else `original`."""
     ref = dataset.get("id") or ""
     if dataset.get("kind") == "hub":
-        return "permute" if ref in (PLUSPLUS_ID, *[k for k, v in DATED_IDS.items() if v == PLUSPLUS_ID]) else ORIGINAL
+        return "permute" if PLUSPLUS_ID in (ref, DATED_IDS.get(ref)) else ORIGINAL
     for name in (MANIFEST, "smmile_demo.json"):
         path = Path(ref) / name
         if ref and path.is_file():
@@ -35,7 +34,6 @@ def variant_kind(dataset: dict) -> str:
 
 
 def detect_label(path: Path, records: list[Record]) -> str:
-    """Label from the run manifests of the records; several different datasets is an error."""
     datasets = [r.result.manifest.get("dataset") for r in records if r.result is not None and r.result.manifest]
     kinds = {variant_kind(d if isinstance(d, dict) else {"id": d}) for d in datasets}
     if len(kinds) > 1:
@@ -61,7 +59,6 @@ def load_set(text: str, warn=None) -> ResultSet:
 
 
 def load_sets(texts: list[str], warn=None) -> dict[str, ResultSet]:
-    """label -> set; two sets with the same label are an error (label them explicitly)."""
     sets: dict[str, ResultSet] = {}
     for text in texts:
         s = load_set(text, warn)
@@ -70,3 +67,34 @@ def load_sets(texts: list[str], warn=None) -> dict[str, ResultSet]:
                             "write LABEL=PATH to tell them apart")
         sets[s.label] = s
     return sets
+
+
+def json_safe(value):
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def write_tables(out: Path, stem: str, tables: dict, meta: dict) -> list[Path]:
+    """`<out>/<stem>_<name>.csv` per table and `<out>/<stem>.json` = {**meta, name: rows...}."""
+    out.mkdir(parents=True, exist_ok=True)
+    written, payload = [], dict(json_safe(meta))
+    for name, table in tables.items():
+        frame = table if isinstance(table, pd.DataFrame) else pd.DataFrame(table)
+        path = out / f"{stem}_{name}.csv"
+        with fsguard.atomic_path(path) as tmp:
+            frame.to_csv(tmp, index=False)
+        written.append(path)
+        payload[name] = [json_safe(row) for row in frame.to_dict("records")]
+    path = fsguard.atomic_write_text(out / f"{stem}.json", json.dumps(payload, indent=2, allow_nan=False) + "\n")
+    return [path] + written
+
+
+def fmt(value, spec: str = ".2f") -> str:
+    return "--" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)

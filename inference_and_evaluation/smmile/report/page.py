@@ -15,8 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from smmile import fsguard
-from smmile.analysis.output import json_safe
-from smmile.analysis.results import parse_spec
+from smmile.analysis.results import json_safe, parse_spec
 from smmile import plotting
 from smmile.errors import MissingDependency, UserError
 from smmile.report import (analysis_section, build, explorer, explorer_page, figures, html, reviews_section, sections,
