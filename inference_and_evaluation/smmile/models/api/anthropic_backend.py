@@ -8,9 +8,8 @@ import os
 from ...errors import UserError
 from .accounting import anthropic_image_tokens
 from .backend import ApiBackend, NoContent
-from .request import import_sdk
 from .images import Encoded
-from .request import ChatRequest
+from .request import ChatRequest, import_sdk
 from .retry import Failure, status_failure
 from .secrets import public_url
 

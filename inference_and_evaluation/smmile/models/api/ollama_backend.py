@@ -6,9 +6,8 @@ import contextvars
 import os
 
 from .backend import ApiBackend, NoContent
-from .request import import_sdk
 from .images import Encoded
-from .request import ChatRequest
+from .request import ChatRequest, import_sdk
 from .retry import Failure, parse_retry_after, status_failure
 from .secrets import public_url
 
@@ -49,18 +48,8 @@ class OllamaBackend(ApiBackend):
                 pics = [images[id(p["ref"])].b64 for p in content if p.get("type") == "image"]
                 content = "\n".join(p["text"] for p in content if p.get("type") == "text")
             messages.append({"role": m["role"], "content": content, **({"images": pics} if pics else {})})
-        options = {}
-        if req.temperature is not None:
-            options["temperature"] = req.temperature
-        if req.max_tokens is not None:
-            options["num_predict"] = req.max_tokens
-        for key in ("top_p", "seed"):
-            if getattr(req, key) is not None:
-                options[key] = getattr(req, key)
-        if req.stop:
-            options["stop"] = list(req.stop)
-        wire = {"model": self.model, "messages": messages}
-        return {**wire, **({"options": options} if options else {}), **req.options}
+        options = req.sampling("num_predict")
+        return {"model": self.model, "messages": messages, **({"options": options} if options else {}), **req.options}
 
     async def send(self, client, wire: dict) -> tuple[str, dict]:
         _retry_after.set(None)

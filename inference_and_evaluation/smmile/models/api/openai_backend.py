@@ -9,9 +9,8 @@ import os
 from ...errors import UserError
 from .accounting import openai_image_tokens
 from .backend import ApiBackend, NoContent
-from .request import import_sdk
 from .images import Encoded
-from .request import ChatRequest
+from .request import ChatRequest, import_sdk
 from .retry import Failure, status_failure
 from .secrets import public_url, url_has_credentials
 
@@ -43,8 +42,9 @@ class OpenAIChatBackend(ApiBackend):
 
     def make_client(self):
         openai = import_sdk("openai", f"the {self.provider} backend")
-        return openai.AsyncOpenAI(**self._client_args, max_retries=0, timeout=self.timeout,
-                                  **({} if self.provider == "openai" else no_openai_account(openai)))
+        cls = openai.AsyncAzureOpenAI if self.provider == "azure" else openai.AsyncOpenAI
+        return cls(**self._client_args, max_retries=0, timeout=self.timeout,
+                   **({} if self.provider == "openai" else no_openai_account(openai)))
 
     def endpoint(self) -> str | None:
         return public_url(self.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_ENDPOINT)
@@ -54,21 +54,12 @@ class OpenAIChatBackend(ApiBackend):
             if p.get("type") != "image":
                 return p
             enc = images[id(p["ref"])]
-            return {"type": "image_url", "image_url": {"url": f"data:{enc.media_type};base64,{enc.b64}", "detail": self.detail}}
+            return {"type": "image_url",
+                    "image_url": {"url": f"data:{enc.media_type};base64,{enc.b64}", "detail": self.detail}}
 
         messages = [{"role": m["role"], "content": [part(p) for p in m["content"]]
                      if isinstance(m["content"], list) else m["content"]} for m in req.messages]
-        wire = {"model": self.model, "messages": messages}
-        if req.temperature is not None:
-            wire["temperature"] = req.temperature
-        if req.max_tokens is not None:
-            wire["max_tokens"] = req.max_tokens
-        for key in ("top_p", "seed"):
-            if getattr(req, key) is not None:
-                wire[key] = getattr(req, key)
-        if req.stop:
-            wire["stop"] = list(req.stop)
-        return {**wire, **req.options}
+        return {"model": self.model, "messages": messages, **req.sampling("max_tokens"), **req.options}
 
     def image_tokens(self, size: tuple[int, int]) -> int | None:
         return openai_image_tokens(*size, self.detail)
@@ -123,11 +114,6 @@ class AzureOpenAIBackend(OpenAIChatBackend):
         self.base_url = endpoint
         return {"api_key": key, "azure_endpoint": endpoint,
                 "api_version": os.environ.get("AZURE_OPENAI_API_VERSION") or AZURE_API_VERSION}
-
-    def make_client(self):
-        openai = import_sdk("openai", "the Azure OpenAI backend")
-        return openai.AsyncAzureOpenAI(**self._client_args, max_retries=0, timeout=self.timeout,
-                                       **no_openai_account(openai))
 
     def describe(self) -> dict:
         return {**super().describe(), "api_version": self._client_args["api_version"]}

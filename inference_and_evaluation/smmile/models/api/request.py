@@ -48,6 +48,14 @@ class ChatRequest:
         return cls(messages, max_tokens=gen.max_new_tokens, temperature=gen.temperature, top_p=gen.top_p,
                    seed=gen.seed, stop=tuple(gen.stop), **kwargs)
 
+    def sampling(self, max_tokens_key: str) -> dict:
+        """The generation fields that are set, in the order the scripts sent them (`max_tokens` as named)."""
+        out = {k: v for k, v in (("temperature", self.temperature), (max_tokens_key, self.max_tokens),
+                                 ("top_p", self.top_p), ("seed", self.seed)) if v is not None}
+        if self.stop:
+            out["stop"] = list(self.stop)
+        return out
+
     def images(self) -> list[ImageRef]:
         return [p["ref"] for m in self.messages if isinstance(m["content"], list)
                 for p in m["content"] if p.get("type") == "image"]
