@@ -1,13 +1,7 @@
-"""An append-only JSONL journal: one JSON object per line, each with a "key", flushed and fsynced as it is appended;
-reading it gives the latest record per key (the runner's journal of responses, runner/journal.py; the ledger of
-batches in flight, models/api/batch.py).
-
-Reading it tells four kinds of bad line apart, each refused in one line that names the file and the line:
-a record cut short by a kill (the last line, or one a resumed run moved to a fresh line) is ignored and its
-problem run again; a line that is not JSON, or JSON that is not a record of this journal, is corruption; a
-record of an earlier (or later) format is another smmile version's. The journal, its folder and nothing under
-it is ever written through a symbolic link.
-"""
+"""An append-only JSONL journal (runner/journal.py, models/api/batch.py): one object with a "key" per line, fsynced
+as it is appended; reading gives the latest record per key. A record cut short by a kill is ignored (its problem
+runs again); any other bad line (not JSON, not a record, another smmile version's format) is refused in one line
+naming the file and line. Nothing is ever written through a symbolic link."""
 
 from __future__ import annotations
 
@@ -18,7 +12,7 @@ import re
 from pathlib import Path
 
 from .errors import UserError
-from .fsguard import DiskFull
+from .fsguard import NO_SPACE, DiskFull
 
 _FIX = "delete that line (its problem is run again) or move the file aside (all its problems are run again)"
 _CUT_SHORT = re.compile(r"-?[0-9.eE+-]*")  # what is left of a number a kill cut short
@@ -35,7 +29,6 @@ class AppendLog:
         self._fh = None
 
     def records(self) -> dict[str, dict]:
-        """Latest record per key. A record cut short by a kill is ignored; any other bad line is a UserError."""
         latest: dict[str, dict] = {}
         self._check_place()
         if not self.path.exists():
@@ -107,7 +100,7 @@ class AppendLog:
             self._fh.flush()
             os.fsync(self._fh.fileno())
         except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            if exc.errno in NO_SPACE:
                 raise DiskFull(self.path, "the problems finished so far are kept there",
                                "rerun the same command to resume") from None
             raise

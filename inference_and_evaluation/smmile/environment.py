@@ -1,9 +1,5 @@
-"""The installed versions that can change results, and the paper's pins beside them.
-
-One table of the packages a run depends on (recorded in every run manifest and shown by `smmile env`), the
-accelerator, and, for each version the paper pinned, what `--protocol paper` does when another version is
-installed. Imports nothing heavy until asked (torch only for the accelerator).
-"""
+"""The installed versions that can change results (every run manifest, `smmile env`), the accelerator, and the
+paper's pins with what `--protocol paper` does when another version is installed. torch is imported only if asked."""
 
 from __future__ import annotations
 
@@ -65,9 +61,7 @@ def version(package: str) -> str | None:
 
 def package_versions() -> dict[str, str]:
     """Python and every installed package of PACKAGES: the manifest's record."""
-    out = {"python": platform.python_version()}
-    out.update({name: v for name in PACKAGES if (v := version(name)) is not None})
-    return out
+    return {name: v for name in ("python", *PACKAGES) if (v := version(name)) is not None}
 
 
 def accelerator() -> dict:
@@ -92,10 +86,8 @@ def same_release(installed: str, pinned: str) -> bool:
 
 def torchvision_usable() -> bool:
     """transformers' own test: a torchvision that imports (a CUDA-only build beside a CPU torch does not)."""
-    if importlib.util.find_spec("torchvision") is None:
-        return False
     try:
         import torchvision  # noqa: F401
-    except Exception:  # a broken build raises RuntimeError/ImportError/OSError on import
+    except Exception:  # absent, or a broken build (RuntimeError/ImportError/OSError on import)
         return False
     return True

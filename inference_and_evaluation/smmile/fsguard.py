@@ -22,7 +22,7 @@ MARKER = ".smmile-output.json"
 LOCK_IN_FOLDER = ".smmile.lock"
 PLACEHOLDERS = (".gitkeep", ".keep")  # files that keep an empty folder in git: the folder still counts as empty
 _PACKAGE = Path(__file__).resolve().parent
-_FULL = (errno.ENOSPC, errno.EDQUOT)
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
 class DiskFull(UserError):
@@ -51,7 +51,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             finally:
                 os.close(dir_fd)
     except OSError as exc:
-        if exc.errno in _FULL:  # a writer's OSError rarely names the file: say which, and what is kept
+        if exc.errno in NO_SPACE:  # a writer's OSError rarely names the file: say which, and what is kept
             kept = "the file there is kept as it was" if path.exists() else "nothing was written there"
             raise DiskFull(path, kept) from None
         raise

@@ -1,10 +1,6 @@
-"""Generation settings: one typed object per run, built once, recorded in the manifest and the journal key.
-
-A field left `None` is not sent: the backend, server or checkpoint keeps its own default, which is what the
-original scripts did for everything they did not pass (e.g. Qwen2.5-VL's sampling from its
-generation_config, the ollama scripts' server-side output limit). The effective value of a field is, in
-order of precedence: a command-line flag, the preset, the family's faithful default.
-"""
+"""Generation settings: one typed object per run, recorded in the manifest and the journal key. A field left
+`None` is not sent (the backend, server or checkpoint keeps its default, as the original scripts did for what they
+did not pass). Precedence: a command-line flag, the preset, the family's faithful default."""
 
 from __future__ import annotations
 
@@ -43,17 +39,14 @@ class GenerationSettings:
     def merged(self, overrides: Mapping[str, Any] | None) -> "GenerationSettings":
         """A copy with every non-None override applied (unknown keys are ignored: they are not generation)."""
         values = {}
-        names = {f.name for f in fields(self)}
         for key, value in (overrides or {}).items():
             key = ALIASES.get(key, key)
-            if key in names and value is not None:
+            if key in _FIELDS and value is not None:
                 values[key] = tuple(value) if key == "stop" else value
         return replace(self, **values) if values else self
 
 
-def generation_keys() -> set[str]:
-    """Setting names (flags, preset settings) that belong to GenerationSettings, aliases included."""
-    return {f.name for f in fields(GenerationSettings)} | set(ALIASES)
+_FIELDS = {f.name for f in fields(GenerationSettings)}
 
 
 def resolve_generation(family_default: GenerationSettings, *layers: Mapping[str, Any] | None) -> GenerationSettings:
@@ -66,7 +59,5 @@ def resolve_generation(family_default: GenerationSettings, *layers: Mapping[str,
 
 def split_settings(settings: Mapping[str, Any]) -> tuple[dict, dict]:
     """(generation part, everything else: loading, transport, family options) of a settings mapping."""
-    gen_keys = generation_keys()
-    gen = {k: v for k, v in settings.items() if k in gen_keys}
-    rest = {k: v for k, v in settings.items() if k not in gen_keys}
-    return gen, rest
+    keys = _FIELDS | set(ALIASES)
+    return {k: v for k, v in settings.items() if k in keys}, {k: v for k, v in settings.items() if k not in keys}

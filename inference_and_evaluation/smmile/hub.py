@@ -11,7 +11,6 @@ import sys
 from typing import Iterator
 from urllib.parse import urlsplit
 
-DEFAULT_ENDPOINT = "https://huggingface.co"
 _TRUE = {"1", "ON", "YES", "TRUE"}
 
 
@@ -27,7 +26,7 @@ def _probe_target() -> tuple[str, int]:
         if os.environ.get(var):
             url = urlsplit(os.environ[var] if "://" in os.environ[var] else "http://" + os.environ[var])
             return url.hostname or "", url.port or 80
-    url = urlsplit(os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT)
+    url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
     return url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
 
 
@@ -44,11 +43,8 @@ def unreachable(timeout: float = 3.0) -> str | None:
 
 @contextlib.contextmanager
 def offline_mode() -> Iterator[None]:
-    """Run hub clients already imported in offline mode: cached files only, no request, no retry.
-
-    huggingface_hub and datasets read HF_HUB_OFFLINE once, at import; their module flags are switched for
-    the duration and restored after.
-    """
+    """Hub clients in offline mode (cached files only, no request, no retry). huggingface_hub and datasets read
+    HF_HUB_OFFLINE once, at import: their module flags are switched too, and restored after."""
     os.environ["HF_HUB_OFFLINE"], before = "1", os.environ.get("HF_HUB_OFFLINE")
     switched = []
     for module, name in (("huggingface_hub.constants", "HF_HUB_OFFLINE"), ("datasets.config", "HF_HUB_OFFLINE")):

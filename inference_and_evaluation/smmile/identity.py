@@ -1,29 +1,11 @@
-"""Who a result belongs to: one ``ModelIdentity`` per model, from the run to the report.
+"""Who a result belongs to: one ``ModelIdentity`` per model, from the run to the report, with four names:
+``key`` (the row key of variance_analysis, ``smmile stats`` and the report, spec §7.2), ``scoring_name`` (what
+the scoring scripts write, byte-identical to the original's, spec §4.3), ``display`` (reports and figures) and
+``latex`` (LaTeX tables, spec §7.4).
 
-Four names, each for one audience (spec §4.3, §7.2, §7.4):
-
-* ``key`` — the row key of variance_analysis, ``smmile stats`` and the report (``qwen72B``,
-  ``llava_7b``, ``text only``, ``my-model``). Unique per model.
-* ``scoring_name`` — what evaluate_EM / evaluate_LLMJudge / stratify write into their outputs
-  (``qwen72B``, ``llava_7B``, ``llama33textonly (baseline)``), byte-identical to the original's for
-  the paper's models.
-* ``display`` — a plain human name for reports and figures (``Qwen2.5-VL-72B``, ``Text only*``).
-* ``latex`` — the name in LaTeX tables (``Text only$^*$``, ``LLaVA-Med$^{**}$``).
-
-``PAPER_MODELS`` is the one table of the paper's models, keyed by the file-name tag of their result
-files (``result_<tag>_<mode>...csv``). Presets take their identity from it by tag
-(``models.registry.Preset.identity``); scoring reads it from a run's manifest
-(``models.registry.identity_from_manifest``: a manifest may name a preset), or from the original's file-name rules
-for files without one (``scoring.naming.identity_from_name``).
-
-A row key is shown by ``display(key)``: the identity ``learn``ed from the results read (the report learns those of
-every result, so a model outside the paper keeps the name its run recorded), else the paper's, else the key itself.
-
-Models outside the paper (``identity_for_model_id``): every run of characters other than ASCII
-letters, digits, ``.`` and ``-`` becomes one ``-``, leading and trailing ``-`` are dropped (an empty
-result becomes ``model``); that token is the key, the scoring name and the file tag of served models
-(``org/Some-Model`` -> ``org-Some-Model``); ``display`` keeps the id as given; ``latex`` is the key
-with LaTeX special characters escaped.
+``PAPER_MODELS``, keyed by the file-name tag of a result (``result_<tag>_<mode>...csv``), is the one table of the
+paper's models. A model outside the paper gets its id as a token (``org/Some-Model`` -> ``org-Some-Model``) for
+key, scoring name and file tag; ``display`` keeps the id as given.
 """
 
 from __future__ import annotations
@@ -43,7 +25,6 @@ class ModelIdentity:
     latex: str
 
     def as_dict(self) -> dict:
-        """The four fields, as a run manifest records them under ``model.identity``."""
         return asdict(self)
 
 
@@ -81,20 +62,14 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
 
 
 def model_token(model_id: str) -> str:
-    """The sanitised token of a model id (module docstring); also the file tag of served models."""
+    """Every run of characters other than ASCII letters, digits, ``.`` and ``-`` becomes one ``-``."""
     return _NOT_TOKEN.sub("-", model_id).strip("-") or "model"
 
 
-def latex_escape(text: str) -> str:
-    """Escape LaTeX's special characters (``_`` is not among them: the tables turn it into ``-``)."""
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
-
-
 def latex_for_key(key: str) -> str:
-    """LaTeX name of a table row key: the paper's name, else the key with ``_`` -> ``-`` (spec §7.4) and
-    the LaTeX special characters escaped."""
+    """LaTeX name of a table row key: the paper's name, else the key with ``_`` -> ``-`` (spec §7.4), escaped."""
     known = BY_KEY.get(key)
-    return known.latex if known else latex_escape(key.replace("_", "-"))
+    return known.latex if known else "".join(_LATEX_SPECIAL.get(ch, ch) for ch in key.replace("_", "-"))
 
 
 def identity_for_tag(tag: str, model_id: str | None = None) -> ModelIdentity:
@@ -121,14 +96,9 @@ def learn(identities) -> None:
             _learned.setdefault(identity.key, identity)
 
 
-def identity_for_key(key: str) -> ModelIdentity | None:
-    """The identity of a row key: the one learned, else the paper's (None for a key never seen)."""
-    return _learned.get(key) or BY_KEY.get(key)
-
-
 def display(key: str) -> str:
-    """Plain display name of a row key: ``text only`` -> ``Text only*``, ``qwen72B`` -> ``Qwen2.5-VL-72B``."""
-    found = identity_for_key(key)
+    """Display name of a row key: the identity learned from the results read, else the paper's, else the key."""
+    found = _learned.get(key) or BY_KEY.get(key)
     return found.display if found else str(key)
 
 

@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import UserError
+from ..fsguard import NO_SPACE
 
 MODE_HELP = "0-shot: the query alone; ICL: the solved examples first, then the query"
 FORMAT_HELP = "open: free-text answer; mcqa: options from the problem's answers, a letter is extracted"
 OUTPUT_HELP = "where result files go (with --dataset augmented: <output-dir>_augmented)"
-PROTOCOL_HELP = ("paper (default): reproduce the original scripts, quirks included; corrected: apply every "
-                 "documented fix at once (see docs/deviations.md)")
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -101,38 +100,26 @@ def configure_logging(verbosity: int = 0) -> None:
     logger.setLevel(logging.WARNING if verbosity < 0 else logging.INFO if verbosity == 0 else logging.DEBUG)
 
 
-def _int_at_least(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
+def _at_least(kind: type, minimum: int, strict: bool = False) -> Callable[[str], int | float]:
+    """An argparse type: a whole number (`kind` int) or a finite number (float) of at least (`strict`: above)
+    `minimum`."""
+    def parse(text: str) -> int | float:
         try:
-            value = int(text)
+            value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole ' if kind is int else ''}number") from None
+        if (kind is float and not math.isfinite(value)) or (value <= minimum if strict else value < minimum):
+            shown = value if kind is int else text
+            raise argparse.ArgumentTypeError(f"must be {'above' if strict else 'at least'} {minimum}, not {shown}")
         return value
 
     return parse
 
 
-positive_int = _int_at_least(1)  # argparse type: batch sizes, concurrency, counts
-non_negative_int = _int_at_least(0)  # argparse type: retries
-
-
-def _number(positive: bool) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not math.isfinite(value) or value < 0 or (positive and value == 0):
-            raise argparse.ArgumentTypeError(f"must be {'above' if positive else 'at least'} 0, not {text}")
-        return value
-
-    return parse
-
-
-positive_number = _number(positive=True)  # argparse type: seconds
-non_negative_number = _number(positive=False)  # argparse type: costs, prices
+positive_int = _at_least(int, 1)  # batch sizes, concurrency, counts
+non_negative_int = _at_least(int, 0)  # retries
+positive_number = _at_least(float, 0, strict=True)  # seconds
+non_negative_number = _at_least(float, 0)  # costs, prices
 
 
 def parsed_main(parser: argparse.ArgumentParser, argv: list[str] | None,
@@ -173,7 +160,9 @@ def add_run_flags(p: argparse.ArgumentParser, *, image_dir: str | None = "--imag
     """Flags smmile adds to every inference front door (`model=False`: no model to load, as for the baselines)."""
     g = p.add_argument_group("smmile additions")
     g.add_argument("--revision", default=None, help="dataset revision (commit, tag or branch) to pin on the hub")
-    g.add_argument("--protocol", choices=["paper", "corrected"], default="paper", help=PROTOCOL_HELP)
+    g.add_argument("--protocol", choices=["paper", "corrected"], default="paper",
+                   help="paper (default): reproduce the original scripts, quirks included; corrected: apply every "
+                        "documented fix at once (see docs/deviations.md)")
     g.add_argument("--shard", default=None, metavar="i/N",
                    help="run only the i-th of N deterministic slices (1-based); join them with `smmile merge`")
     if model:
@@ -199,9 +188,7 @@ INTERRUPTED_RUN = "interrupted: finished problems are kept in the journal; rerun
 # OS errors about a path the user named (a read-only or full disk, a file where a folder is expected):
 # one line and exit 2 instead of a traceback (1 means a problem failed). Other OS errors stay tracebacks:
 # they are more likely bugs. A full disk is one line even when the error names no file.
-_FULL = {errno.ENOSPC, errno.EDQUOT}
-_PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.EISDIR, errno.ENOTDIR, errno.ENAMETOOLONG,
-                *_FULL}
+_PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.EISDIR, errno.ENOTDIR, errno.ENAMETOOLONG, *NO_SPACE}
 
 
 class Terminated(KeyboardInterrupt):
@@ -244,7 +231,7 @@ def guarded(main: Callable[[], int], interrupted: str = INTERRUPTED) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except OSError as exc:
-        if exc.errno in _FULL:  # never a bug; a writer's error rarely names its file (fsguard's writes do)
+        if exc.errno in NO_SPACE:  # never a bug; a writer's error rarely names its file (fsguard's writes do)
             where = f": {exc.filename}" if exc.filename else ""
             print(f"error: {exc.strerror or os.strerror(exc.errno)}{where}; free some space and rerun", file=sys.stderr)
             return 2
