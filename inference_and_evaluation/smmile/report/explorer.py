@@ -1,28 +1,13 @@
 """The problem explorer's data: every problem of each results folder's dataset with its images, examples,
 flags and every model's answers and scores, as one compact JSON payload for the page's script.
 
-* Problems come from the dataset (``smmile.data.load.load_problems``: hub id, local path or demo); ids a
-  result file has but the dataset lacks, and every problem when there is no dataset, are shown from the
-  result files alone (question and gold answer as the CSVs give them; no images, examples or flags).
-  SMMILE++ permutations keep their ``base`` id, and the page groups them.
-* Answers: open format ``generated_answer`` with its exact-match and judge scores and the judge's raw
-  reply (``<stem>_judgements.jsonl``); MCQA the letter with its option text (the CSV's, else the
-  problem's answer that carries that letter: letters follow the order of the problem's distinct
-  answers, spec §2.1-2.2) and whether it was correct; the extractor's codes (``EXTRACTION_FAILED``,
-  ``INVALID_OPTION:X``, ``ERROR``) in words. Each judged result names its judge(s) (``judges``), for the
-  reviews the page collects. Answers and scores come from the
-  report's own ``smmile.scoring.results`` records (each CSV read once), so the explorer counts what the
-  tables count.
-* Every text is stored once (``strings``), every image once as a JPEG thumbnail (``images``, by content
-  hash, so SMMILE++ shares the images of its permutations). An image larger than its thumbnail is also
-  written once beside the page (``images/<hash>.<ext>``: the dataset's own file when the browser shows it
-  and no side exceeds FULL_SIZE, else downscaled to FULL_SIZE) and named in ``full``: the page loads it
-  only when the image is clicked, from disk like the figures, and shows the thumbnail without it.
-* Runs with a journal get the prompt as sent (``explorer_prompts``): per problem ``pr[result]``.
-* The images are streamed: ``read_dataset`` reads a dataset a batch of rows at a time and keeps only each
-  image's content hash; ``Images.make`` reads it again the same way and has the thumbnails made in worker
-  processes, a few chunks at a time; the page receives them one by one (``Images.uris``). The encoded
-  images of a whole dataset (632 MB for SMMILE++ with its real images) are never in memory together.
+Problems come from the dataset; ids only the result files have (all of them without a dataset) are shown
+from the result files alone. MCQA letters follow the order of the problem's distinct answers (spec §2.1-2.2).
+Answers and scores come from the report's own ``scoring.results`` records, so the explorer counts what the
+tables count. Every text is stored once (``strings``), every image once as a JPEG thumbnail (by content hash);
+an image larger than its thumbnail is also written beside the page (``images/<hash>.<ext>``, at most
+FULL_SIZE) and loaded only when clicked. Images are streamed (a batch of rows at a time, thumbnails made in
+worker processes): the encoded images of a whole dataset (632 MB for SMMILE++) are never in memory together.
 """
 
 from __future__ import annotations
@@ -31,8 +16,8 @@ import base64
 import io
 import json
 import os
-from collections import deque
-from dataclasses import dataclass, replace
+from collections import deque, namedtuple
+from dataclasses import replace
 from functools import partial
 from typing import Iterator
 
@@ -72,16 +57,12 @@ class Strings:
         return self._index[text]
 
 
-@dataclass(frozen=True)
-class StoredImage:
-    """An image of a dataset as the explorer keeps it: its content hash (the bytes stay in the dataset)."""
-
-    digest: bytes
+StoredImage = namedtuple("StoredImage", "digest")  # an image as the explorer keeps it (the bytes stay in the dataset)
 
 
 def read_dataset(source) -> list:
-    """The problems of the dataset at ``source`` (``smmile.data.load.Source``), as ``load_problems`` gives
-    them but each image a ``StoredImage``; read a batch of rows at a time."""
+    """The problems at ``source`` (``data.load.Source``) as ``load_problems`` gives them, each image a
+    ``StoredImage``."""
     from smmile.data.load import iter_records
     from smmile.data.schema import group, image_of, row_order
 
@@ -98,8 +79,7 @@ def read_dataset(source) -> list:
 
 
 class Images:
-    """Each distinct image of the datasets once (by content hash, in dataset order: problems, then rows)
-    and its thumbnail (``make``)."""
+    """Each distinct image of the datasets once (by content hash, in dataset order) and its thumbnail."""
 
     def __init__(self, datasets: list):
         digests = (row.image.digest for problems in datasets for problem in problems for row in problem.rows
@@ -115,10 +95,8 @@ class Images:
         return -1 if ref is None else self._index[ref.digest]
 
     def make(self, sources: list, pool, full_dir: str | None = None) -> None:
-        """The thumbnails, made on ``pool`` while the datasets at ``sources`` are read again a batch of rows
-        at a time (file order); at most IN_FLIGHT chunks of images wait for their thumbnails at once. With
-        ``full_dir``, each image larger than its thumbnail is also written there (``full_image``) and files
-        there that no image of this page names are removed."""
+        """The thumbnails, made on ``pool`` while ``sources`` are read again (at most IN_FLIGHT chunks wait at
+        once); with ``full_dir``, the full-resolution images written there and stale files there removed."""
         from smmile.data.load import iter_records
         from smmile.data.schema import image_of
 
@@ -158,17 +136,15 @@ class Images:
                 self._full[digest] = full
 
     def full_names(self) -> list[str]:
-        """Per image (index order) its full-resolution file relative to the page ("" when the thumbnail is
-        the whole image, or none was written)."""
+        """Per image its full-resolution file relative to the page ("" when there is none)."""
         return [f"{FULL_DIR}/{self._full[digest]}" if digest in self._full else "" for digest in self._index]
 
     def uris(self) -> Iterator[str]:
-        """The thumbnails' data URIs in index order ("" for an image that could not be read or decoded)."""
+        """The thumbnails' data URIs ("" for an image that could not be decoded)."""
         return (self._uris.get(digest, "") for digest in self._index)
 
 
 def _on_white(img):
-    """``img`` as RGB, transparency on white."""
     from PIL import Image
 
     rgba = img.convert("RGBA")
@@ -178,8 +154,7 @@ def _on_white(img):
 
 
 def _upright(img, orientation):
-    """``img`` turned as its EXIF ``orientation`` tag says (read before ``draft``/``thumbnail``), as
-    ``ImageRef.load`` turns it for the model: the explorer shows the picture the model was given."""
+    """``img`` turned by its EXIF ``orientation`` as ``ImageRef.load`` turns it for the model."""
     from PIL import Image
 
     method = {2: Image.Transpose.FLIP_LEFT_RIGHT, 3: Image.Transpose.ROTATE_180, 4: Image.Transpose.FLIP_TOP_BOTTOM,
@@ -189,9 +164,8 @@ def _upright(img, orientation):
 
 
 def thumbnails(chunk: list[tuple[bytes, bytes]], full_dir: str | None = None) -> list[tuple[str, str]]:
-    """Per ``(digest, encoded image)``: its thumbnail as a JPEG data URI, longest side at most THUMB_SIZE
-    (never enlarged; transparency on white), and the name of its full-resolution file written into
-    ``full_dir`` ("" without ``full_dir``, or when the image is no larger than its thumbnail)."""
+    """Per ``(digest, encoded image)``: its JPEG thumbnail's data URI and the name of its full-resolution file
+    in ``full_dir`` ("" when the image is no larger than its thumbnail)."""
     from PIL import Image
 
     out = []
@@ -219,9 +193,8 @@ def thumbnails(chunk: list[tuple[bytes, bytes]], full_dir: str | None = None) ->
 
 
 def full_image(digest: bytes, data: bytes, size: tuple, fmt: str | None, full_dir: str) -> str:
-    """The image at full resolution in ``full_dir`` (named by its content hash; written once): the dataset's
-    bytes when a browser shows the format and no side exceeds FULL_SIZE, else a JPEG of at most FULL_SIZE
-    (transparency on white). Returns the file name."""
+    """The image's file name in ``full_dir`` (by content hash, written once): the dataset's bytes when a browser
+    shows them at most FULL_SIZE, else a JPEG of at most FULL_SIZE."""
     from PIL import Image
 
     from smmile.fsguard import atomic_write_bytes
@@ -244,7 +217,7 @@ def full_image(digest: bytes, data: bytes, size: tuple, fmt: str | None, full_di
 
 
 def remove_unnamed(full_dir: str, keep: set) -> None:
-    """Files an earlier report wrote into ``full_dir`` that this page does not name (its own kind of name only)."""
+    """Remove the files an earlier report wrote into ``full_dir`` that this page does not name."""
     for name in os.listdir(full_dir):
         stem, ext = os.path.splitext(name)
         if name not in keep and len(stem) == 32 and all(c in "0123456789abcdef" for c in stem) \
@@ -263,14 +236,9 @@ def flag_text(value) -> str | None:
     return None if text in ("", "None", "nan", "NaN") else text
 
 
-def flag_values(problem, flags: list[str]) -> dict:
-    return {flag: flag_text(value) for flag, value in stratify.problem_labels(problem, flags, "ICL").items()}
-
-
 def problem_entry(pid: str, set_index: int, problem, flags: list[str], strings: Strings, images: Images,
                   from_csv: tuple | None = None) -> dict:
-    """One problem; without ``problem`` (not in the dataset, or no dataset) its question and gold answer as
-    the result files give them (``from_csv``) and ``csv: 1``."""
+    """One problem; without ``problem`` (not in the dataset) as the result files give it (``from_csv``)."""
     base = statistics.base_problem_ids([pid])[0]
     entry = {"id": pid, "set": set_index, "base": base}
     if problem is None:
@@ -278,7 +246,7 @@ def problem_entry(pid: str, set_index: int, problem, flags: list[str], strings: 
         entry.update(q=strings.add(question), gold=strings.add(gold), csv=1)
         return entry
     query = problem.query
-    values = flag_values(problem, flags)
+    values = {flag: flag_text(value) for flag, value in stratify.problem_labels(problem, flags, "ICL").items()}
     entry.update(q=strings.add(query.question), gold=strings.add(query.answer), img=images.index(query.image),
                  fv=[strings.add(values.get(flag)) for flag in flags],
                  ex=[[images.index(r.image), strings.add(r.question), strings.add(r.answer)] for r in problem.examples],
@@ -293,8 +261,8 @@ GOLD_COLUMNS = ("true_answer", "correct_answer")
 
 
 def judge_labels(found: dict | None) -> list[str]:
-    """The judges of a judge record (a ``_judgements.jsonl`` line or ``_evaluationllm.manifest.json``), named
-    as ``smmile agreement`` names them (``scoring.jury.label``: ``BACKEND:MODEL``); a jury's members."""
+    """The judges of a judge record (a ``_judgements.jsonl`` line or ``_evaluationllm.manifest.json``) as
+    ``smmile agreement`` names them (``BACKEND:MODEL``); a jury's members."""
     if not isinstance(found, dict) or not found.get("model"):
         return []
     if found.get("backend") == "jury":
@@ -304,8 +272,7 @@ def judge_labels(found: dict | None) -> list[str]:
 
 
 def judge_replies(csv_path: str) -> tuple[dict, list[str]]:
-    """problem_id -> (reply, status) from the judge's replies file (first row of a problem), and the judges
-    its records name (``judge_labels``)."""
+    """problem_id -> (reply, status) from the judge's replies file (first row of a problem), and its judges."""
     path = judgements_path(csv_path)
     found: dict = {}
     judges: dict = {}
@@ -323,7 +290,7 @@ def judge_replies(csv_path: str) -> tuple[dict, list[str]]:
 
 
 def _first_rows(frame, columns: list[str]) -> dict:
-    """problem_id -> {column: value} of its first row (plain Python values; missing columns -> None)."""
+    """problem_id -> {column: value} of its first row (missing columns -> None)."""
     ids = [str(i) for i in frame["problem_id"]]
     values = [frame[c].tolist() if c in frame.columns else [None] * len(ids) for c in columns]
     rows: dict = {}
@@ -334,7 +301,6 @@ def _first_rows(frame, columns: list[str]) -> dict:
 
 
 def _scores(series) -> dict:
-    """problem_id -> score rounded to 4 digits (NaN -> None)."""
     if series is None:
         return {}
     return {str(k): (None if v != v else round(float(v), 4)) for k, v in series.items()}
@@ -387,14 +353,6 @@ def mcqa_answers(frame, scores: dict, strings: Strings) -> dict:
     return out
 
 
-def judges_of(info, recorded: list[str]) -> list[str]:
-    """The judge(s) of a result: named by its replies file, else by the record beside its
-    ``_evaluationllm.json``, else UNRECORDED_JUDGE (e.g. the published outputs)."""
-    if recorded:
-        return recorded
-    return judge_labels(getattr(info, "judge", None)) or [UNRECORDED_JUDGE]
-
-
 def prompt_entry(prompt, strings: Strings, images: Images) -> dict:
     """A Prompt (``explorer_prompts``) as the page reads it: ``m`` [[role, [text index | [image index]]]],
     ``t`` the query turn, ``o`` [[letter, option]] as displayed, ``n`` a note."""
@@ -409,8 +367,8 @@ def prompt_entry(prompt, strings: Strings, images: Images) -> dict:
     return entry
 
 
-def result_entries(rset, set_index: int, models: dict, strings: Strings, problems: dict | None = None,
-                   images: Images | None = None) -> tuple[list[dict], dict, dict, dict]:
+def result_entries(rset, set_index: int, models: dict, strings: Strings, problems: dict,
+                   images: Images) -> tuple[list[dict], dict, dict, dict]:
     """The set's result files (``results`` entries) and, per problem id, {result index: answer}, the question
     and gold answer the files give, and {result index: prompt entry} (runs with a journal)."""
     from smmile.report.explorer_prompts import run_prompts
@@ -429,7 +387,9 @@ def result_entries(rset, set_index: int, models: dict, strings: Strings, problem
         else:
             replies, recorded = judge_replies(source)
             found = open_answers(record.frame, scores, replies, strings)
-            judges = judges_of(info, recorded) if "LLM" in scores else []
+            # named by the replies file, else by the judge record, else unrecorded (the published outputs)
+            judges = (recorded or judge_labels(getattr(info, "judge", None)) or [UNRECORDED_JUDGE]
+                      if "LLM" in scores else [])
         for pid, pair in asked(record.frame).items():
             from_csv.setdefault(pid, pair)
         index = len(results)
@@ -442,20 +402,18 @@ def result_entries(rset, set_index: int, models: dict, strings: Strings, problem
         for pid, answer in found.items():
             answers.setdefault(pid, {})[index] = answer
         manifest = getattr(info, "manifest", None)
-        if manifest and images is not None:
-            for pid, prompt in run_prompts(os.path.dirname(os.path.abspath(source)), manifest, problems or {}).items():
+        if manifest:
+            for pid, prompt in run_prompts(os.path.dirname(os.path.abspath(source)), manifest, problems).items():
                 prompts.setdefault(pid, {})[index] = prompt_entry(prompt, strings, images)
     return results, answers, from_csv, prompts
 
 
 # -- the payload -----------------------------------------------------------------------------------------
-def set_problems(rset, set_index: int, problems: list, flags: list[str], answers: dict, strings: Strings,
-                 images: Images, from_csv: dict | None = None, prompts: dict | None = None) -> list[dict]:
-    """The dataset's problems in dataset order, then ids only the results have (all of them without a
-    dataset, in the order the result files first name them); answers and prompts attached."""
-    by_id = {p.problem_id: p for p in problems}
+def set_problems(set_index: int, by_id: dict, flags: list[str], answers: dict, strings: Strings, images: Images,
+                 from_csv: dict, prompts: dict) -> list[dict]:
+    """The dataset's problems in dataset order, then ids only the results have (in the order the result files
+    first name them); answers and prompts attached."""
     ids = list(by_id) + [pid for pid in answers if pid not in by_id]
-    from_csv, prompts = from_csv or {}, prompts or {}
     entries = []
     for pid in ids:
         entry = problem_entry(pid, set_index, by_id.get(pid), flags, strings, images, from_csv.get(pid))
@@ -466,14 +424,11 @@ def set_problems(rset, set_index: int, problems: list, flags: list[str], answers
     return entries
 
 
-def build(sets: list, datasets: list | None, images: Images | None = None, loaded: list | None = None) -> dict:
-    """The explorer payload for ``sets`` (report.build.ReportSet) with their loaded problems
-    (``datasets[i]``: a list of Problem, possibly empty; None: no dataset at all) and their ``Images``.
-    ``loaded[i]``: what the page says about set i's dataset (its name, or why there is none). Its ``images``
-    entry is ``images`` itself: the page writes the thumbnails (``Images.uris``) into its JSON one at a time
-    (``explorer_page.section``)."""
+def build(sets: list, datasets: list | None, images: Images, loaded: list | None) -> dict:
+    """The explorer payload for ``sets`` (report.build.ReportSet) with their problems (``datasets[i]``, possibly
+    empty; None: no dataset at all); ``loaded[i]``: what the page says about set i's dataset. Its ``images``
+    entry is ``images`` itself: the page writes the thumbnails into its JSON one at a time."""
     datasets = datasets if datasets is not None else [[] for _ in sets]
-    images = images if images is not None else Images(datasets)
     strings, models = Strings(), {}
     flags = list(dict.fromkeys(f for problems in datasets for f in stratify.valid_flags(problems)))
     results, problems = [], []
@@ -484,8 +439,8 @@ def build(sets: list, datasets: list | None, images: Images | None = None, loade
         results += found
         answers = {pid: {k + offset: v for k, v in a.items()} for pid, a in answers.items()}
         prompts = {pid: {k + offset: v for k, v in a.items()} for pid, a in prompts.items()}
-        problems += set_problems(rset, index, dataset, flags, answers, strings, images, from_csv, prompts)
-    ordered = names_order(models)
+        problems += set_problems(index, by_id, flags, answers, strings, images, from_csv, prompts)
+    ordered = model_order([{"model": m} for m in models])
     first_seen = list(models)
     for result in results:
         result["model"] = ordered.index(first_seen[result["model"]])
@@ -498,11 +453,6 @@ def build(sets: list, datasets: list | None, images: Images | None = None, loade
             "flags": [{"name": f, "label": names.flag(f)} for f in flags],
             "results": results, "problems": problems, "strings": strings.items,
             "images": images}
-
-
-def names_order(models: dict) -> list[str]:
-    """Model keys in the paper's row order."""
-    return model_order([{"model": m} for m in models])
 
 
 def unmatched(payload: dict) -> list[str]:

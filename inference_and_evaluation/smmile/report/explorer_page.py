@@ -1,11 +1,7 @@
-"""The problem explorer's section of the page: its markup here, its style and script in assets/explorer.css and
-assets/explorer.js (plain JavaScript, no library, works from disk). The data (report.explorer) is embedded as JSON in a non-executed script
-element and read once (its texts gzip-packed); filters, order and a single problem live in the URL
-(``#problems?model=qwen72B&metric=LLM&mode=ICL``, ``#problems?id=<problem id>``), so a main-table cell
-links to the problems behind it and a view can be bookmarked. Downloads: the shown problems as CSV, and
-the reviews (agree / disagree / unsure per judge verdict, "gold answer looks wrong" per problem; kept in
-the browser's localStorage meanwhile) as ``reviews.json`` in the format ``smmile-reviews/1``.
-Narrower than 700 px: the filters fold, the answers table becomes one block per model.
+"""The problem explorer's section of the page; its style and script are assets/explorer.css and explorer.js
+(plain JavaScript, works from disk). The data (report.explorer) is JSON in a non-executed script element, its
+texts gzip-packed; filters and a single problem live in the URL (``#problems?model=qwen72B&metric=LLM``), so a
+main-table cell links to its problems. Reviews are kept in localStorage and downloaded as ``reviews.json``.
 """
 
 from __future__ import annotations
@@ -25,7 +21,6 @@ def data_json(payload: dict) -> str:
 
 
 def images_json(uris) -> Iterator[str]:
-    """The JSON array of the thumbnails ``uris`` in pieces, as ``data_json`` writes it."""
     yield "["
     for i, uri in enumerate(uris):
         yield ("," if i else "") + data_json(uri)
@@ -36,16 +31,15 @@ PACKED = ("problems", "strings")
 
 
 def packed(payload: dict) -> str:
-    """The payload's problems and texts as base64 of their gzip-compressed JSON (the page's script unpacks
-    them with the browser's DecompressionStream): a third of the bytes, for the answers of every model.
-    Deterministic (no time stamp in the gzip header)."""
+    """The payload's problems and texts as base64 of their gzip-compressed JSON, without a time stamp (the page
+    unpacks them with DecompressionStream): a third of the bytes."""
     raw = json.dumps({k: payload[k] for k in PACKED}, separators=(",", ":"), ensure_ascii=False,
                      allow_nan=False).encode("utf-8")
     return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
 
 
 def unpacked(data: dict) -> dict:
-    """The page's JSON with ``packed`` read back (for tools and tests that read the page)."""
+    """The page's JSON with ``packed`` read back (for tools and tests)."""
     if "packed" not in data:
         return data
     inner = json.loads(gzip.decompress(base64.b64decode(data["packed"])).decode("utf-8"))
@@ -65,9 +59,8 @@ def without_dataset(payload: dict) -> str:
 
 
 def section(payload: dict, images_slot: str) -> str:
-    """The section with the payload's JSON, whose ``images`` array is left to the page's writer: the text
-    ``images_slot`` stands where ``images_json`` of the thumbnails goes (``images`` is last in the payload).
-    The problems and texts are packed (``packed``); ``full`` names each image's full-resolution file."""
+    """The section with the payload's JSON, where ``images_slot`` stands for the thumbnails (``images_json``),
+    which the page's writer puts there."""
     n = len(payload["problems"])
     images = payload["images"]
     head = {k: v for k, v in payload.items() if k not in (*PACKED, "images")}

@@ -1,18 +1,11 @@
-"""The prompt as sent, for the problem explorer: per problem of a run that has a journal, the messages its
-family rendered (system prompt, ICL turns, the query turn with its options) with each image an index
-into the explorer's images, and the MCQA options in the order the model saw them.
+"""The prompt as sent, for the problem explorer: per problem of a run with a journal, the messages its family
+rendered (images as indexes into the explorer's images) and the MCQA options in the order the model saw them.
 
-A run's manifest (``<stem>.manifest.json``) names its journal (``<results>/.smmile/<stem>.journal.jsonl``)
-and its preset, settings and protocol; each journal record holds the planned item (mode, format, the
-query turn's text as rendered, the display-ordered options, the correct letter, family extras). The
-family is rebuilt from the manifest as the runner built it and asked for the item's request
-(``Family.request``), so what is shown is what the current code sends for that item; the problem (its
-examples and images) comes from the dataset. A generic checkpoint (``hf:``/``vllm:``) whose chat template
-refused the canonical layout was sent the messages in the layout its capability probe chose (system prompt
-folded into the first user turn, examples in one turn): the layout its response journaled (else the
-manifest's ``backend.capabilities.layout``) is applied to the family's messages, as the backend applied it.
-Without the dataset, or when the family cannot be rebuilt, only the query turn's text and the options are
-shown. When a journal holds several configurations of a problem, the record read last is shown.
+The family is rebuilt from the run's manifest as the runner built it and asked for the journaled item's request,
+so what is shown is what the current code sends. A generic checkpoint (``hf:``/``vllm:``) gets the layout its
+capability probe chose (journaled, else the manifest's ``backend.capabilities.layout``). Without the dataset, or
+when the family cannot be rebuilt, only the query turn's text and the options are shown; of several records of
+a problem, the one read last.
 """
 
 from __future__ import annotations
@@ -26,8 +19,7 @@ from smmile.errors import UserError
 @dataclass
 class Prompt:
     """``messages``: ``[(role, [text | ("image", ref)])]`` or None (only the query turn is known);
-    ``target``: the query turn's text; ``options``: ``[(letter, answer)]`` as displayed (MCQA), else [];
-    ``note``: what else to say (a baseline sends nothing)."""
+    ``options``: ``[(letter, answer)]`` as displayed (MCQA)."""
 
     messages: list | None
     target: str
@@ -51,7 +43,7 @@ def family_of(manifest: dict):
 
 
 def journal_records(results_dir: str, manifest: dict) -> dict:
-    """problem_id -> the run's journal record of it (the one read last), {} without a readable journal."""
+    """problem_id -> the run's journal record of it (the one read last)."""
     from smmile.runner.journal import RESPONSES_FORMAT, Journal
 
     name = (manifest.get("journal") or {}).get("file")
@@ -84,8 +76,8 @@ def run_layout(rec: dict, manifest: dict):
 
 
 def _parts(content, images: list) -> list:
-    """A message's content as text and ("image", ref) parts; ``images``: the request's images in prompt order
-    (consumed by placeholders that carry no reference)."""
+    """A message's content as text and ("image", ref) parts; placeholders without a reference take ``images``
+    in order."""
     if isinstance(content, str):
         return [content]
     out = []
@@ -100,8 +92,8 @@ def _parts(content, images: list) -> list:
 
 
 def rendered(request, layout=None) -> tuple[list | None, str]:
-    """(messages, note) of a family's request: chat messages (API or HF; a generic checkpoint's in the probed
-    ``layout``), a pre-rendered prompt with its images (LLaVA-Med), or nothing (a baseline's planned choice)."""
+    """(messages, note) of a family's request: chat messages, a pre-rendered prompt with its images (LLaVA-Med),
+    or nothing (a baseline)."""
     from smmile.models.hf.generic import RENDER
 
     if isinstance(request, str):
@@ -126,8 +118,7 @@ def rendered(request, layout=None) -> tuple[list | None, str]:
 
 
 def run_prompts(results_dir: str, manifest: dict | None, problems: dict) -> dict:
-    """problem_id -> Prompt for the run of ``manifest`` (None or no journal: {}); ``problems``: the dataset's
-    problems by id (may be empty)."""
+    """problem_id -> Prompt for the run of ``manifest``; ``problems``: the dataset's problems by id."""
     from smmile.protocol.items import Item
 
     if not manifest:
