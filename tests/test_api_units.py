@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from smmile.models.api.accounting import CostMeter, parse_price
-from smmile.models.api.images import encode_png
+from smmile.models.api.request import encode_png
 from smmile.models.api.retry import Failure, RetryPolicy, parse_retry_after, status_failure
 from smmile.models.api.secrets import Scrubber, public_url, url_has_credentials
 from smmile.protocol.problem import ImageRef

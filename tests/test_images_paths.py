@@ -25,7 +25,7 @@ def original_api_png(name: str) -> str:
 
 @pytest.mark.parametrize("name", MODES)
 def test_api_request_image_bytes_equal_the_originals(name):
-    from smmile.models.api.images import encode_png
+    from smmile.models.api.request import encode_png
 
     enc = encode_png(ImageRef(encoded(name)))
     assert enc.b64 == original_api_png(name)
@@ -35,7 +35,7 @@ def test_api_request_image_bytes_equal_the_originals(name):
 def test_exif_jpeg_is_sent_upright_to_the_apis():
     from PIL import Image
 
-    from smmile.models.api.images import encode_png
+    from smmile.models.api.request import encode_png
 
     enc = encode_png(ImageRef(encoded("exif")))
     sent = Image.open(io.BytesIO(base64.b64decode(enc.b64)))

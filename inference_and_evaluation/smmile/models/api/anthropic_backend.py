@@ -8,8 +8,7 @@ import os
 from ...errors import UserError
 from .accounting import anthropic_image_tokens
 from .backend import ApiBackend, NoContent
-from .images import Encoded
-from .request import ChatRequest, import_sdk
+from .request import ChatRequest, Encoded, import_sdk
 from .retry import Failure, status_failure
 from .secrets import public_url
 

@@ -18,9 +18,8 @@ from typing import Any
 from ...errors import UserError
 from ..base import Backend, Response
 from .accounting import CostMeter, batch_cost, parse_price, price_for, text_tokens
-from .images import Encoded, encode_png
 from .limiter import Limiter
-from .request import ChatRequest, TooLarge, import_sdk
+from .request import ChatRequest, Encoded, TooLarge, encode_png, import_sdk
 from .retry import Failure, RetryPolicy
 from .secrets import Scrubber, host_of, key_may_go_to, public_url
 

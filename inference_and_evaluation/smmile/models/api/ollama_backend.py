@@ -6,8 +6,7 @@ import contextvars
 import os
 
 from .backend import ApiBackend, NoContent
-from .images import Encoded
-from .request import ChatRequest, import_sdk
+from .request import ChatRequest, Encoded, import_sdk
 from .retry import Failure, parse_retry_after, status_failure
 from .secrets import public_url
 

@@ -9,8 +9,7 @@ import os
 from ...errors import UserError
 from .accounting import openai_image_tokens
 from .backend import ApiBackend, NoContent
-from .images import Encoded
-from .request import ChatRequest, import_sdk
+from .request import ChatRequest, Encoded, import_sdk
 from .retry import Failure, status_failure
 from .secrets import public_url, url_has_credentials
 

@@ -1,12 +1,14 @@
-"""The provider-neutral chat request a family hands to an API backend.
+"""The provider-neutral chat request a family hands to an API backend, and its images as the API scripts encoded them.
 
 Messages are OpenAI-shaped (`role`, `content` as a string or typed parts); an image is the abstract part
-`{"type": "image", "ref": ImageRef}` that each backend encodes in its own wire format. A request beyond a provider's
-limit is not sent (`TooLarge`); a backend's SDK is imported when it is used (`import_sdk`).
+`{"type": "image", "ref": ImageRef}` that each backend encodes in its own wire format (`encode_png`). A request
+beyond a provider's limit is not sent (`TooLarge`); a backend's SDK is imported when it is used (`import_sdk`).
 """
 
 from __future__ import annotations
 
+import base64
+import io
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -59,3 +61,32 @@ class ChatRequest:
     def images(self) -> list[ImageRef]:
         return [p["ref"] for m in self.messages if isinstance(m["content"], list)
                 for p in m["content"] if p.get("type") == "image"]
+
+
+@dataclass(frozen=True)
+class Encoded:
+    b64: str
+    media_type: str
+    size: tuple[int, int]  # sent size (w, h)
+    original: tuple[int, int]
+
+    @property
+    def downscaled(self) -> bool:
+        return self.size != self.original
+
+
+def encode_png(ref: ImageRef, max_side: int | None = None) -> Encoded:
+    """The API scripts' encoding (spec §3.12): RGB unless RGB/RGBA, PNG, base64; `max_side` (corrected protocol
+    only) shrinks the longer side, keeping aspect."""
+    from PIL import Image
+
+    img = ref.load()
+    if img.mode not in ("RGB", "RGBA"):
+        img = img.convert("RGB")
+    original = img.size
+    if max_side and max(img.size) > max_side:
+        scale = max_side / max(img.size)
+        img = img.resize((max(1, round(img.width * scale)), max(1, round(img.height * scale))), Image.LANCZOS)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return Encoded(base64.b64encode(buf.getvalue()).decode("ascii"), "image/png", img.size, original)
