@@ -77,9 +77,7 @@ def accelerator() -> dict:
 
 
 def same_release(installed: str, pinned: str) -> bool:
-    """2.13.0+cpu is release 2.13.0; a pin of "3.10" matches any 3.10.x; "any" matches anything installed."""
-    if pinned == "any":
-        return True
+    """2.13.0+cpu is release 2.13.0; a pin of "3.10" matches any 3.10.x."""
     release = installed.split("+")[0].split(".")
     return release[:len(pinned.split("."))] == pinned.split(".")
 

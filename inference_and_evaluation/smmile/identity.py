@@ -75,9 +75,7 @@ def latex_for_key(key: str) -> str:
 def identity_for_tag(tag: str, model_id: str | None = None) -> ModelIdentity:
     """The paper's identity of ``tag``, else one named after the tag (display: the model id if given); its
     ``key`` is spec §7.2's row key of a file-name token, its ``scoring_name`` spec §4.3's name."""
-    if tag in PAPER_MODELS:
-        return PAPER_MODELS[tag]
-    return ModelIdentity(tag, tag, (model_id or "").strip() or tag, latex_for_key(tag))
+    return PAPER_MODELS.get(tag) or ModelIdentity(tag, tag, (model_id or "").strip() or tag, latex_for_key(tag))
 
 
 def identity_for_model_id(model_id: str) -> ModelIdentity:

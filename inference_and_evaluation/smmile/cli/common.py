@@ -24,8 +24,7 @@ OUTPUT_HELP = "where result files go (with --dataset augmented: <output-dir>_aug
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows a flag's default unless its help already states one or there is none to show (None, off).
-    A description or epilog is wrapped to the terminal unless it has line breaks of its own."""
+    """Shows a flag's default unless its help states one or it is None/off; keeps a text's own line breaks."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         if "\n" in text:
@@ -41,8 +40,8 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """Accepts every long flag in both spellings, `--inference_mode` and `--inference-mode` (the original
-    scripts mix them); help lists the declared spelling only. Sub-command parsers inherit the class."""
+    """Accepts every long flag in both spellings, `--inference_mode` and `--inference-mode` (the original scripts
+    mix them); help lists the declared one."""
 
     def parse_known_args(self, args=None, namespace=None):
         args = sys.argv[1:] if args is None else list(args)
@@ -88,9 +87,8 @@ class _Stderr(logging.StreamHandler):
 
 
 def configure_logging(verbosity: int = 0) -> None:
-    """The library's diagnostics (logger ``smmile`` and its per-module children) on stderr, one plain line each,
-    as they read before they were log records: notes, progress and warnings by default (INFO), warnings and
-    errors only below 0 (-q), debugging detail above 0 (-v). Idempotent: one handler, whatever the calls."""
+    """The library's log (logger ``smmile``) on stderr, one plain line each: INFO by default, WARNING below 0 (-q),
+    DEBUG above 0 (-v). Idempotent: one handler, whatever the calls."""
     logger = logging.getLogger("smmile")
     if not any(isinstance(h, _Stderr) for h in logger.handlers):
         handler = _Stderr()
@@ -124,8 +122,7 @@ non_negative_number = _at_least(float, 0)  # costs, prices
 
 def parsed_main(parser: argparse.ArgumentParser, argv: list[str] | None,
                 body: Callable[[argparse.Namespace], int]) -> int:
-    """``body(parser.parse_args(argv))``, with argparse's own exit (``--help``: 0, a bad command line: 2)
-    returned as the status instead of raised (the scoring commands' ``main`` always returns one)."""
+    """``body(parser.parse_args(argv))``, argparse's own exit (``--help``: 0, a bad command line: 2) returned."""
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -149,8 +146,8 @@ def add_resampling_flags(p: argparse.ArgumentParser, level_help: str = "interval
                             "base problem; none: rows iid")
 
 
-def add_dataset_flag(p: argparse.ArgumentParser, flag: str = "--dataset") -> None:
-    p.add_argument(flag, default=None, metavar="augmented|demo|ID|PATH",
+def add_dataset_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", default=None, metavar="augmented|demo|ID|PATH",
                    help="'augmented' for SMMILE++ (as the original), 'demo' / 'demo-plusplus' for the generated demo "
                         "data, a Hugging Face dataset id (default smmile/SMMILE; HF_TOKEN is read from the "
                         "environment), or a local parquet file/folder in the SMMILE schema")
@@ -192,8 +189,7 @@ _PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.EISDIR, errno.ENOT
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (`kill`, or Slurm at a time limit or `scancel`), raised where the program is, as Ctrl-C is: what
-    is being written is finished or abandoned exactly as on Ctrl-C."""
+    """SIGTERM (`kill`, Slurm's time limit or `scancel`), raised as Ctrl-C is: writes end exactly as on Ctrl-C."""
 
 
 def _terminate(signum, frame) -> None:

@@ -21,12 +21,9 @@ def image_backends() -> list[tuple[str, str, str]]:
     families = sorted({p.family.rpartition(":")[2] for p in (registry.get(n) for n in registry.names())
                        if p.backend.startswith("hf.")})
     auto = "torchvision" if env.torchvision_usable() else "pil (no usable torchvision)"
-
-    def resolved(protocol: str) -> str:
-        requested = requested_image_backend(None, protocol)
-        return auto if requested == "auto" else requested
-
-    return [(family, resolved("paper"), resolved("corrected")) for family in families]
+    paper, corrected = (requested_image_backend(None, protocol) for protocol in ("paper", "corrected"))
+    return [(family, auto if paper == "auto" else paper, auto if corrected == "auto" else corrected)
+            for family in families]
 
 
 def facts() -> dict:
@@ -34,8 +31,8 @@ def facts() -> dict:
     rows = []
     for name in dict.fromkeys(["python", *env.PACKAGES, *pins]):
         installed, pin = env.version(name), pins.get(name)
-        differs = pin is not None and (installed is None and pin.paper != "any"
-                                       or installed is not None and not env.same_release(installed, pin.paper))
+        differs = pin is not None and pin.paper != "any" and (installed is None
+                                                              or not env.same_release(installed, pin.paper))
         rows.append({"package": name, "installed": installed, "paper": pin.paper if pin else None,
                      "differs": differs, "under_protocol_paper": pin.under_paper if pin and differs else None})
     return {"packages": rows, "accelerator": env.accelerator(),
