@@ -277,8 +277,8 @@ def test_report_data_json(reports):
 
 def test_side_by_side(reports):
     """--plusplus: one page with both folders, SMMILE++ intervals clustered, the per-model change paired
-    by base problem (as smmile.analysis.paired computes it)."""
-    from smmile.analysis.paired import compare
+    by base problem (as smmile.analysis.variants.compare computes it)."""
+    from smmile.analysis.variants import compare
 
     text = (reports["sets"] / "index.html").read_text()
     assert 'id="main-smmile"' in text and 'id="main-smmile-pp"' in text and 'id="sets"' in text

@@ -126,9 +126,9 @@ def test_plusplus_strata_without_dataset_say_rows(pp_without_ci, tmp_path, capsy
 
 # -- side by side -----------------------------------------------------------------------------------------
 def test_side_by_side_figure_draws_the_tables_paired_change(reports, tmp_path):
-    """The SMMILE vs SMMILE++ figure's points are the paired changes (as smmile.analysis.paired computes
+    """The SMMILE vs SMMILE++ figure's points are the paired changes (as smmile.analysis.variants.compare computes
     them), not the gap between the two accuracies; a model without a change is marked "no result"."""
-    from smmile.analysis.paired import compare
+    from smmile.analysis.variants import compare
 
     data = build.gather([(None, str(reports["res"])), ("SMMILE++", str(reports["pp"]))],
                         settings=build.Settings(n_boot=int(N_BOOT)))

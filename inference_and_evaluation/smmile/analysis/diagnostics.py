@@ -23,9 +23,8 @@ import re
 from ..errors import UserError
 from ..identity import display
 from ..scoring.estimates import apply_holm, estimate
-from .paired import compare
 from .results import ORIGINAL, ResultSet
-from .variants import Report
+from .variants import Report, compare
 
 KINDS = ("shots", "flip", "images", "diagnostics")
 ZERO, ICL = "0-shot", "ICL"

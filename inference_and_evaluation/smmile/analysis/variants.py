@@ -1,31 +1,28 @@
-"""The three variant analyses: which result sets are compared, and the tables each produces.
+"""The variant analyses of ``smmile analyze`` (docs/analyses.md), and ``compare``: a variant against a reference
+through ``estimates.paired``, which they, the ICL diagnostics and the report share.
 
-* ``noise``: every non-original set (noise-random, noise-targeted...) against the original.
-* ``order``: order-first and order-last against the original, and order-last against order-first, on
-  the problems all of them scored (the recency table lists the three accuracies side by side).
-* ``permutation``: every permuted set (ids ``<id>_perm_<k>``) against the original, paired by base
-  problem, clustered by base problem (``estimates.paired``); plus how consistent each model is across the
-  orders of a problem.
+* ``noise``: every non-original set against the original.
+* ``order``: order-first and order-last against the original, and last against first, on the problems all of
+  them scored (the recency table).
+* ``permutation``: every permuted set (ids ``<id>_perm_<k>``) against the original, paired and clustered by
+  base problem; plus how consistent each model is across the orders of a problem.
 
-Sets that cannot be compared are refused before any statistic: a variant set of another analysis's
-kind, a permutation set without ``_perm_<k>`` rows, and two sets that share no problem. A result found
-in only one of the two sets of a comparison is named in a note (nothing is left out silently). Holm's
-family is every comparison of one run (``estimates.apply_holm``); ``significant`` also needs the interval to
-exclude 0.
+Sets of another analysis's kind, or sharing no problem, are refused before any statistic; a result found in
+only one set of a comparison is named in a note. Holm's family is every comparison of one run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
 from ..data.variants import KINDS as VARIANT_KINDS
 from ..errors import UserError
 from ..scoring import statistics
+from ..scoring.estimates import apply_holm, paired
 from ..scoring.results import Record
-from ..scoring.estimates import apply_holm
-from .paired import compare
 from .results import ORIGINAL, ResultSet
 
 KINDS = ("noise", "order", "permutation")
@@ -42,30 +39,60 @@ class Report:
     extra: dict[str, list[dict]] = field(default_factory=dict)  # recency / consistency / by_problem
 
 
+def flip(reference: float, variant: float) -> str:
+    """gained, lost, both_correct, both_wrong; for partial scores (a judge averaged over duplicated rows)
+    up / down / same."""
+    if variant > reference:
+        return "gained" if (reference, variant) == (0, 1) else "up"
+    if variant < reference:
+        return "lost" if (reference, variant) == (1, 0) else "down"
+    return {1: "both_correct", 0: "both_wrong"}.get(reference, "same")
+
+
+def _base(problem_id: str) -> str:
+    return statistics.base_problem_ids([problem_id])[0]
+
+
+def compare(reference: Record, variant: Record, by_base: bool, n_boot: int, seed: int, level: float,
+            include_gold_mismatch: bool = False, notes: list | None = None, weight: str = "row",
+            failures: str = "wrong") -> tuple[dict, pd.DataFrame]:
+    """The summary row of variant − reference (with ``by_base`` a variant row ``<id>_perm_<k>`` pairs with the
+    reference's ``<id>``, clustered by base problem), with the relative change and the flips, and the
+    per-problem flip table; what the pairing left out is appended to ``notes``."""
+    label = f"{variant.model} {variant.metric} {variant.mode}"
+    core, frame = paired(variant, reference, label, key=_base if by_base else None,
+                         cluster="base" if by_base else "auto", weight=weight, level=level, n_boot=n_boot, seed=seed,
+                         include_gold_mismatch=include_gold_mismatch, failures=failures, notes=notes)
+    table = pd.DataFrame({"problem_id": frame["problem_id"],
+                          "base_problem_id": statistics.base_problem_ids(frame["problem_id"]),
+                          "score_reference": frame["b"], "score_variant": frame["a"]})
+    table["flip"] = [flip(r, v) for r, v in zip(table["score_reference"], table["score_variant"])]
+    counts = table["flip"].value_counts()
+    acc_ref, acc_var = core.pop("accuracy_b"), core.pop("accuracy_a")
+    renamed = {"n_failed_a": "n_failed_variant", "n_failed_b": "n_failed_reference"}
+    row = {"model": variant.model, "metric": variant.metric, "mode": variant.mode,
+           "n_reference": core.pop("n_b"), "n_variant": core.pop("n_a"),
+           "accuracy_reference": acc_ref, "accuracy_variant": acc_var,
+           "relative_change": (acc_var - acc_ref) / acc_ref * 100 if acc_ref else float("nan"),
+           "gained": int(counts.get("gained", 0)), "lost": int(counts.get("lost", 0)),
+           **{renamed.get(k, k): v for k, v in core.items()},
+           "source_reference": os.path.basename(reference.source), "source_variant": os.path.basename(variant.source)}
+    return row, table
+
+
 def comparisons(kind: str, labels: list[str]) -> list[tuple[str, str]]:
     """(variant label, reference label) pairs, in a stable order."""
     if ORIGINAL not in labels:
         raise UserError("no result set labelled 'original' (label it as original=PATH)")
-    others = [label for label in labels if label != ORIGINAL]
     if kind == "order":
-        missing = [label for label in (FIRST, LAST) if label not in labels]
-        if len(missing) == 2:
+        present = [label for label in (FIRST, LAST) if label in labels]
+        if not present:
             raise UserError("the order analysis needs an order-first and/or order-last result set")
-        pairs = [(label, ORIGINAL) for label in (FIRST, LAST) if label in labels]
-        return pairs + ([(LAST, FIRST)] if not missing else [])
+        return [(label, ORIGINAL) for label in present] + ([(LAST, FIRST)] if len(present) == 2 else [])
+    others = [label for label in labels if label != ORIGINAL]
     if not others:
         raise UserError(f"the {kind} analysis needs at least one variant result set besides the original")
     return [(label, ORIGINAL) for label in others]
-
-
-def missing_order_sets(present: list[str]) -> list[str]:
-    """One note per order variant not given: what is analysed without it and how to add it."""
-    missing = [label for label in (FIRST, LAST) if label not in present]
-    if len(missing) != 1:
-        return []
-    (absent,), (there,) = missing, [label for label in (FIRST, LAST) if label in present]
-    return [f"no {absent} result set given (missing): only {there} vs original is analysed; run the models on "
-            f"`smmile data variant {absent}` and add {absent}=PATH to also compare it and last vs first"]
 
 
 def _restrict(sets: dict[str, ResultSet], key: tuple, labels: list[str]) -> dict[str, Record]:
@@ -74,14 +101,7 @@ def _restrict(sets: dict[str, ResultSet], key: tuple, labels: list[str]) -> dict
     if len(records) < 2:
         return records
     common = set.intersection(*(set(r.scores.index) for r in records.values()))
-    return {label: Record(r.model, r.metric, r.mode, r.source, r.scores[r.scores.index.isin(common)], r.gold,
-                          r.result, r.frame, r.failures)
-            for label, r in records.items()}
-
-
-def _keys(sets: dict[str, ResultSet]) -> list[tuple]:
-    """(model, metric, mode) keys of the original, in its order."""
-    return list(sets[ORIGINAL].index())
+    return {label: replace(r, scores=r.scores[r.scores.index.isin(common)]) for label, r in records.items()}
 
 
 def _ids(result_set: ResultSet, by_base: bool) -> set[str]:
@@ -94,7 +114,6 @@ def _permuted(result_set: ResultSet) -> bool:
 
 
 def check_sets(kind: str, sets: dict[str, ResultSet], pairs: list[tuple[str, str]]) -> None:
-    """Refuse sets that are the wrong kind of variant for ``kind`` or share no problem."""
     for variant, reference in pairs:
         shown = f"{variant!r} ({sets[variant].path})"
         if variant in VARIANT_KINDS and variant not in ACCEPTS[kind]:
@@ -105,8 +124,7 @@ def check_sets(kind: str, sets: dict[str, ResultSet], pairs: list[tuple[str, str
         if kind == "noise" and _permuted(sets[variant]) and not _permuted(sets[reference]):
             raise UserError(f"result set {shown} holds permuted <id>_perm_<k> rows and the original does not; "
                             "use `smmile analyze permutation`")
-        by_base = kind == "permutation"
-        if not _ids(sets[variant], by_base) & _ids(sets[reference], False):
+        if not _ids(sets[variant], kind == "permutation") & _ids(sets[reference], False):
             raise UserError(f"result sets {shown} and {reference!r} ({sets[reference].path}) share no problem; "
                             "were they run on the same dataset?")
 
@@ -115,13 +133,10 @@ def unmatched(sets: dict[str, ResultSet], pairs: list[tuple[str, str]]) -> list[
     """Notes naming each (model, metric, mode) scored in only one set of a comparison."""
     notes = []
     for variant, reference in pairs:
-        have_v, have_r = sets[variant].index(), sets[reference].index()
-        for label, own, other, other_label in ((variant, have_v, have_r, reference),
-                                               (reference, have_r, have_v, variant)):
-            for key in own:
-                if key not in other:
-                    notes.append(f"{' '.join(key)}: scored in {label!r} ({own[key].source}) but not in "
-                                 f"{other_label!r}; no {variant} vs {reference} comparison for it")
+        for label, other in ((variant, reference), (reference, variant)):
+            own, theirs = sets[label].index(), sets[other].index()
+            notes += [f"{' '.join(key)}: scored in {label!r} ({own[key].source}) but not in {other!r}; "
+                      f"no {variant} vs {reference} comparison for it" for key in own if key not in theirs]
     return list(dict.fromkeys(notes))
 
 
@@ -130,27 +145,26 @@ def analyse(kind: str, sets: dict[str, ResultSet], n_boot: int, seed: int, level
             failures: str = "wrong") -> Report:
     """Every comparison of ``kind``; what pairing left out, and results without a partner, are
     appended to ``notes``."""
-    if kind not in KINDS:
-        raise UserError(f"unknown analysis {kind!r}; choose one of {', '.join(KINDS)}")
     pairs = comparisons(kind, list(sets))
     check_sets(kind, sets, pairs)
-    by_base = kind == "permutation"
+    notes = [] if notes is None else notes
+    notes.extend(unmatched(sets, pairs))
+    if kind == "order" and len(pairs) == 1:
+        (there, _), = pairs
+        absent = LAST if there == FIRST else FIRST
+        notes.append(f"no {absent} result set given (missing): only {there} vs original is analysed; run the models "
+                     f"on `smmile data variant {absent}` and add {absent}=PATH to also compare it and last vs first")
     report = Report(kind)
-    if notes is not None:
-        notes.extend(unmatched(sets, pairs))
     present = [label for label in (ORIGINAL, FIRST, LAST) if label in sets]
-    if kind == "order" and notes is not None:
-        notes.extend(missing_order_sets(present))
-    for key in _keys(sets):
+    for key in sets[ORIGINAL].index():
         records = _restrict(sets, key, present) if kind == "order" else None
         for variant, reference in pairs:
             pair = records or {label: sets[label].index().get(key) for label in (variant, reference)}
             if pair.get(variant) is None or pair.get(reference) is None:
                 continue
-            row, table = compare(pair[reference], pair[variant], by_base, n_boot, seed, level,
+            row, table = compare(pair[reference], pair[variant], kind == "permutation", n_boot, seed, level,
                                  include_gold_mismatch, notes, weight, failures)
-            row = {"analysis": kind, "variant": variant, "reference": reference, **row}
-            report.summary.append(row)
+            report.summary.append({"analysis": kind, "variant": variant, "reference": reference, **row})
             labels = {"model": row["model"], "metric": row["metric"], "mode": row["mode"],
                       "variant": variant, "reference": reference}
             report.flips.append(pd.concat([pd.DataFrame([labels] * len(table)), table], axis=1))
@@ -166,23 +180,19 @@ def analyse(kind: str, sets: dict[str, ResultSet], n_boot: int, seed: int, level
 
 
 def averages(rows: list[dict]) -> list[dict]:
-    """Per (variant, reference, metric, mode), over models: the mean difference and the relative change
-    of the mean accuracies, (mean variant − mean reference) / mean reference (the paper's "−9.1% on
-    average"). The mean of the per-model relative changes, which one model near 0 % can dominate, is
-    kept as a secondary column with its range; it leaves out models whose reference accuracy is 0 (no
-    relative change), so ``n_models_relative`` says how many models it covers and
-    ``models_without_relative_change`` names the others."""
-    frame = pd.DataFrame(rows)
-    out = []
+    """Over models: the mean difference and the relative change of the mean accuracies (the paper's "−9.1% on
+    average"); the mean of the per-model relative changes, which one model near 0 % can dominate, is secondary
+    and leaves out models whose reference accuracy is 0 (``models_without_relative_change``)."""
+    out, frame = [], pd.DataFrame(rows)
     for (variant, reference, metric, mode), g in frame.groupby(["variant", "reference", "metric", "mode"], sort=False):
         rel = g["relative_change"].dropna()
-        missing = g.loc[g["relative_change"].isna(), "model"].tolist()
         ref, var = float(g["accuracy_reference"].mean()), float(g["accuracy_variant"].mean())
         out.append({"variant": variant, "reference": reference, "metric": metric, "mode": mode,
                     "n_models": len(g), "mean_accuracy_reference": ref, "mean_accuracy_variant": var,
                     "mean_difference": float(g["difference"].mean()),
                     "relative_change": (var - ref) / ref * 100 if ref else float("nan"),
-                    "n_models_relative": len(rel), "models_without_relative_change": ", ".join(missing),
+                    "n_models_relative": len(rel),
+                    "models_without_relative_change": ", ".join(g.loc[g["relative_change"].isna(), "model"]),
                     "mean_of_relative_changes": float(rel.mean()) if len(rel) else float("nan"),
                     "min_relative_change": float(rel.min()) if len(rel) else float("nan"),
                     "max_relative_change": float(rel.max()) if len(rel) else float("nan")})
@@ -196,29 +206,25 @@ def recency(rows: list[dict]) -> list[dict]:
         key = (r["model"], r["metric"], r["mode"])
         entry = table.setdefault(key, {"model": key[0], "metric": key[1], "mode": key[2], "n_pairs": r["n_pairs"]})
         if r["reference"] == ORIGINAL:
-            entry["accuracy_original"] = r["accuracy_reference"]
-            entry[f"accuracy_{r['variant'].split('-')[1]}"] = r["accuracy_variant"]
-            entry[f"relative_change_{r['variant'].split('-')[1]}"] = r["relative_change"]
+            end = r["variant"].split("-")[1]
+            entry.update({"accuracy_original": r["accuracy_reference"], f"accuracy_{end}": r["accuracy_variant"],
+                          f"relative_change_{end}": r["relative_change"]})
         else:
-            entry["last_minus_first"] = r["difference"]
-            entry["last_minus_first_ci_low"], entry["last_minus_first_ci_high"] = r["ci_low"], r["ci_high"]
+            entry.update({"last_minus_first": r["difference"], "last_minus_first_ci_low": r["ci_low"],
+                          "last_minus_first_ci_high": r["ci_high"]})
     return list(table.values())
-
-
-def _per_base(record: Record) -> pd.DataFrame:
-    frame = pd.DataFrame({"score": record.scores.to_numpy(dtype=float),
-                          "base_problem_id": statistics.base_problem_ids(record.scores.index)})
-    return frame.groupby("base_problem_id", sort=False)["score"].agg(["count", "sum", "mean"])
 
 
 def consistency(sets: dict[str, ResultSet], pairs: list[tuple[str, str]]) -> tuple[list[dict], list[dict]]:
     """Per model and permuted set: how many base problems get different outcomes under different
     orders (order-sensitive), and the per-base-problem share of orders answered correctly."""
     summary, by_problem = [], []
+    reference = sets[ORIGINAL].index()
     for variant, _ in pairs:
-        reference = sets[ORIGINAL].index()
         for key, record in sets[variant].index().items():
-            per = _per_base(record)
+            per = pd.DataFrame({"score": record.scores.to_numpy(dtype=float),
+                                "base_problem_id": statistics.base_problem_ids(record.scores.index)})
+            per = per.groupby("base_problem_id", sort=False)["score"].agg(["count", "sum", "mean"])
             mixed = int(((per["mean"] > 0) & (per["mean"] < 1)).sum())
             summary.append({"variant": variant, "model": key[0], "metric": key[1], "mode": key[2],
                             "n_rows": int(per["count"].sum()), "n_base": len(per), "order_sensitive": mixed,

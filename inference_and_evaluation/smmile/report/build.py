@@ -5,7 +5,7 @@ report derives from it): estimates with intervals and the paired
 ICL − 0-shot comparisons (``smmile.scoring.estimates``), stratification with an interval per stratum
 (stratify's ``_ci`` file, else ``stratify.stratum_intervals``), run provenance, the faithful
 variance_analysis table. Across folders: each model's change from the first folder, paired by base
-problem with a cluster bootstrap (``smmile.analysis.paired``). Analyses: ``smmile.report.analyses``.
+problem with a cluster bootstrap (``smmile.analysis.variants.compare``). Analyses: ``smmile.report.analyses``.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class ReportData:
     sets: list = field(default_factory=list)  # ReportSet
     changes: list = field(default_factory=list)  # per-model change of a set from the first one
     analysis_views: list = field(default_factory=list)  # analyses.AnalysisView
-    reviews_html: str = ""  # report.reviews_section (smmile report --reviews)
+    reviews_html: str = ""  # sections.reviews_section (smmile report --reviews)
     warnings: list = field(default_factory=list)
     explorer: dict | None = None  # explorer.build's payload, when --dataset is given
 
@@ -169,7 +169,7 @@ def gather_set(label: str | None, results_dir: str, index: int, settings: Settin
 def set_changes(sets: list[ReportSet], settings: Settings) -> list[dict]:
     """For every later set: each (model, metric, mode) it shares with the first set, the difference
     later − first on the shared base problems (paired, cluster bootstrap by base problem)."""
-    from smmile.analysis.paired import compare
+    from smmile.analysis.variants import compare
 
     if len(sets) < 2:
         return []
