@@ -1,26 +1,12 @@
 """Accuracies with intervals and paired comparisons of result records: the numbers ``smmile stats``,
-``smmile analyze`` and the report show (``stats_run`` writes them for ``smmile stats``).
+``smmile analyze`` and the report show (issue #20: one estimand per number, stated in the output).
 
-One estimand per number, stated in the output (``estimand``; issue #20): by default **row-weighted**
-(every row counts — every SMMILE++ order, as in the paper's tables); ``weight="problem"`` (``--weight
-problem``) is the labelled alternative where every base problem counts once. Per (model, metric, mode)
-— metric LLM (judge), EM (flexible exact match) or MCQA — the accuracy with the continuity-corrected
-Wilson interval on the effective sample size (``statistics.proportion_interval``: the design effect
-comes from the intraclass correlation of the orders of a base problem), ``n_rows``, ``n_problems``,
-``n_eff`` and the failed / refused / empty rows (``metrics.row_failures``; ``failures="wrong"`` scores
-them wrong as the paper did, ``"exclude"`` leaves them out). Paired comparisons (ICL vs 0-shot per model
-and metric; model vs model within a metric and mode) pair problems through ``scoring.pairing``
-(gold-answer mismatches excluded unless ``include_gold_mismatch``) and go through ``paired``, the one
-paired comparison of the package (``smmile analyze`` uses it too): the weighted difference, its
-inverted-score interval and the cluster score test of that same difference
-(``statistics.paired_score``), so ``p < 1 − level`` exactly when the interval excludes 0. Holm within
-each kind of comparison (``apply_holm``); ``significant`` = Holm-adjusted p < 1 − level and the interval
-excludes 0. ``se_bootstrap`` is a seeded cluster-bootstrap standard error of the same estimand, shown as a
-cross-check of the interval's width.
-
-A judge JSON without its result CSV is scored from its own ``problem_accuracies`` (failures and gold
-answers then unknown), with a warning. Model keys are the variance_analysis ones (``qwen72B``,
-``text only``; spec §7.2). Every estimate uses the same seed, so results do not depend on file order.
+Row-weighted by default (every row, i.e. every SMMILE++ order, counts, as in the paper's tables);
+``weight="problem"``: every base problem counts once. Failed, refused and empty rows are counted and, with
+``failures="wrong"`` (the paper's rule), scored wrong; ``"exclude"`` leaves them out. Paired comparisons
+(ICL vs 0-shot per model and metric; model vs model within a metric and mode) go through ``paired``, the
+one paired comparison of the package; Holm within each kind of comparison. Every estimate uses the same
+seed, so results do not depend on file order.
 """
 
 from __future__ import annotations
@@ -64,12 +50,8 @@ def _pct(value: float) -> float:
     return value * 100 if not math.isnan(value) else float("nan")
 
 
-def failure_counts(kinds: pd.Series | None) -> dict:
-    """``n_refused``, ``n_failed``, ``n_empty`` (None each when unknown: a judge JSON without its CSV)."""
-    if kinds is None:
-        return {f"n_{kind}": None for kind in metrics.FAILURE_KINDS}
-    counts = kinds.value_counts()
-    return {f"n_{kind}": int(counts.get(kind, 0)) for kind in metrics.FAILURE_KINDS}
+def _estimand(weight: str, clusters) -> str:
+    return statistics.ESTIMANDS[weight] if clusters is not None else "per problem (independent rows)"
 
 
 def _failed(record: Record, ids) -> np.ndarray:
@@ -84,16 +66,20 @@ def estimate(record: Record, n_boot: int, seed: int, cluster: str, level: float,
              failures: str = "wrong") -> dict:
     """One row of ``stats_estimates``: the ``weight``-ed accuracy with its Wilson interval on the effective
     sample size, se and the bootstrap se in percent; n_rows, n_problems, n_eff; failure counts (of the
-    whole result) and the rule applied to them."""
+    whole result; None when unknown: a judge JSON without its CSV) and the rule applied to them."""
     scores = record.scores
-    counts = failure_counts(record.failures)
+    if record.failures is None:
+        counts = {f"n_{kind}": None for kind in metrics.FAILURE_KINDS}
+    else:
+        tally = record.failures.value_counts()
+        counts = {f"n_{kind}": int(tally.get(kind, 0)) for kind in metrics.FAILURE_KINDS}
     if failures == "exclude":
         scores = scores[~_failed(record, scores.index)]
     clusters = clusters_for(scores.index, cluster)
     ci = statistics.proportion_interval(scores.to_numpy(), clusters, weight, level)
     se_boot = statistics.bootstrap_se(scores.to_numpy(), clusters, weight, n_boot, seed)
     return {"model": record.model, "metric": record.metric, "mode": record.mode,
-            "estimand": statistics.ESTIMANDS[weight] if clusters is not None else "per problem (independent rows)",
+            "estimand": _estimand(weight, clusters),
             "weight": weight, "n_rows": ci.n, "n_problems": ci.n_clusters, "clustered": clusters is not None,
             "accuracy": _pct(ci.estimate), "ci_low": _pct(ci.low), "ci_high": _pct(ci.high),
             "ci_method": ci.method, "n_eff": ci.n_eff, "icc": ci.icc, "se": _pct(ci.se),
@@ -105,24 +91,16 @@ def estimates(records: list[Record], n_boot: int, seed: int, cluster: str, level
               failures: str = "wrong") -> list[dict]:
     """Estimates in table order: model rows as in evaluation_results.txt, then metric, then mode."""
     rows = [estimate(r, n_boot, seed, cluster, level, weight, failures) for r in records]
-    return sorted(rows, key=_table_order(rows))
-
-
-def _table_order(rows: list[dict]):
-    models = {row["model"] for row in rows}
-    order = {m: i for i, m in enumerate(tables.priority_rows(models) + tables.other_rows(models))}
-    return lambda row: (order[row["model"]], METRICS.index(row["metric"]), MODES.index(row["mode"]))
+    order = {m: i for i, m in enumerate(tables.row_order({row["model"] for row in rows}))}
+    return sorted(rows, key=lambda row: (order[row["model"]], METRICS.index(row["metric"]), MODES.index(row["mode"])))
 
 
 # -- paired comparisons -------------------------------------------------------------------------------
 def comparison_pairs(records: list[Record], compare: str) -> list[tuple[str, Record, Record]]:
-    """(kind, A, B) pairs; the reported difference is A − B.
-
-    ``icl``: ICL − 0-shot per model and metric. ``models``: model − model within (metric, mode),
-    every unordered pair once, in table order. ``all``: both. ``none``: nothing."""
+    """(kind, A, B) pairs, the difference being A − B: ``icl``: ICL − 0-shot per model and metric;
+    ``models``: model − model within (metric, mode), every unordered pair once, in table order; ``all``."""
     index = {(r.model, r.metric, r.mode): r for r in records}
-    models = {r.model for r in records}
-    ordered = tables.priority_rows(models) + tables.other_rows(models)
+    ordered = tables.row_order({r.model for r in records})
     pairs = []
     if compare in ("all", "icl"):
         for model in ordered:
@@ -138,12 +116,6 @@ def comparison_pairs(records: list[Record], compare: str) -> list[tuple[str, Rec
     return pairs
 
 
-def _label(kind: str, a: Record, b: Record) -> str:
-    if kind == "icl_vs_0shot":
-        return f"{a.model} {a.metric} ICL vs 0-shot"
-    return f"{a.metric} {a.mode}: {a.model} vs {b.model}"
-
-
 def weighted_mean(values: np.ndarray, clusters, weight: str) -> float:
     """Mean of ``values`` with the weighting of the estimand (row: plain mean; problem: mean of clusters)."""
     if not len(values):
@@ -157,13 +129,13 @@ def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto",
            level: float = statistics.DEFAULT_LEVEL, n_boot: int = statistics.DEFAULT_N_BOOT, seed: int = 0,
            include_gold_mismatch: bool = False, failures: str = "wrong",
            notes: list | None = None) -> tuple[dict, pd.DataFrame]:
-    """The one paired comparison (``smmile stats``, ``smmile analyze``): A − B in percentage points.
+    """The one paired comparison (``smmile stats``, ``smmile analyze``): A − B in percentage points, with
+    ``statistics.paired_score``'s interval and test.
 
     A's problem ``i`` pairs with B's ``key(i)`` (``scoring.pairing``); pairs with different gold answers
     are dropped unless ``include_gold_mismatch``; with ``failures="exclude"`` a pair goes when either side
-    failed, was refused or is empty. ``cluster`` as ``clusters_for`` on A's ids. Returns the row and the
-    paired frame (``problem_id``, ``key``, ``a``, ``b``); what was left out is appended to ``notes``.
-    ``p_holm``/``significant`` are set by ``apply_holm`` (they depend on the family)."""
+    failed, was refused or is empty. Returns the row and the paired frame (``problem_id``, ``key``, ``a``,
+    ``b``); what was left out is appended to ``notes``. ``p_holm``/``significant`` are set by ``apply_holm``."""
     pairing = pair_scores(a.scores, b.scores, a.gold, b.gold, key=key, exclude_gold_mismatch=not include_gold_mismatch)
     frame = pairing.frame
     failed_a, failed_b = _failed(a, frame["problem_id"]), _failed(b, frame["key"])
@@ -175,13 +147,14 @@ def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto",
         dropped = int((~keep).sum())
         frame, failed_a, failed_b = frame.loc[keep].reset_index(drop=True), failed_a[keep], failed_b[keep]
         if dropped and notes is not None:
-            notes.append(f"{label}: {dropped} pair(s) with a failed, refused or empty response excluded (--failures exclude)")
+            notes.append(f"{label}: {dropped} pair(s) with a failed, refused or empty response excluded "
+                         "(--failures exclude)")
     left, right = frame["a"].to_numpy(), frame["b"].to_numpy()
     clusters = clusters_for(frame["problem_id"], cluster)
     result = statistics.paired_score(left, right, clusters, weight, level)
     diff = result.interval
     se_boot = statistics.bootstrap_se(left - right, clusters, weight, n_boot, seed)
-    row = {"estimand": statistics.ESTIMANDS[weight] if clusters is not None else "per problem (independent rows)",
+    row = {"estimand": _estimand(weight, clusters),
            "weight": weight, "n_a": len(a.scores), "n_b": len(b.scores), "n_pairs": diff.n,
            "n_problems": diff.n_clusters, "clustered": clusters is not None,
            "gold_mismatches": len(pairing.gold_mismatches), "gold_mismatches_included": bool(include_gold_mismatch),
@@ -198,16 +171,6 @@ def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto",
     return row, frame
 
 
-def compare_pair(kind: str, a: Record, b: Record, n_boot: int, seed: int, cluster: str, level: float,
-                 include_gold_mismatch: bool = False, notes: list | None = None, weight: str = "row",
-                 failures: str = "wrong") -> dict:
-    """One row of ``stats_comparisons``: ``paired`` on the problems A and B share."""
-    row, _ = paired(a, b, _label(kind, a, b), cluster=cluster, weight=weight, level=level, n_boot=n_boot, seed=seed,
-                    include_gold_mismatch=include_gold_mismatch, failures=failures, notes=notes)
-    return {"kind": kind, "metric": a.metric, "model_a": a.model, "mode_a": a.mode, "model_b": b.model,
-            "mode_b": b.mode, **row}
-
-
 def apply_holm(rows: list[dict], level: float, family=lambda row: None) -> None:
     """Holm within each family (``family(row)``; default: all rows one family), then ``significant`` =
     Holm-adjusted p < 1 − level AND the interval excludes 0 (the interval inverts the same test, so the
@@ -221,20 +184,21 @@ def apply_holm(rows: list[dict], level: float, family=lambda row: None) -> None:
             row["significant"] = statistics.is_significant(adjusted, row["ci_low"], row["ci_high"], 1 - level)
 
 
-def adjust(rows: list[dict], level: float) -> None:
-    """Holm within each kind of comparison (its family)."""
-    apply_holm(rows, level, family=lambda row: row["kind"])
-
-
 def comparisons(records: list[Record], compare: str, n_boot: int, seed: int, cluster: str, level: float,
                 include_gold_mismatch: bool = False, warn=None, weight: str = "row",
                 failures: str = "wrong") -> list[dict]:
-    """All requested comparisons with Holm-adjusted p-values and ``significant``; pairing warnings go
-    to ``warn`` (the first ``MAX_NOTES`` in full, then a count)."""
+    """The rows of ``stats_comparisons``, Holm-adjusted within each kind; pairing warnings go to ``warn``
+    (the first ``MAX_NOTES`` in full, then a count)."""
     notes: list[str] = []
-    rows = [compare_pair(kind, a, b, n_boot, seed, cluster, level, include_gold_mismatch, notes, weight, failures)
-            for kind, a, b in comparison_pairs(records, compare)]
-    adjust(rows, level)
+    rows = []
+    for kind, a, b in comparison_pairs(records, compare):
+        label = (f"{a.model} {a.metric} ICL vs 0-shot" if kind == "icl_vs_0shot"
+                 else f"{a.metric} {a.mode}: {a.model} vs {b.model}")
+        row, _ = paired(a, b, label, cluster=cluster, weight=weight, level=level, n_boot=n_boot, seed=seed,
+                        include_gold_mismatch=include_gold_mismatch, failures=failures, notes=notes)
+        rows.append({"kind": kind, "metric": a.metric, "model_a": a.model, "mode_a": a.mode, "model_b": b.model,
+                     "mode_b": b.mode, **row})
+    apply_holm(rows, level, family=lambda row: row["kind"])
     warn = warn or log.warning
     for note in notes[:MAX_NOTES]:
         warn(f"warning: {note}")
@@ -242,6 +206,7 @@ def comparisons(records: list[Record], compare: str, n_boot: int, seed: int, clu
         warn(f"warning: {len(notes) - MAX_NOTES} more pairing warning(s) like these; see the n_a, n_b, n_pairs "
              "and gold_mismatches columns")
     return rows
+
 
 def check_resampling(n_boot: int, level: float) -> None:
     """The bootstrap settings every command takes (``--n-boot``, ``--level``), checked before any work."""

@@ -30,47 +30,32 @@ def other_rows(results: Results) -> list[str]:
     return [m for m in sorted(results) if m not in PRIORITY_MODELS]
 
 
-def _is_inf(value) -> bool:
-    return value is not None and isinstance(value, float) and math.isinf(value)
+def row_order(results: Results) -> list[str]:
+    """The tables' row order: ``priority_rows`` then ``other_rows``."""
+    return priority_rows(results) + other_rows(results)
 
 
-def _cells(model_results: Mapping, fmt: Callable[[float, float | None], str]) -> list[str]:
-    """The six cells in header order; absent or failed (inf) cells are ``-``."""
+def _cells(model_results: Mapping, mean_only: bool, plain: str, with_std: str) -> list[str]:
+    """The six cells in header order, ``plain.format(mean)`` or ``with_std.format(mean, std)``; absent or
+    failed (inf) cells are ``-``."""
     cells = []
     for metric, mode in COLUMNS:
         cell = model_results.get(metric, {}).get(mode)
-        if cell is None or _is_inf(float(cell[0])):
+        if cell is None or math.isinf(float(cell[0])):
             cells.append("-")
+        elif mean_only or cell[1] is None or math.isinf(float(cell[1])):
+            cells.append(plain.format(float(cell[0])))
         else:
-            cells.append(fmt(float(cell[0]), cell[1]))
+            cells.append(with_std.format(float(cell[0]), cell[1]))
     return cells
-
-
-def _text_cell(mean_only: bool) -> Callable:
-    def fmt(mean: float, std) -> str:
-        if mean_only or std is None or _is_inf(float(std)):
-            return f"{mean:.2f}"
-        return f"{mean:.2f} ± {std:.2f}"
-    return fmt
-
-
-def _latex_cell(mean_only: bool) -> Callable:
-    def fmt(mean: float, std) -> str:
-        if mean_only or std is None or _is_inf(float(std)):
-            return f"${mean:.2f}$"
-        return f"${mean:.2f} \\pm \\scriptstyle{{{std:.2f}}}$"
-    return fmt
 
 
 def text_table(results: Results, mean_only: bool = False) -> str:
     """§7.3: header, 91 dashes, one ``model & c1 & ... & c6`` row per model; no trailing newline."""
     if not results:
         return EMPTY_TABLE
-    lines = [HEADER, "-" * len(HEADER)]
-    fmt = _text_cell(mean_only)
-    for model in priority_rows(results) + other_rows(results):
-        lines.append(" & ".join([model] + _cells(results[model], fmt)))
-    return "\n".join(lines)
+    rows = [" & ".join([m] + _cells(results[m], mean_only, "{:.2f}", "{:.2f} ± {:.2f}")) for m in row_order(results)]
+    return "\n".join([HEADER, "-" * len(HEADER)] + rows)
 
 
 def table_entries(text: str) -> set[tuple[str, tuple[str, str]]]:
@@ -93,19 +78,18 @@ def latex_name(model: str, names: Mapping[str, str] | None = None) -> str:
     return latex_for_key(model)
 
 
+def _latex_layout(models: Mapping, line: Callable[[str], str]) -> str:
+    """§7.4's layout: priority rows, ``\\midrule`` (always), other rows, ``\\bottomrule``; no trailing newline."""
+    return "\n".join([*map(line, priority_rows(models)), "\\midrule", *map(line, other_rows(models)), "\\bottomrule"])
+
+
 def latex_table(results: Results, mean_only: bool = False, names: Mapping[str, str] | None = None) -> str:
-    """§7.4: priority rows, ``\\midrule`` (always), other rows, ``\\bottomrule``; no trailing newline.
-    ``names``: LaTeX name per row key where it is not the default (``latex_name``)."""
-    fmt = _latex_cell(mean_only)
-
+    """§7.4; ``names``: LaTeX name per row key where it is not the default (``latex_name``)."""
     def row(model: str) -> str:
-        return " & ".join([latex_name(model, names)] + _cells(results[model], fmt)) + " \\\\"
+        cells = _cells(results[model], mean_only, "${:.2f}$", "${:.2f} \\pm \\scriptstyle{{{:.2f}}}$")
+        return " & ".join([latex_name(model, names)] + cells) + " \\\\"
 
-    lines = [row(m) for m in priority_rows(results)]
-    lines.append("\\midrule")
-    lines.extend(row(m) for m in other_rows(results))
-    lines.append("\\bottomrule")
-    return "\n".join(lines)
+    return _latex_layout(results, row)
 
 
 # -- `smmile stats` LaTeX table (addition) ----------------------------------------------------------
@@ -118,8 +102,7 @@ def _ci_cell(row) -> str:
 
 
 def ci_latex_table(rows, names: Mapping[str, str] | None = None) -> str:
-    """Estimates with CIs in the layout of §7.4 (same row order, names, ``\\midrule``/``\\bottomrule``):
-    cells ``$acc$ {\\scriptsize [low, high]}``; ``-`` when absent. No trailing newline."""
+    """Estimates with CIs in the layout of §7.4: cells ``$acc$ {\\scriptsize [low, high]}``; ``-`` when absent."""
     cells: dict = {}
     for row in rows:
         cells.setdefault(row["model"], {})[(row["metric"], row["mode"])] = row
@@ -128,8 +111,4 @@ def ci_latex_table(rows, names: Mapping[str, str] | None = None) -> str:
         values = [_ci_cell(cells[model].get(column)) for column in COLUMNS]
         return " & ".join([latex_name(model, names)] + values) + " \\\\"
 
-    lines = [line(m) for m in priority_rows(cells)]
-    lines.append("\\midrule")
-    lines.extend(line(m) for m in other_rows(cells))
-    lines.append("\\bottomrule")
-    return "\n".join(lines)
+    return _latex_layout(cells, line)
