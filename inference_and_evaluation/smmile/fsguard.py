@@ -192,8 +192,7 @@ class OutputLock:
 
     def __init__(self, path: str | os.PathLike, what: str, *, beside: bool = False):
         path = Path(path)
-        inside = path.is_dir() and not beside
-        self.file = path / LOCK_IN_FOLDER if inside else path.with_name(path.name + ".lock")
+        self.file = path / LOCK_IN_FOLDER if path.is_dir() and not beside else path.with_name(path.name + ".lock")
         self.what = what
         self._fd: int | None = None
 

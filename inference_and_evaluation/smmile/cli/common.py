@@ -171,11 +171,12 @@ def add_run_flags(p: argparse.ArgumentParser, *, image_dir: str | None = "--imag
                        help="folder of manually downloaded images (used under --protocol corrected)")
 
 
-def dataset_and_output(dataset: str | None, output_dir: str, augmented_flag: bool = False) -> tuple[str | None, bool, Path]:
+def dataset_and_output(dataset: str | None, output_dir: str,
+                       augmented_flag: bool = False) -> tuple[str | None, bool, Path]:
     """The original's `--dataset augmented` also switches the output folder to `<output-dir>_augmented`."""
-    augmented = augmented_flag or dataset == "augmented" or dataset in ("demo-plusplus", "demo++")
-    out = output_dir + "_augmented" if (augmented_flag or dataset == "augmented") else output_dir
-    return (None if dataset == "augmented" else dataset), augmented, Path(out)
+    suffixed = augmented_flag or dataset == "augmented"
+    out = Path(output_dir + "_augmented" if suffixed else output_dir)
+    return (None if dataset == "augmented" else dataset), suffixed or dataset in ("demo-plusplus", "demo++"), out
 
 
 # Ctrl-C messages: a command passes the one that tells the truth about what it leaves behind.
