@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from smmile import fsguard, plotting
 from smmile.errors import UserError
 from smmile.report import build, figures, workers
-from smmile.report.page import formats_from
-from smmile.report.stages import Stages
+from smmile.report.page import Stages, formats_from
 from smmile.scoring import statistics
 from smmile.scoring.estimates import check_resampling
 

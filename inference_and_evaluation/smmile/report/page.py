@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -18,9 +19,8 @@ from smmile import fsguard
 from smmile.analysis.results import json_safe, parse_spec
 from smmile import plotting
 from smmile.errors import MissingDependency, UserError
-from smmile.report import (analysis_section, build, explorer, explorer_page, figures, html, reviews_section, sections,
-                           side_by_side, strata, workers)
-from smmile.report.stages import Stages
+from smmile.analysis.reviews import read_reviews
+from smmile.report import build, explorer, explorer_page, figures, html, sections, strata, workers
 from smmile.scoring import statistics
 from smmile.scoring.estimates import check_resampling
 
@@ -57,6 +57,16 @@ class ReportRequest:
     force: bool = False
     figure_size: str = "page"  # plotting.SIZES: page (as the page shows them), paper (one column), slide (16:9)
     reviews: tuple[str, ...] = ()  # reviews.json files (smmile-reviews/1): reviewed judge verdicts beside the main table
+
+
+class Stages:
+    """Stage lines on the log while a command works (``[  3.2 s] figures: 42 to draw on 2 workers``)."""
+
+    def __init__(self, command: str):
+        self.command, self.started = command, time.monotonic()
+
+    def __call__(self, text: str) -> None:
+        log.info(f"{self.command} [{time.monotonic() - self.started:6.1f} s] {text}")
 
 
 def settings_from(req: ReportRequest) -> build.Settings:
@@ -145,10 +155,10 @@ def render(data, figs, page_dir: str) -> str:
     body = [sections.warnings(data)]
     body += [sections.main_section(data, s, figs, page_dir, linked) for s in data.sets]
     body.append(data.reviews_html)
-    body.append(side_by_side.sets_section(data, figs, page_dir))
+    body.append(sections.sets_section(data, figs, page_dir))
     body += [sections.gain_section(data, s, figs, page_dir) for s in data.sets]
     body += [strata.strat_section(data, s, figs, page_dir) for s in data.sets]
-    body.append(analysis_section.analyses_section(data, figs, page_dir))
+    body.append(sections.analyses_section(data, figs, page_dir))
     body.append(explorer_page.section(payload, IMAGES_SLOT) if linked else "")
     body += [sections.runs_section(s) for s in data.sets]
     return html.page(data.title, sections.header(data), nav(data, linked), "".join(body),
@@ -196,9 +206,9 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
     out, fig_dir = check_outputs(req)
     stage(f"statistics for {len(specs)} results folder(s) ({settings.n_boot} resamples)")
     for path in req.reviews:  # an unreadable reviews file: one line, exit 2, before any work
-        reviews_section.rv.read_reviews([path])
+        read_reviews([path])
     data = build.gather(specs, req.analyses, settings, req.title)
-    data.reviews_html = reviews_section.section(data, list(req.reviews))
+    data.reviews_html = sections.reviews_section(data, list(req.reviews))
     sources, datasets, said = (load_datasets(data.sets, req, stage, data.warnings) if req.datasets
                                else (None, None, None))
     if datasets is not None and any(datasets):  # SMMILE++ strata without stratify's _ci.json: from the rows and the dataset

@@ -1,4 +1,6 @@
-"""The per-folder sections of the page (header, main table, ICL gain, runs), each returning HTML."""
+"""The sections of the page, each returning HTML: per results folder (header, main table, ICL gain, runs), the
+folders side by side, the analyses (``smmile analyze`` / ``smmile agreement``) and the reviewed judge verdicts
+(``smmile report --reviews``: re-scored beside the judge; the main table itself is unchanged)."""
 
 from __future__ import annotations
 
@@ -6,8 +8,9 @@ import math
 import os
 from urllib.parse import urlencode
 
-from smmile.report import build, manifests, names
-from smmile.report.html import anchor, details, esc, figure, fmt_ci, fmt_number, fmt_p, table
+from smmile.analysis import reviews as rv
+from smmile.report import analyses, build, manifests, names
+from smmile.report.html import anchor, details, esc, figure, fmt_ci, fmt_number, fmt_p, table, typed_table
 from smmile.scoring import tables
 
 
@@ -222,3 +225,143 @@ def runs_section(rset) -> str:
             "protocol, data, dates) and the judge recorded as the writer of its LLM-judge scores.")
     return (f'<h2 id="{anchor("runs", rset.slug)}">Runs behind each number, {esc(rset.label)}</h2>'
             f'<p class="note">{note}</p>{table(head, body, "runs")}')
+
+
+# -- folders side by side ---------------------------------------------------------------------------
+def _estimate(row) -> str:
+    if row is None or math.isnan(row["accuracy"]):
+        return '<td class="missing">–</td>'
+    return f'<td class="num">{row["accuracy"]:.2f} {fmt_ci(row["ci_low"], row["ci_high"])}</td>'
+
+
+def _change(row) -> str:
+    if row is None:
+        return '<td class="missing">–</td>'
+    cls = (' class="up"' if row["difference"] > 0 else ' class="down"') if row.get("significant") else ""
+    n = row.get("n_problems", row.get("n_clusters"))
+    tip = (f"{n} shared base problems, {row.get('n_pairs', row.get('n'))} paired rows; on those rows "
+           f"{row.get('reference_set')} {row['accuracy_reference']:.2f} vs {row.get('set')} {row['accuracy_variant']:.2f}; "
+           f"{row.get('p_method', 'test')} p = {fmt_p(row.get('p_value'))}")
+    return (f'<td{cls} title="{esc(tip)}">{row["difference"]:+.2f} {fmt_ci(row["ci_low"], row["ci_high"], True)}'
+            f'<br><span class="ci">n = {esc(n)}</span></td>')
+
+
+def metric_table(data, metric: str) -> str:
+    labels = [s.label for s in data.sets]
+    cells = {(s.label, r["model"], r["mode"]): r for s in data.sets for r in s.estimates if r["metric"] == metric}
+    changes = {(c["set"], c["model"], c["mode"]): c for c in data.changes if c["metric"] == metric}
+    modes = [m for m in names.MODES if any(k[2] == m for k in cells)]
+    models = [m for m in data.models() if sum((lab, m, mode) in cells for lab in labels for mode in modes) > 0]
+    if not models or not modes:
+        return ""
+    per_mode = len(labels) * 2 - 1
+    head = ['<tr><th class="name" rowspan="2">Model</th>' +
+            "".join(f'<th colspan="{per_mode}">{esc(mode)}</th>' for mode in modes) + "</tr>",
+            "<tr>" + "".join("".join(f"<th>{esc(lab)}</th>" for lab in labels) +
+                             "".join(f"<th>{esc(lab)} − {esc(labels[0])} (pp)</th>" for lab in labels[1:])
+                             for _ in modes) + "</tr>"]
+    body = []
+    for model in models:
+        tds = "".join("".join(_estimate(cells.get((lab, model, mode))) for lab in labels) +
+                      "".join(_change(changes.get((lab, model, mode))) for lab in labels[1:]) for mode in modes)
+        body.append(f'<tr><td class="name">{names.html(model)}</td>{tds}</tr>')
+    return f"<h3>{esc(names.metric(metric))}</h3>" + table(head, body)
+
+
+def sets_section(data, figs, page_dir: str) -> str:
+    if len(data.sets) < 2:
+        return ""
+    labels = [s.label for s in data.sets]
+    note = (f"Each folder's accuracy (%) with its {data.settings.level:.0%} interval (SMMILE++: cluster bootstrap by "
+            f"base problem), and the change of {', '.join(esc(lab) for lab in labels[1:])} from {esc(labels[0])}: "
+            "the paired difference over the later folder's rows, each row against the first folder's score of the "
+            "same base problem (a permutation is paired with the problem it permutes), with a cluster-bootstrap "
+            "interval; n = shared base problems. A problem with many orders thus weighs more, and problems only one "
+            "folder has are left out, so the change can differ from the difference of the two accuracies; hover a "
+            "change for both accuracies on the paired rows. Shaded: significant (blue gain, orange loss).")
+    tables_html = "".join(metric_table(data, m) for m in names.METRICS)
+    return (f'<h2 id="sets">{" vs ".join(esc(lab) for lab in labels)}, side by side</h2><p class="note">{note}</p>'
+            f"{tables_html}{markers_note(data.models())}"
+            + "".join(figures_at(figs, ("sets", m), page_dir) for m in names.METRICS))
+
+
+# -- analyses --------------------------------------------------------------------------------------------
+EMPTY = ('<p class="note">No analysis outputs given. Produce them with <code>smmile analyze '
+         "noise|order|permutation|shots|flip|images|diagnostics</code> and <code>smmile agreement</code>, then pass the output folder with "
+         "<code>--analyses DIR</code> (docs/reproducing-the-paper.md).</p>")
+INTRO = ('<p class="note">Paired differences (variant − reference, percentage points) with their bootstrap '
+         "interval, the paired test and its Holm adjustment, as computed by <code>smmile analyze</code>; judge "
+         "agreement as computed by <code>smmile agreement</code>. Per-problem rows stay in their CSV files; the "
+         "problem explorer shows problems.</p>")
+
+
+def _models(view) -> list[str]:
+    return [r["model"] for t in view.tables for r in t.rows if isinstance(r.get("model"), str) and r["model"] != "*"]
+
+
+def view_html(view, figs, page_dir: str) -> str:
+    parts = [f"<h4>{esc(view.title)}</h4>"]
+    parts += [f'<p class="note">{esc(note)}</p>' for note in view.notes]
+    for fig in (f for f in figs if f.place == ("analysis", view.path)):
+        parts.append(figure(fig.title, fig.files, page_dir))
+    if view.image:
+        parts.append(figure(view.title, {view.image.rsplit(".", 1)[1]: view.image}, page_dir))
+    for t in view.tables:
+        more = f" (first {len(t.rows)} of {t.n_rows} rows; all are in the file)" if t.truncated else ""
+        note = f" — {t.note}" if t.note else ""
+        parts.append(f'<p class="meta"><b>{esc(t.title)}</b>{esc(more + note)}</p>' + typed_table(t.columns, t.rows))
+    parts.append(markers_note(_models(view)))
+    return "".join(parts)
+
+
+def analyses_section(data, figs, page_dir: str) -> str:
+    parts = ['<h2 id="analyses">Analyses: noise, order, permutations, ICL diagnostics, judge agreement</h2>']
+    if not data.analysis_views:
+        return parts[0] + EMPTY
+    parts.append(INTRO)
+    for key, label in analyses.SECTIONS:
+        views = [v for v in data.analysis_views if v.section == key]
+        if views:
+            parts.append(f"<h3>{esc(label)}</h3>" + "".join(view_html(v, figs, page_dir) for v in views))
+    return "".join(parts)
+
+
+# -- reviews -------------------------------------------------------------------------------------------
+def _cell(value) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else fmt_number(value, 0)
+
+
+def _plain_table(head: list[str], rows: list[list[str]]) -> str:
+    return table(["<tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"],
+                      ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows])
+
+
+def reviews_section(data, paths) -> str:
+    """The HTML of the reviews (empty without ``paths``); the files were checked before any work."""
+    if not paths:
+        return ""
+    reviews = rv.read_reviews(paths)
+    parts = ['<h2 id="reviews">Reviewed judge verdicts</h2>',
+             f'<p class="note">{len(reviews)} review(s) from {esc(", ".join(str(p) for p in paths))}. '
+             "Re-scored: the judge's accuracy with each reviewed problem's verdict replaced by the reviewers' "
+             "majority label (agree: the verdict shown; disagree: its opposite; unsure, gold flags and ties leave "
+             "the judge's verdict). The main table is unchanged.</p>"]
+    for rset in data.sets:
+        cells = rv.review_table(reviews, rset.records)
+        rows = []
+        for record in (r for r in rset.records if r.metric == "LLM"):
+            found = rv.rescored(record, cells)
+            if found is not None:
+                accuracy, reviewed, changed = found
+                rows.append([esc(record.model), esc(record.mode), fmt_number(float(record.scores.mean() * 100)),
+                             fmt_number(accuracy), str(reviewed), str(changed)])
+        if rows:
+            parts.append(f"<h3>{esc(rset.label)}</h3>" + _plain_table(
+                ["Model", "Mode", "judge %", "re-scored with reviews %", "reviewed problems", "verdicts changed"], rows))
+        disputed = rv.disputed(reviews[reviews["model"].isin({r.model for r in rset.records})], cells)
+        if len(disputed):
+            parts.append(f"<h3>Disputed verdicts ({esc(rset.label)}): {len(disputed)}</h3>" + _plain_table(
+                ["Model", "Mode", "Format", "Problem", "verdict shown", "reviewers", "exact match", "reviews", "notes"],
+                [[esc(r.model), esc(r.mode), esc(r.format), esc(r.problem_id), _cell(r.verdict_shown),
+                  _cell(r.reviewed), _cell(r.em), esc(r.reviews), esc(r.notes)] for r in disputed.itertuples()]))
+    return "".join(parts)
