@@ -54,6 +54,14 @@ def _estimand(weight: str, clusters) -> str:
     return statistics.ESTIMANDS[weight] if clusters is not None else "per problem (independent rows)"
 
 
+def failure_counts(kinds: pd.Series | None) -> dict:
+    """``n_refused``, ``n_failed``, ``n_empty`` (None each when unknown: a judge JSON without its CSV)."""
+    if kinds is None:
+        return {f"n_{kind}": None for kind in metrics.FAILURE_KINDS}
+    counts = kinds.value_counts()
+    return {f"n_{kind}": int(counts.get(kind, 0)) for kind in metrics.FAILURE_KINDS}
+
+
 def _failed(record: Record, ids) -> np.ndarray:
     """True for each id whose row failed, was refused or empty (False when unknown)."""
     if record.failures is None:
@@ -66,13 +74,9 @@ def estimate(record: Record, n_boot: int, seed: int, cluster: str, level: float,
              failures: str = "wrong") -> dict:
     """One row of ``stats_estimates``: the ``weight``-ed accuracy with its Wilson interval on the effective
     sample size, se and the bootstrap se in percent; n_rows, n_problems, n_eff; failure counts (of the
-    whole result; None when unknown: a judge JSON without its CSV) and the rule applied to them."""
+    whole result) and the rule applied to them."""
     scores = record.scores
-    if record.failures is None:
-        counts = {f"n_{kind}": None for kind in metrics.FAILURE_KINDS}
-    else:
-        tally = record.failures.value_counts()
-        counts = {f"n_{kind}": int(tally.get(kind, 0)) for kind in metrics.FAILURE_KINDS}
+    counts = failure_counts(record.failures)
     if failures == "exclude":
         scores = scores[~_failed(record, scores.index)]
     clusters = clusters_for(scores.index, cluster)
