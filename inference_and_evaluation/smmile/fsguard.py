@@ -118,14 +118,13 @@ def check_writable_file(path: str | os.PathLike, what: str) -> Path:
     return path
 
 
-def refuse_dangerous_dir(path: str | os.PathLike) -> Path:
+def refuse_dangerous_dir(path: str | os.PathLike) -> None:
     resolved = Path(path).expanduser().resolve()
-    cwd = Path.cwd().resolve()
     home = Path.home().resolve()
     reasons = [
         (resolved == Path(resolved.anchor), "the root folder"),
         (resolved == home or home.is_relative_to(resolved), "the home folder or a folder containing it"),
-        (cwd.is_relative_to(resolved), "the working folder or a folder containing it"),
+        (Path.cwd().resolve().is_relative_to(resolved), "the working folder or a folder containing it"),
         (_PACKAGE.is_relative_to(resolved), "a folder containing the smmile project"),
         (resolved.is_relative_to(_PACKAGE), "inside the smmile code"),
     ]
@@ -133,7 +132,6 @@ def refuse_dangerous_dir(path: str | os.PathLike) -> Path:
         if hit:
             raise UserError(f"refusing to use {path} ({resolved}) as the output folder: it is {reason}; "
                             "choose a new or empty folder")
-    return resolved
 
 
 def read_marker(path: str | os.PathLike) -> dict | None:

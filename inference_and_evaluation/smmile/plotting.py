@@ -291,7 +291,6 @@ def heatmap_figure(panels: list[dict], rows: list[str], title: str, small_label:
     fig, axes = plt.subplots(1, len(panels), squeeze=False, sharey=True, layout="constrained",
                              figsize=(_width(2.8 + cell * sum(n_cols) + 0.4 * len(panels), 5.0), height),
                              gridspec_kw={"width_ratios": [max(1, n) for n in n_cols]})
-    image = None
     for ax, panel in zip(axes[0], panels):
         image = _heatmap_panel(ax, panel, len(rows))
     axes[0][0].set_yticks(range(len(rows)), rows)
