@@ -1,18 +1,10 @@
 """The work of ``variance_analysis.py``: bootstrap mean ± std per (model, metric, mode) and the summary tables.
 
-Faithful to spec §7 by default: one legacy numpy stream seeded 42 is consumed file after file in
-``glob.glob`` order, the EM bootstrap before the LLM bootstrap of each open file, 1000 resamples
-per cell (vectorised, same random numbers as the original loop; see ``statistics.legacy_bootstrap``).
-
-Files are found and identified by ``scoring.results`` (run manifest first, spec §7.2's name rules
-otherwise; no shards; one of two duplicates), checked whole and scored with
-``scoring.metrics.metric_scores`` (the LLM cell with the original's ``// 100``).
-
-Differences from the original (docs/deviations.md, "Statistics and variance_analysis", V1-V8): the
-tables are written once at the end instead of after every file (same final content), never over a
-table with more filled cells; unreadable or broken inputs give a one-line warning and exit status 1;
-a missing directory or unwritable output is a one-line error with status 2; ``--sorted`` and ``--ci``
-are additions.
+Faithful to spec §7: one legacy numpy stream seeded 42 consumed file after file in ``glob.glob`` order, the
+EM bootstrap before the LLM bootstrap of each open file (``statistics.legacy_bootstrap``); the LLM cell with
+the original's ``// 100`` (``metrics.metric_scores``). Differences (docs/deviations.md, V1-V8): the tables are
+written once at the end and never over a table with more filled cells; broken inputs are one-line warnings
+and exit status 1; ``--sorted`` and ``--ci`` are additions.
 """
 
 from __future__ import annotations
@@ -52,48 +44,30 @@ class Cell:
 
 @dataclass
 class Analysis:
-    """Everything a run produced: the nested results table and the problems met on the way."""
-
-    results: dict = field(default_factory=dict)
+    results: dict = field(default_factory=dict)  # {model: {metric: {mode: (mean, std)}}}
     names: dict = field(default_factory=dict)  # row key -> LaTeX name (from the results' identities)
     problems: list = field(default_factory=list)  # one-line messages that make the exit status 1
     notes: list = field(default_factory=list)  # one-line messages that do not
 
 
 def _warn(sink: list, message: str) -> None:
-    """Log a one-line message (stderr) and remember it."""
     line = " ".join(message.split())
     log.warning(line)
     sink.append(line)
 
 
-@dataclass
-class Inputs:
-    """The result CSVs read once before the analysis (``scoring.results.screen``)."""
-
-    frames: dict = field(default_factory=dict)  # path -> DataFrame
-    failures: dict = field(default_factory=dict)  # path -> one-line reason the CSV cannot be scored
-
-
-def read_inputs(results: list[RunRecord]) -> Inputs:
-    """Read every result CSV (checked whole, with its metric's columns); flag problem-count outliers."""
-    frames, failures = screen(results, read_rows, problem_count)
-    return Inputs(frames, failures)
-
-
-def _failed(analysis: Analysis, metric: str, message: str) -> Cell:
-    _warn(analysis.problems, f"warning: {message}; {metric} cell left as '-'")
-    return Cell(metric, INF, INF, INF)
-
-
-def _score(result: RunRecord, metric: Metric, inputs: Inputs, mean_only: bool, rng, analysis: Analysis) -> Cell:
-    """Load one metric's per-row scores and bootstrap them; a failure yields the original's (inf, inf)."""
-    if metric.source == "csv" and result.path in inputs.failures:
-        return _failed(analysis, metric.name, inputs.failures[result.path])
+def _score(result: RunRecord, metric: Metric, screened: tuple[dict, dict], mean_only: bool, rng,
+           analysis: Analysis) -> Cell:
+    """Load one metric's per-row scores and bootstrap them; a failure yields the original's (inf, inf).
+    ``screened``: the CSVs read once (``results.screen``) and the reasons others cannot be scored."""
+    frames, failures = screened
     try:
-        scores = metric_scores(result, metric, legacy_floor=True, frame=inputs.frames.get(result.path))
+        if metric.source == "csv" and result.path in failures:
+            raise ResultFileError(failures[result.path])
+        scores = metric_scores(result, metric, legacy_floor=True, frame=frames.get(result.path))
     except ResultFileError as exc:
-        return _failed(analysis, metric.name, str(exc))
+        _warn(analysis.problems, f"warning: {exc}; {metric.name} cell left as '-'")
+        return Cell(metric.name, INF, INF, INF)
     if scores is None:
         path = evaluationllm_json_path(result.path)
         meaning = (f"note: 'inf ± inf' above is the original's way of printing \"no judge result\": {path.name} "
@@ -107,69 +81,52 @@ def _score(result: RunRecord, metric: Metric, inputs: Inputs, mean_only: bool, r
     return Cell(metric.name, mean, std, len(values))
 
 
-def analyse_file(result: RunRecord, inputs: Inputs, mean_only: bool, rng, analysis: Analysis) -> list[Cell]:
+def analyse_file(result: RunRecord, screened: tuple[dict, dict], mean_only: bool, rng,
+                 analysis: Analysis) -> list[Cell]:
     """Score one result: MCQA for ``_mcqa`` files, else EM then LLM (this order consumes the stream)."""
     key, kind = result.identity.key, "Closed" if result.fmt == "mcqa" else "Open"
     print(f"Processing {result.path.name}: {key}, {result.mode}, {kind}")
-    cells = [_score(result, metric, inputs, mean_only, rng, analysis) for metric in metrics_for(result.fmt)]
+    cells = [_score(result, metric, screened, mean_only, rng, analysis) for metric in metrics_for(result.fmt)]
     model_results = analysis.results.setdefault(key, {})
     analysis.names[key] = result.identity.latex
     for cell in cells:
         model_results.setdefault(cell.metric, {})[result.mode] = (cell.mean, cell.std)
-        print(_console_line(cell, mean_only))
+        text = f"  {get_metric(cell.metric).label} ({cell.n} samples): {cell.mean:.2f}"
+        std = INF if cell.std is None else cell.std
+        print(text if mean_only else f"{text} ± {std:.2f}")
         if cell.meaning:
             sys.stdout.flush()
             log.warning(cell.meaning)
     return cells
 
 
-def _console_line(cell: Cell, mean_only: bool) -> str:
-    text = f"  {get_metric(cell.metric).label} ({cell.n} samples): {cell.mean:.2f}"
-    if mean_only:
-        return text
-    std = INF if cell.std is None else cell.std
-    return f"{text} ± {std:.2f}"
-
-
 # -- a directory -------------------------------------------------------------------------------------
-def find_csvs(directory: str, sort: bool = False) -> list[RunRecord]:
-    """The result CSVs of ``directory`` (``results.load_results`` with spec §7.2's name rules):
-    ``glob.glob`` file-system order like the original, or sorted (``--sorted``). Shards, our own
-    ``stats_*.csv`` and CSVs that are neither ``result_*`` nor have a manifest are left out; of two
-    files for one (model, mode, format) one is kept, with a warning."""
-    return load_results(directory, sort=sort, rules="variance")
-
-
 def list_csvs(directory: str, sort: bool = False) -> list[str]:
-    """``find_csvs`` as paths."""
-    return [os.fspath(r.path) for r in find_csvs(directory, sort)]
+    """The paths of the result CSVs ``run_variance`` analyses (``glob.glob`` order, or sorted)."""
+    return [os.fspath(r.path) for r in load_results(directory, sort=sort, rules="variance")]
 
 
 def analyse(files: list, mean_only: bool = False, seed: int = SEED) -> Analysis:
-    """Run every file (``RunRecord``s or paths) through ONE legacy RNG stream seeded ``seed`` (the
-    original's global stream).
-
-    A private ``RandomState(seed)`` produces exactly the numbers ``np.random.seed(seed)`` would,
-    without touching numpy's global state.
-    """
+    """Run every file (``RunRecord``s or paths) through ONE legacy stream seeded ``seed``: a private
+    ``RandomState(seed)`` draws what the original's ``np.random.seed(seed)`` did, leaving numpy's global
+    state alone."""
     results = [f if isinstance(f, RunRecord) else result_for_path(f, "variance") for f in files]
-    inputs = read_inputs(results)
+    screened = screen(results, read_rows, problem_count)
     rng = np.random.RandomState(seed)
     analysis = Analysis()
     for result in results:
-        analyse_file(result, inputs, mean_only, rng, analysis)
+        analyse_file(result, screened, mean_only, rng, analysis)
     return analysis
 
 
 # -- the tables ------------------------------------------------------------------------------------
-def _write_table(path: str, text: str, analysis: Analysis, what: str) -> bool:
+def _write_table(path: str, text: str, analysis: Analysis, what: str) -> None:
     """Write one output unless the existing file has filled cells this run lacks (then warn, keep it)."""
     kept = replace_output(path, text, tables.table_entries(text), tables.table_entries, "filled cell(s)")
     if kept:
         _warn(analysis.problems, kept)
-        return False
-    print(f"{what} {path}")
-    return True
+    else:
+        print(f"{what} {path}")
 
 
 def _report(analysis: Analysis, mean_only: bool, output_path: str, latex_path: str | None) -> None:
@@ -198,7 +155,7 @@ def run_variance(directory: str, *, output: str = "evaluation_results.txt", mean
     check_writable_file(output_path, "output file")
     if latex_path:
         check_writable_file(latex_path, "LaTeX output file")
-    files = find_csvs(directory, sort=sort)
+    files = load_results(directory, sort=sort, rules="variance")  # spec §7.2's name rules, no shards
     if not files:
         log.error(f"No CSV files found in {directory}")
         return 1
