@@ -102,24 +102,12 @@ def draw(job: dict) -> list[str]:
     try:
         with plt.rc_context(style):
             fig = KINDS[job["kind"]](**job["spec"])
-            _fit(fig)
+            if profile:  # its width (and a slide's height); a paper figure keeps a height that leaves rows readable
+                height = profile["height"] or min(9.0, max(2.4, fig.get_figheight() * 0.75))
+                fig.set_size_inches(profile["width"], float(height))
             return save(fig, job["out"], job["name"], job.get("formats", FORMATS))
     finally:
         _SIZE["profile"] = None
-
-
-def _fit(fig) -> None:
-    """Paper and slide sizes: their width (and a slide's height); a paper figure keeps its rows readable."""
-    profile = _SIZE["profile"]
-    if not profile:
-        return
-    height = profile["height"] or min(9.0, max(2.4, fig.get_figheight() * 0.75))
-    fig.set_size_inches(profile["width"], float(height))
-
-
-def _cell_font() -> float:
-    profile = _SIZE["profile"]
-    return profile["cell_font"] if profile else MIN_FONT
 
 
 def _rc(key: str) -> float:
@@ -310,6 +298,7 @@ def heatmap_figure(panels: list[dict], rows: list[str], title: str, small_label:
 def _heatmap_panel(ax, panel: dict, n_rows: int):
     from matplotlib.collections import PolyCollection
 
+    font = (_SIZE["profile"] or {}).get("cell_font", MIN_FONT)
     values = np.array([[np.nan if v is None else v for v in row] for row in panel["values"]], dtype=float)
     values = values.reshape(n_rows, len(panel["columns"]))
     small = np.array(panel["small"], dtype=bool).reshape(values.shape)
@@ -323,9 +312,9 @@ def _heatmap_panel(ax, panel: dict, n_rows: int):
     for i, j in np.ndindex(values.shape):
         value = values[i, j]
         if math.isnan(value):
-            ax.text(j, i, "–", ha="center", va="center", fontsize=_cell_font(), color=GREY)
+            ax.text(j, i, "–", ha="center", va="center", fontsize=font, color=GREY)
         elif not small[i, j]:
-            ax.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=_cell_font(),
+            ax.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=font,
                     color="white" if value < 55 else "black")
     ax.set_xlim(-0.5, values.shape[1] - 0.5)
     ax.set_ylim(n_rows - 0.5, -0.5)
