@@ -81,7 +81,6 @@ def price(text: str) -> str:
 
 
 def concurrency(text: str) -> int | str:
-    """argparse type of --concurrency: a whole number of at least 1, or auto."""
     return "auto" if text == "auto" else fd.positive_int(text)
 
 
@@ -139,7 +138,6 @@ def dry_run(spec: RunSpec) -> int:
 
 
 def format_estimate(est: dict, planned: int, unit: str) -> str:
-    """The --dry-run report of `ApiBackend.estimate`."""
     from ..models.api.prices import PRICES_DATE
 
     def usd(v):

@@ -28,7 +28,6 @@ IMAGE_BACKEND_HELP = ("image processor backend: pil (the slow processors the pap
 
 def add_local_flags(p: argparse.ArgumentParser, *, qwen_pixels: bool = False, vllm: bool = True,
                     max_new_tokens: bool = True, output_dir: bool = False) -> None:
-    """smmile additions shared by the local-model front doors."""
     fd.add_run_flags(p, image_dir=None if "--image_dir" in p._option_string_actions else "--image-dir")
     add_engine_flags(p)
     g = p.add_argument_group("local model settings (smmile additions)")

@@ -99,7 +99,6 @@ class Family:
             item.target = item.problem.query.question
 
     def request(self, item: Item) -> Any:
-        """The backend-specific payload for this item."""
         raise NotImplementedError
 
     def row(self, item: Item, response: Response) -> dict:

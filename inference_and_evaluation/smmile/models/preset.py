@@ -1,9 +1,5 @@
-"""A model preset, and how it names its classes without importing them (a backend's packages load only when used).
-
-``Lazy("smmile.models.hf.families", "QwenFamily")`` names a class by its module and name, both literals, so static
-tools (and tests/test_layers.py) can follow it; its text is the one manifests, journal keys and ``--backend`` carry,
-``"hf.families:QwenFamily"`` (the module relative to smmile.models), and ``load()`` imports the class.
-"""
+"""A model preset, and `Lazy`: a class named by module and name (both literals, so static tools can follow it),
+imported only by `load()`; its text ``"hf.families:QwenFamily"`` is what manifests, journal keys and --backend carry."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Presets of the paper's open-weight models (spec §3.1-§3.8, §8). Imports nothing heavy.
 
-`settings` hold what the original script passed: dtype, attention implementation (flash_attention_2 falls back
-to sdpa where flash-attn is unusable), max_new_tokens; the families set the rest of the decoding exactly as the
-original (e.g. Qwen: only max_new_tokens, the rest from the checkpoint's generation_config).
+`settings` hold what the original script passed (dtype, attention, max_new_tokens; flash_attention_2 falls back to
+sdpa where unusable); the families set the rest of the decoding as the original did.
 """
 
 from __future__ import annotations

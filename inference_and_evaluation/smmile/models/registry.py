@@ -1,8 +1,5 @@
-"""The model registry: one row per preset, resolved lazily (a backend's packages load only when used).
-
-The presets (``preset.Preset``) are the tables of ``presets_hf`` and ``presets_api``, the baselines below, and the
-presets made on first use for a prefixed name (``hf:<id>``, ``vllm:<id>``: ``preset.MAKERS``).
-"""
+"""The model registry: the presets of ``presets_hf`` and ``presets_api``, the baselines below, and the presets
+made on first use for a prefixed name (``hf:<id>``, ``vllm:<id>``: ``preset.MAKERS``)."""
 
 from __future__ import annotations
 

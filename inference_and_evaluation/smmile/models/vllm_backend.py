@@ -1,13 +1,9 @@
-"""vLLM backend (`--backend vllm`, optional; install with `pip install -r requirements-vllm.txt` in its own
-environment, since vLLM pins its own torch).
+"""vLLM backend (`--backend vllm`; `pip install -r requirements-vllm.txt` in its own environment).
 
-Every prompt of a run goes into ONE `LLM.generate` call. Prompts are the same strings the HF backend renders
-(the checkpoint's chat template via its processor; LLaVA-Med's mistral_instruct prompt), images the same PIL images
-(LLaVA-Med padded to squares as planned). Sampling parameters are explicit and equal to what the original ran with
-on transformers: the checkpoint's generation_config, overlaid with the script's generate() arguments; greedy
-(`do_sample=False`) becomes temperature 0 (repetition_penalty from the generation config is kept, as HF applies it
-to greedy decoding too). `limit_mm_per_prompt` is sized for the largest problem of the run (SMMILE: up to 20
-images). Llama-3.2-Vision is not offered: vLLM's Mllama support has been broken or removed across versions.
+Every prompt of a run goes into ONE `LLM.generate` call, with the HF backend's prompts and images. Sampling equals
+what the original ran with on transformers: the checkpoint's generation_config under the script's generate()
+arguments, greedy as temperature 0 (repetition_penalty kept: HF applies it to greedy decoding too).
+Llama-3.2-Vision is not offered: vLLM's Mllama support has been broken or removed across versions.
 """
 
 from __future__ import annotations
@@ -82,7 +78,6 @@ class VLLMBackend(Backend):
                      "dtype": self.settings.get("dtype"), "calls": self.calls}
 
     def describe(self) -> dict:
-        """The manifest's `backend` entry; `calls` fills in as the run goes."""
         return self.info
 
     def _vllm(self):
@@ -129,7 +124,8 @@ class VLLMBackend(Backend):
         return {"mm_processor_kwargs": kwargs} if kwargs else {}
 
     def engine_kwargs(self, max_images: int) -> dict:
-        kwargs = {"model": self.path, "tensor_parallel_size": self.tp, "limit_mm_per_prompt": {"image": max(1, max_images)},
+        kwargs = {"model": self.path, "tensor_parallel_size": self.tp,
+                  "limit_mm_per_prompt": {"image": max(1, max_images)},
                   "dtype": self.settings.get("dtype", "auto"), "seed": 42}
         for key in ("max_model_len", "gpu_memory_utilization", "enforce_eager"):
             if self.settings.get(key) is not None:
@@ -152,7 +148,6 @@ class VLLMBackend(Backend):
             raise
 
     def load_processor(self):
-        """The checkpoint's processor (chat template, tokenizer, image mean) with the run's pixel limits."""
         from .hf.processor import load_processor
 
         return load_processor(self.path, min_pixels=self.generation.min_pixels, max_pixels=self.generation.max_pixels)

@@ -1,12 +1,9 @@
-"""vLLM backend of `--model vllm:<id>`: any checkpoint through vLLM's chat API (`LLM.chat`), one call for the run.
+"""vLLM backend of `--model vllm:<id>`: any checkpoint through `LLM.chat`, one call for the run.
 
-The conversations are the generic family's (`hf/generic.py`), in the layout chosen by the capability probe
-(`hf/probe.py`), rendered by vLLM with the same chat template the HF path uses (the processor's, else the
-tokenizer's); images go as PIL images (`image_pil` parts). Sampling equals the HF path's greedy decoding
-(`vllm_backend.sampling_settings`: temperature 0, the checkpoint's repetition penalty). `limit_mm_per_prompt`
-is the run's largest image count, so a 0-shot run starts vLLM for one image per prompt and its probe leaves the
-several-image checks unknown; an ICL run on a model that vLLM starts with one image only stops with one line.
-The probe's image checks compare the first token's top-20 log-probabilities with an image inverted.
+The generic family's conversations in the probed layout (`hf/probe.py`), rendered with the chat template the HF path
+uses; sampling as `vllm_backend.sampling_settings`. `limit_mm_per_prompt` is the run's largest image count, so a
+0-shot run leaves the probe's several-image checks unknown. The probe's image checks compare the first token's
+top-20 log-probabilities with an image inverted.
 """
 
 from __future__ import annotations

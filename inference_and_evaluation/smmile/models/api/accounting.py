@@ -1,6 +1,5 @@
-"""Token accounting and cost: what was spent (the usage each reply reports), what a request may cost before it
-is sent (an estimate: see `estimate_input_tokens`), and the --max-cost budget across reruns of one output.
-Prices: prices.py (dated) or --price IN:OUT."""
+"""Token accounting and cost: usage reported, a request's estimated cost before sending, and the --max-cost
+budget across reruns of one output. Prices: prices.py (dated) or --price IN:OUT."""
 
 from __future__ import annotations
 
@@ -99,7 +98,6 @@ class CostMeter:
                                 for r in records)
 
     def fits(self, estimate: float | None) -> bool:
-        """Whether a request estimated at `estimate` USD may be launched under --max-cost."""
         if self.max_cost is None or self.price is None:
             return True
         return self.spent + self.reserved + (estimate or 0.0) <= self.max_cost

@@ -1,8 +1,7 @@
 """GPT-4o (spec §3.13), Claude 3.7 Sonnet (§3.12) and any chat model served behind an API.
 
-The conversation is the canonical one; the scripts differ in layout only: system prompt, text before
-image, ICL answers as `system` content parts (GPT-4o, paper protocol) or plain `assistant` strings (Claude).
-MCQA uses Template A; rows and error texts: output spec "api" (`protocol.outputs`).
+The canonical conversation; the scripts differ in layout only (system prompt, text before image, ICL answers as
+`system` content parts for GPT-4o under paper, plain `assistant` strings for Claude). Template A; output spec "api".
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """How many requests are in flight: a fixed number (`--concurrency N`) or adaptive (`--concurrency auto`).
 
-Adaptive: start at START and add one request per round trip while requests succeed; on 429/503/529 cut the
-level by DECREASE (once per round trip: the throttled replies of requests launched before the cut do not cut
-it again) and remember it as the ceiling; below the ceiling it climbs one per round trip again, at the ceiling
-one per PROBE round trips. A Retry-After of at least LONG_WAIT seconds, or a rate-limit header saying nothing is
-left (`x-ratelimit-remaining-requests` / `-tokens`, `anthropic-ratelimit-requests-remaining` / `-tokens-remaining`
-at 0), pauses every launch until the reset the server named.
+Adaptive: start at START, add one per round trip while requests succeed; on 429/503/529 cut by DECREASE (once per
+round trip) and remember the ceiling, then climb one per round trip below it, one per PROBE at it. A Retry-After of
+LONG_WAIT seconds or more, or a rate-limit header at 0 (REMAINING), pauses every launch until the reset.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""List prices of the API models, USD per million tokens, as published by each provider on PRICES_DATE.
-
-Prices change: edit this table (and its date) or pass `--price IN:OUT`. Batch prices are the providers'
-documented batch discount: 50 % of input and output for both the OpenAI Batch API and Anthropic's Message
-Batches API. Sources: https://openai.com/api/pricing/ and https://docs.anthropic.com/en/docs/about-claude/pricing
-"""
+"""List prices of the API models, USD per million tokens, as published on PRICES_DATE (edit, or `--price IN:OUT`).
+Sources: https://openai.com/api/pricing/ and https://docs.anthropic.com/en/docs/about-claude/pricing"""
 
 from __future__ import annotations
 

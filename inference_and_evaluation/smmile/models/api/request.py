@@ -1,8 +1,7 @@
 """The provider-neutral chat request a family hands to an API backend, and its images as the API scripts encoded them.
 
-Messages are OpenAI-shaped (`role`, `content` as a string or typed parts); an image is the abstract part
-`{"type": "image", "ref": ImageRef}` that each backend encodes in its own wire format (`encode_png`). A request
-beyond a provider's limit is not sent (`TooLarge`); a backend's SDK is imported when it is used (`import_sdk`).
+Messages are OpenAI-shaped; an image is the part `{"type": "image", "ref": ImageRef}` each backend encodes itself.
+A request beyond a provider's limit is not sent (`TooLarge`).
 """
 
 from __future__ import annotations

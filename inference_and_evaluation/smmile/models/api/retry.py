@@ -10,8 +10,6 @@ TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 
 @dataclass
 class Failure:
-    """A failed attempt, as classified by the provider."""
-
     message: str
     transient: bool
     retry_after: float | None = None

@@ -9,11 +9,12 @@ MASK = "***"
 
 class Scrubber:
     def __init__(self, *secrets: str | None):
-        # longest first, so a secret containing another is masked whole; very short values are not secrets
-        self.secrets = sorted({s for s in secrets if s and len(s) >= 6}, key=len, reverse=True)
+        self.secrets: list[str] = []
+        self.add(*secrets)
 
-    def add(self, secret: str | None) -> None:
-        self.secrets = sorted({*self.secrets, *([secret] if secret and len(secret) >= 6 else [])}, key=len, reverse=True)
+    def add(self, *secrets: str | None) -> None:
+        # longest first, so a secret containing another is masked whole; very short values are not secrets
+        self.secrets = sorted({*self.secrets, *(s for s in secrets if s and len(s) >= 6)}, key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
         for s in self.secrets:

@@ -1,9 +1,8 @@
 """The Llama 3.3 text-only baseline (ollama): images omitted, one user message (spec §3.9, §3.10).
 
-`script="open"` is inference_llama33textonly.py (open only; `'{q} {a}\\n'` examples); `script="mcqa"` is
-inference_llama33textonly_mcqa.py (`'Question: ...\\nAnswer: ...'` examples, Template A, E1 and the
-follow-up turn when extraction fails, except for the last problem). MCQA under `script="open"` uses the
-_mcqa script's prompts: the open-only script has none.
+`script="open"`: inference_llama33textonly.py (open only); `script="mcqa"`: inference_llama33textonly_mcqa.py
+(Template A, E1 and the follow-up turn when extraction fails, except for the last problem). MCQA under "open" uses
+the _mcqa script's prompts: the open-only script has none.
 """
 
 from __future__ import annotations

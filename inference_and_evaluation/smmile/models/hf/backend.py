@@ -1,9 +1,8 @@
 """The transformers backend: lazy loading, padded batch generation, per-problem error capture.
 
-Batch size 1 (default) is what the originals did: one problem per generate call. With `--batch-size N` the
-problems of a window of 4N are sorted by prompt size and generated N at a time with left padding (images as the
-processor takes them, see encode.encode_chat); greedy outputs equal batch size 1 (tested on tiny models). A batch that fails is retried one
-problem at a time, so an error (CUDA OOM included) is recorded for the problem that caused it only.
+Batch size 1 (default) is what the originals did. With `--batch-size N` the problems of a window of 4N are sorted by
+prompt size and generated N at a time with left padding; greedy outputs equal batch size 1 (tested on tiny models).
+A batch that fails is retried one problem at a time, so an error (CUDA OOM included) is recorded for its problem only.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ def say(msg: str) -> None:
 
 
 def report_image_processor(info: dict) -> None:
-    """Say once which image processor runs, and when it is not the backend that was asked for."""
     say(f"image processor: {info['class']} (backend {info['backend']}, requested {info['requested']})")
     if info["requested"] != "auto" and info["backend"] != info["requested"]:
         say(f"warning: the {info['requested']} image processor backend was requested, but transformers offers only "
@@ -93,10 +91,9 @@ class HFBackend(Backend):
                      "attn_implementation": self.attn, "attn_reason": why, "device_map": self.device_map,
                      "batch_size": self.batch_size, "processor": None, "model_class": None}
 
-    # -- loading --------------------------------------------------------------------------------------------------
     def load(self) -> None:
-        """Load processor and model; a checkpoint that cannot be found or read is a user error (one line). With the
-        hub unreachable (or offline mode on) a hub id is loaded from the local cache only, without retries."""
+        """A checkpoint that cannot be found or read is a user error (one line); with the hub unreachable (or offline
+        mode on) a hub id is loaded from the local cache only."""
         if self.model is not None:
             return
         from ... import hub
@@ -111,7 +108,8 @@ class HFBackend(Backend):
             if down:
                 raise UserError(preflight.not_cached_message(str(self.path), down, self.spec)) from None
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            hint = "" if self.spec is None or self.spec.model_path else f" ({preflight.local_checkpoint_advice(self.spec)})"
+            hint = ("" if self.spec is None or self.spec.model_path
+                    else f" ({preflight.local_checkpoint_advice(self.spec)})")
             raise UserError(f"cannot load model {self.path}: {first}{hint}") from None
 
     def image_backend(self) -> str:
@@ -153,8 +151,7 @@ class HFBackend(Backend):
         return AutoModelForImageTextToText
 
     def describe(self) -> dict:
-        """The manifest's `backend` entry; the same dict is completed when the model loads."""
-        return self.info
+        return self.info  # completed when the model loads
 
     def close(self) -> None:
         """Free the model (and the CUDA cache) before the next run of the process (`--models all`)."""
@@ -164,7 +161,6 @@ class HFBackend(Backend):
         gc.collect()
         self._free_memory()
 
-    # -- generation -----------------------------------------------------------------------------------------------
     def generate(self, work: list[tuple[Any, HFRequest]], on_done) -> None:
         if not work:
             return
@@ -222,8 +218,7 @@ class HFBackend(Backend):
     def encode(self, reqs: list[HFRequest]) -> dict:
         from .encode import encode
 
-        inputs = encode(self.processor, self.model, reqs)
-        return self._to_device(inputs)
+        return self._to_device(encode(self.processor, self.model, reqs))
 
     def _to_device(self, inputs) -> dict:
         device, dtype = self.model.device, self.model.dtype

@@ -1,11 +1,8 @@
 """`smmile convert llava-med SRC DST`: LLaVA-Med v1.5 (original LLaVA layout) -> transformers Llava checkpoint.
 
-The original checkpoint (`microsoft/llava-med-v1.5-mistral-7b`) is a `LlavaMistralForCausalLM`: Mistral weights
-under `model.*` / `lm_head`, the projector under `model.mm_projector.{0,2}` (mlp2x_gelu), and a CLIP vision tower
-named by `mm_vision_tower` (loaded separately, or stored under `model.vision_tower.vision_tower.*`). The result is
-an HF-format `LlavaForConditionalGeneration` folder with a LlavaProcessor; `<image>` and `<pad>` are added to the
-tokenizer (their embedding rows = the mean of the others). Image placement and padding stay LLaVA-Med's (smmile's
-llavamed family builds `tokenizer_image_token` ids and pads images to squares itself).
+`LlavaMistralForCausalLM` weights (Mistral under `model.*`, projector `model.mm_projector.{0,2}`, CLIP tower named by
+`mm_vision_tower`) -> `LlavaForConditionalGeneration` + LlavaProcessor; `<image>` and `<pad>` are added to the
+tokenizer (embedding rows = the mean of the others). Image placement and padding stay the llavamed family's.
 """
 
 from __future__ import annotations
@@ -100,7 +97,8 @@ def build(src: Path, dst: Path, vision_tower: str | None = None) -> Path:
     for k, v in read_state(src).items():
         state[map_key(k)] = v
     if not any(k.startswith("model.vision_tower.") for k in state):
-        state.update({"model.vision_tower." + k.removeprefix("vision_model."): v for k, v in tower.state_dict().items()})
+        state.update({"model.vision_tower." + k.removeprefix("vision_model."): v
+                      for k, v in tower.state_dict().items()})
     for key in ("model.language_model.embed_tokens.weight", "lm_head.weight"):
         w = state[key]
         extra = w.mean(dim=0, keepdim=True).expand(len(tok) - old_vocab, -1)

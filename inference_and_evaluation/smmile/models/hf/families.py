@@ -23,8 +23,6 @@ def hf_generate_kwargs(generation: GenerationSettings) -> dict:
 
 
 class LocalFamily(Family):
-    """Shared parts: the canonical conversation rendered in the script's message style."""
-
     SETTINGS = ("protocol",)
     GENERATION = GenerationSettings(max_new_tokens=512, do_sample=False)
     style = MessageStyle()
@@ -43,7 +41,6 @@ class LocalFamily(Family):
         return self.protocol == "corrected"
 
     def gen_kwargs(self) -> dict:
-        """generate() keyword arguments: the run's generation settings that are set, plus the script's extras."""
         return {**hf_generate_kwargs(self.generation), **self.extra_generate_kwargs}
 
     def request(self, item: Item) -> HFRequest:

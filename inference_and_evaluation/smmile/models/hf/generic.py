@@ -1,18 +1,9 @@
 """Any vision-language checkpoint with zero code: `--model hf:<hub id or local path>` / `--model vllm:<...>`.
 
-The conversation is the canonical one (`protocol.conversation`): the harness's generic system prompt (the one of
-the API chat scripts), each ICL example as a user turn (image, then question) and an assistant turn (its answer),
-the query last. Every role gets typed content parts (some templates render a plain-string content as nothing).
-MCQA uses Template A and extractor E2, exactly as models served behind an OpenAI-compatible API
-(`presets_api.served_model`); the answer is the decode of the new tokens. Decoding is greedy, at most 512 new tokens.
-Images are made RGB (transparent pixels composited on white) before the checkpoint's processor sees them.
-
-The checkpoint's chat template renders the messages; what it, its processor and its model accept is probed before
-the first problem (`probe.py`), and the backend adapts the layout where a documented fallback exists.
-
-Names: the file tag, the scoring key and the display/LaTeX names come from the model id
-(`smmile.identity.identity_for_model_id`); for a local folder, from the folder's name (`/ckpts/SmolVLM-256M/`
--> `SmolVLM-256M`). The preset of such a name is made by `presets_hf.preset_for`.
+The canonical conversation with the API chat scripts' system prompt, ICL examples as user (image, question) and
+assistant (answer) turns, typed content parts for every role; Template A + E2 as served models
+(`presets_api.served_model`); greedy, at most 512 new tokens; images RGB, transparency on white. The layout comes
+from the capability probe (`probe.py`); names from the model id or folder name (`identity_for_model_id`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The transformers backend of `--model hf:<id>`: any checkpoint, its own chat template, a probed layout.
 
-Loading is the HF backend's (processor with the image-only fallback, dtype, device map, revision), with the model
-class from `AutoModelForImageTextToText`, else the class named in the config's `architectures`. The chat template
-is the processor's, else its tokenizer's. Before the first problem the capability probe (`probe.py`) runs on the
-run's problem with the most images; its result and the layout go into the manifest (`backend.capabilities`).
-Prompts get the tokenizer's BOS only when the rendered template does not start with it; images are nested per
-conversation; batches are left-padded (greedy batch N = batch 1).
+Loading is the HF backend's, the class `AutoModelForImageTextToText` else the config's `architectures`. The probe
+(`probe.py`) runs before the first problem; its result goes in the manifest (`backend.capabilities`). BOS is added
+only when the rendered template lacks it; images are nested per conversation.
 """
 
 from __future__ import annotations
@@ -69,7 +66,6 @@ class GenericHFBackend(HFBackend):
         self._check_context(icl if mode == "ICL" else query)
 
     def _check_context(self, conv) -> None:
-        """Record the probe prompt's length; warn when it is longer than the model's context."""
         tokens = int(self.inputs([self.layout.apply(conv[0])], [conv[1]])["input_ids"].shape[1])
         config = getattr(self.model.config, "text_config", None) or self.model.config
         context = getattr(config, "max_position_embeddings", None)

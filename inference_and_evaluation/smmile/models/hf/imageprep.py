@@ -1,11 +1,8 @@
-"""What the original scripts' code path did to an image before its model saw it (mode, transparency, size).
+"""What the original scripts' code path did to an image before its model saw it (docs/images.md has the table).
 
-The paper's pinned transformers (4.46.3, 4.51.0) converted images with a plain `convert("RGB")`: alpha dropped,
-a palette image's transparent index shown in its palette colour. transformers 5 composites every transparent image
-onto white instead (so did Mllama's own converter in 4.51, and qwen-vl-utils 0.0.11 for RGBA). Under
-`--protocol paper` each family hands its processor what the pinned path produced (an RGB image with no transparency
-left, so transformers 5 has nothing to composite); under `--protocol corrected` every transparent image is
-composited onto white, the same for every family. The table in docs/images.md lists each case.
+The paper's transformers (4.46.3, 4.51.0) made images RGB with `convert("RGB")` (alpha dropped); transformers 5
+composites transparency onto white (as Mllama's converter and qwen-vl-utils did). `--protocol paper` hands each
+processor what the pinned path produced; `--protocol corrected` composites on white for every family.
 """
 
 from __future__ import annotations
@@ -62,7 +59,6 @@ def qwen_4_51_step(_index: int, img):
 
 
 def converter(protocol: str, pinned: str):
-    """The (index, image) -> image step a family applies before its processor."""
     return on_white_step if protocol == "corrected" or pinned == WHITE else drop_alpha_step
 
 
@@ -74,7 +70,8 @@ def smart_resize(height: int, width: int, factor: int = 28, min_pixels: int = 4 
                  max_pixels: int = 16384 * 28 * 28) -> tuple[int, int]:
     """qwen-vl-utils 0.0.11: sides to multiples of `factor`, pixel count within [min_pixels, max_pixels]."""
     if max(height, width) / min(height, width) > QWEN_VL_UTILS["max_ratio"]:
-        raise ValueError(f"absolute aspect ratio must be smaller than 200, got {max(height, width) / min(height, width)}")
+        ratio = max(height, width) / min(height, width)
+        raise ValueError(f"absolute aspect ratio must be smaller than 200, got {ratio}")
     h_bar = max(factor, round(height / factor) * factor)
     w_bar = max(factor, round(width / factor) * factor)
     if h_bar * w_bar > max_pixels:

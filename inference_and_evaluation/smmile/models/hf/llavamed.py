@@ -41,7 +41,6 @@ def tokenizer_image_token(prompt: str, tokenizer, image_token_index: int = IMAGE
 
 
 def pad_offset(size: tuple[int, int]) -> int | None:
-    """Centred paste offset for a non-square image (None when square)."""
     w, h = size
     return None if w == h else (max(w, h) - min(w, h)) // 2
 
@@ -55,7 +54,6 @@ def pad_colour(mode: str, image_mean) -> int | tuple[int, ...]:
 
 
 def expand2square(image, background, offset: int):
-    """Pad to a square of the longer side filled with `background`, the image pasted at `offset`."""
     from PIL import Image
 
     w, h = image.size

@@ -1,6 +1,5 @@
-"""Checks made before a local model is loaded, so that a mistake costs seconds and one line, not a GPU hour or a
-traceback: the libraries are installed, `--model-path` is a folder, CUDA is there for the scripts whose original
-required it, and the hub is reachable for a hub id (else the local cache is used, or the run stops at once)."""
+"""Checks before a local model is loaded, so that a mistake costs one line, not a GPU hour: libraries,
+`--model-path`, CUDA where the original required it, and the hub for a hub id (else the local cache)."""
 
 from __future__ import annotations
 
@@ -16,14 +15,12 @@ CUDA_SCRIPTS = ("inference_qwen.py", "inference_llama32v.py", "inference_medr1.p
 
 
 def require_stack(why: str = "local models") -> None:
-    """torch and transformers are importable, or one line naming the extra to install."""
     for package in ("torch", "transformers"):
         if importlib.util.find_spec(package) is None:
             raise MissingDependency(package, "hf", why=why)
 
 
 def check_model_path(model_path: str | None) -> None:
-    """`--model-path` names an existing checkpoint folder."""
     if model_path is None:
         return
     path = Path(model_path).expanduser()

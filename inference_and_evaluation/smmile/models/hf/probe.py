@@ -226,7 +226,6 @@ def _jsonable(value):
 
 
 def image_limits(processor) -> dict:
-    """The image size/count settings of the processor and its image processor that are set."""
     out = {}
     for owner_name, owner in (("image_processor", getattr(processor, "image_processor", None)),
                               ("processor", processor)):

@@ -1,9 +1,7 @@
 """Loading a checkpoint's processor, with an image-only fallback where the video processor needs torchvision.
 
-transformers 5 makes `AutoProcessor` build the video processor of Qwen2-VL / Qwen2.5-VL / LLaVA-OneVision, which
-requires torchvision. Image-only use never touches it, so when that import fails we build the same processor
-class from its image processor, tokenizer, processor config and chat template, with `video_processor=None`
-(everything else is the real processor code) and say so once in the log.
+transformers 5's `AutoProcessor` builds the video processor of Qwen2-VL / Qwen2.5-VL / LLaVA-OneVision, which needs
+torchvision; without it the same processor class is built with `video_processor=None` (said once in the log).
 """
 
 from __future__ import annotations
@@ -76,7 +74,6 @@ def backend_of(image_processor) -> str:
 
 
 def describe_image_processor(image_processor, requested: str) -> dict:
-    """The manifest's record of the image processor actually used."""
     return {"class": type(image_processor).__name__, "backend": backend_of(image_processor), "requested": requested}
 
 
