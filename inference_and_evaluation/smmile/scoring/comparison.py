@@ -10,7 +10,9 @@ import logging
 import os
 import re
 from collections import Counter
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
+
+from smmile.scoring.results import replace_output
 
 log = logging.getLogger(__name__)
 
@@ -36,78 +38,58 @@ def format_file_report(stats: Mapping, title: str = EM_TITLE, label: str = EM_LA
     lines += [f"Total examples evaluated: {stats['total_examples']}",
               f"Correct answers: {stats['correct_examples']}", *extra_lines,
               f"{label} accuracy: {stats['accuracy']:.2f}%", "-" * RULE_WIDTH]
-    lines += _per_problem_lines(stats["problem_accuracies"])
-    lines += _incorrect_lines(stats["incorrect_examples"])
+    accuracies, incorrect = stats["problem_accuracies"], Counter(stats["incorrect_examples"])
+    if len(accuracies) > 1:
+        lines += ["Per-problem accuracy:"] + [f"  Problem {pid}: {acc:.2f}%" for pid, acc in accuracies.items()]
+    if incorrect:
+        lines += ["Problem IDs with incorrect answers:"] + [
+            f"  Problem {pid}: {incorrect[pid]} incorrect" for pid in sorted(incorrect)]
     lines.append("=" * RULE_WIDTH)
     return "\n".join(lines)
 
 
-def _per_problem_lines(accuracies: Mapping) -> list[str]:
-    if len(accuracies) <= 1:
-        return []
-    return ["Per-problem accuracy:"] + [f"  Problem {pid}: {acc:.2f}%" for pid, acc in accuracies.items()]
-
-
-def _incorrect_lines(incorrect: Iterable) -> list[str]:
-    counts = Counter(incorrect)
-    if not counts:
-        return []
-    return ["Problem IDs with incorrect answers:"] + [
-        f"  Problem {pid}: {counts[pid]} incorrect" for pid in sorted(counts)]
-
-
 # -- comparison (§4.6) ----------------------------------------------------------------------------
+_HEAD = f"{'Model':<26} | {'Mode':<10} | {'Accuracy (%)':<12} | {'Excluded/Total':<15} | "
+
+
 def sort_results(results: Mapping[str, Mapping]) -> list[tuple[str, Mapping]]:
     """0-shot keys first, then by descending accuracy; ties keep insertion order (stable sort)."""
     return sorted(results.items(), key=lambda kv: (0 if "0-shot" in kv[0] else 1, -kv[1]["accuracy"]))
 
 
-def _row(stats: Mapping, word_count: float) -> str:
-    share = f"{stats['excluded_count']}/{stats['original_count']}"
-    return (f"{stats['model']:<26} | {stats['inference_mode']:<10} | {stats['accuracy']:<12.2f} | "
-            f"{share:<15} | {word_count:<10.2f}")
+def _rows(results: Mapping[str, Mapping], rule: str, last: Callable[[Mapping], str]) -> list[str]:
+    """One row per result in ``sort_results`` order, ``rule`` where the mode changes; ``last(stats)``: the
+    row's last cells."""
+    lines, previous = [], None
+    for _, stats in sort_results(results):
+        if previous is not None and stats["inference_mode"] != previous:
+            lines.append(rule)
+        previous = stats["inference_mode"]
+        share = f"{stats['excluded_count']}/{stats['original_count']}"
+        lines.append(f"{stats['model']:<26} | {stats['inference_mode']:<10} | {stats['accuracy']:<12.2f} | "
+                     f"{share:<15} | {last(stats)}")
+    return lines
 
 
 def format_console_summary(results: Mapping[str, Mapping], label: str = EM_LABEL) -> str:
     """Console table: each row shows its own word count and the error count."""
-    header = (f"{'Model':<26} | {'Mode':<10} | {'Accuracy (%)':<12} | {'Excluded/Total':<15} | "
-              f"{'Word Count':<10} | {'Error Count':<15}")
-    lines = ["=" * SUMMARY_WIDTH, f"MODEL COMPARISON SUMMARY ({label.upper()})", "=" * SUMMARY_WIDTH,
-             header, "-" * SUMMARY_WIDTH]
-    previous = None
-    for _, stats in sort_results(results):
-        if previous is not None and stats["inference_mode"] != previous:
-            lines.append("-" * SUMMARY_WIDTH)
-        previous = stats["inference_mode"]
-        lines.append(f"{_row(stats, stats['word_count'])} | {stats['err_count']:<15}")
-    return "\n".join(lines)
+    rows = _rows(results, "-" * SUMMARY_WIDTH, lambda stats: f"{stats['word_count']:<10.2f} | {stats['err_count']:<15}")
+    return "\n".join(["=" * SUMMARY_WIDTH, f"MODEL COMPARISON SUMMARY ({label.upper()})", "=" * SUMMARY_WIDTH,
+                      f"{_HEAD}{'Word Count':<10} | {'Error Count':<15}", "-" * SUMMARY_WIDTH] + rows)
 
 
-def format_comparison_file(results: Mapping[str, Mapping], keep_word_count_bug: bool = True) -> str:
-    """Text of ``model_comparison*.txt``.
-
-    KEEP (spec §9 item 33): every file row shows the word count of the LAST row in sorted order,
-    because the original reused the console loop's variable. ``keep_word_count_bug=False`` prints
-    each row's own value instead.
-    """
+def format_comparison_file(results: Mapping[str, Mapping]) -> str:
+    """Text of ``model_comparison*.txt``. KEEP (spec §9 item 33): every row shows the word count of the LAST
+    row in sorted order, because the original reused the console loop's variable."""
     ordered = sort_results(results)
-    last_word_count = ordered[-1][1]["word_count"] if ordered else 0.0
-    header = (f"{'Model':<26} | {'Mode':<10} | {'Accuracy (%)':<12} | {'Excluded/Total':<15} | "
-              f"{'Word Count':<15}")
-    lines = ["MODEL COMPARISON SUMMARY", "=" * RULE_WIDTH, "", header, "-" * FILE_RULE_WIDTH]
-    previous = None
-    for _, stats in ordered:
-        if previous is not None and stats["inference_mode"] != previous:
-            lines.append("-" * FILE_RULE_WIDTH)
-        previous = stats["inference_mode"]
-        lines.append(_row(stats, last_word_count if keep_word_count_bug else stats["word_count"]))
-    text = "\n".join(lines) + "\n\n"
+    words = ordered[-1][1]["word_count"] if ordered else 0.0
+    lines = ["MODEL COMPARISON SUMMARY", "=" * RULE_WIDTH, "", f"{_HEAD}{'Word Count':<15}", "-" * FILE_RULE_WIDTH]
+    text = "\n".join(lines + _rows(results, "-" * FILE_RULE_WIDTH, lambda stats: f"{words:<10.2f}")) + "\n\n"
     return text + "".join(_per_problem_block(results, mode) for mode in PER_PROBLEM_MODES)
 
 
 def _per_problem_block(results: Mapping[str, Mapping], mode: str) -> str:
-    """Per-problem accuracies of every model with ``mode`` (insertion order), or "" if <2 models
-    or <2 problems."""
+    """Per-problem accuracies of every model with ``mode`` (insertion order), or "" if <2 models or <2 problems."""
     models = [stats for stats in results.values() if stats["inference_mode"] == mode]
     problem_ids = set()
     for stats in models:
@@ -123,10 +105,9 @@ def _per_problem_block(results: Mapping[str, Mapping], mode: str) -> str:
 
 
 def comparison_filename(base: str, model: str | None = None, mode: str | None = None) -> str:
-    """``<base>.txt``, or for a run filtered by ``--model`` / ``--inference-mode`` a file named after the
-    filter, ``<base>_model-<model>_mode-<mode>.txt`` (the parts given; characters other than letters,
-    digits, ``.``, ``_`` and ``-`` become ``-``), so that a filtered run never replaces the full
-    comparison. ``base``: ``model_comparison`` (EM) or ``model_comparison_llm`` (judge)."""
+    """``<base>.txt``, or for a run filtered by ``--model`` / ``--inference-mode``
+    ``<base>_model-<model>_mode-<mode>.txt`` (the parts given, made file-safe), so that a filtered run never
+    replaces the full comparison."""
     parts = [base] + [f"{label}-{_FILE_UNSAFE.sub('-', value)}" for label, value in (("model", model), ("mode", mode))
                       if value]
     return "_".join(parts) + ".txt"
@@ -147,26 +128,17 @@ def result_keys(text: str) -> set[tuple[str, str]]:
     return keys
 
 
-def write_comparison(results: Mapping[str, Mapping], results_dir: str | os.PathLike,
-                     filename: str = "model_comparison.txt") -> tuple[str, str | None]:
-    """Write the comparison file into ``results_dir`` unless an existing one holds a result this one
-    lacks (``results.replace_output``). Returns (path, warning or None)."""
-    from smmile.scoring.results import replace_output
-
-    path = os.path.join(os.fspath(results_dir), filename)
-    keys = {(stats["model"], stats["inference_mode"]) for stats in results.values()}
-    return path, replace_output(path, format_comparison_file(results), keys, result_keys, "result(s)")
-
-
 def report_comparison(results: Mapping[str, Mapping], results_dir: str | os.PathLike, filename: str,
                       label: str = EM_LABEL) -> str | None:
-    """With more than one result: print the console summary and write the comparison file (spec §4.6).
-    When an existing, fuller comparison file is kept, the warning goes to stderr and is returned (the
-    caller should then exit with status 1); else None."""
+    """With more than one result: print the console summary and write the comparison file (spec §4.6) unless
+    an existing one holds a result this one lacks; that warning goes to stderr and is returned (the caller
+    then exits with status 1), else None."""
     if len(results) <= 1:
         return None
     print(format_console_summary(results, label))
-    path, kept = write_comparison(results, results_dir, filename)
+    path = os.path.join(os.fspath(results_dir), filename)
+    keys = {(stats["model"], stats["inference_mode"]) for stats in results.values()}
+    kept = replace_output(path, format_comparison_file(results), keys, result_keys, "result(s)")
     if kept:
         log.warning(kept)
         return kept
