@@ -1,8 +1,7 @@
-"""Exact-match scoring of open-format result CSVs (spec §4.4, §4.5), and reading a result CSV whole
-(``read_whole``; ``check_judgement``: a judgement is used only for the content it judged).
+"""Exact-match scoring of open-format result CSVs (spec §4.4, §4.5), and reading a result CSV whole.
 
-The CSV is read with pandas' DEFAULT NA semantics (empty cells, ``NA``, ``None``, ``nan``... become
-NaN), exactly as the original did; ``normalize_answer`` then turns NaN into the string ``"nan"``.
+The CSV is read with pandas' default NA semantics (empty cells, ``NA``, ``None``... become NaN), as the
+original did; ``normalize_answer`` then turns NaN into the string ``"nan"``.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ import re
 import string
 from typing import Any, Sequence
 
+from smmile.fsguard import atomic_write_text
 from smmile.protocol.columns import SCORED as REQUIRED_COLUMNS
 from smmile.runner.outputs import allow_csv_fields
 from smmile.scoring.naming import get_model_info, judge_record_path
@@ -26,26 +26,21 @@ _WHITESPACE = re.compile(r"\s+")
 
 
 class ResultFileError(ValueError):
-    """A result file cannot be scored (missing, empty, unreadable, wrong columns)."""
+    """A result file cannot be scored; the message is one line naming it."""
 
 
 def normalize_answer(value: Any) -> str:
     """§4.4: str() non-strings (NaN → "nan"), lowercase, drop ASCII punctuation, collapse whitespace."""
     text = value if isinstance(value, str) else str(value)
-    if not text:
-        return ""
-    text = text.lower().translate(_PUNCTUATION)
-    return _WHITESPACE.sub(" ", text).strip()
+    return _WHITESPACE.sub(" ", text.lower().translate(_PUNCTUATION)).strip()
 
 
 def read_result_csv(csv_path: str | os.PathLike, required: Sequence[str] = REQUIRED_COLUMNS):
-    """Read a result CSV with pandas defaults; raise ``ResultFileError`` with a one-line reason."""
     path = os.fspath(csv_path)
     return parse_result_csv(path, read_csv_bytes(path), required)
 
 
 def read_csv_bytes(path: str) -> bytes:
-    """The bytes of a result CSV; ``ResultFileError`` with a one-line reason if it cannot be read."""
     if os.path.isdir(path):
         raise ResultFileError(f"{path}: is a directory, not a CSV file")
     try:
@@ -58,7 +53,6 @@ def read_csv_bytes(path: str) -> bytes:
 
 
 def parse_result_csv(path: str, content: bytes, required: Sequence[str] = REQUIRED_COLUMNS):
-    """``pd.read_csv`` of a result CSV's bytes (``path`` names it in messages); the required columns checked."""
     import pandas as pd
 
     try:
@@ -72,7 +66,6 @@ def parse_result_csv(path: str, content: bytes, required: Sequence[str] = REQUIR
 
 
 def check_columns(frame, required: Sequence[str], path: str) -> None:
-    """``ResultFileError`` naming ``path`` and the ``required`` columns ``frame`` lacks, if any."""
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise ResultFileError(f"{path}: missing required column(s): {', '.join(missing)}")
@@ -83,9 +76,7 @@ def _first_line(exc: Exception) -> str:
 
 
 def flexible_matches(frame) -> list[bool]:
-    """Normalised ``true_answer`` == normalised ``generated_answer``, per row (CSV order)."""
-    truth = frame["true_answer"].map(normalize_answer)
-    generated = frame["generated_answer"].map(normalize_answer)
+    truth, generated = (frame[c].map(normalize_answer) for c in ("true_answer", "generated_answer"))
     return [bool(x) for x in (truth == generated)]
 
 
@@ -94,44 +85,28 @@ def strict_matches(frame) -> list[bool]:
     return [bool(x) for x in (frame["true_answer"] == frame["generated_answer"])]
 
 
-def err_count(frame) -> int:
-    """Rows whose ``str(generated_answer)`` contains ``ERROR`` (case-sensitive)."""
-    return sum("ERROR" in str(v) for v in frame["generated_answer"])
-
-
-def word_count(frame) -> float:
-    """Mean number of whitespace tokens of ``str(generated_answer)`` (NaN → "nan" → 1 token)."""
-    counts = frame["generated_answer"].map(lambda v: len(str(v).split()))
-    return float(counts.mean())
-
-
 def problem_accuracies(frame, matches: Sequence[bool]) -> dict:
     """Mean match ×100 per problem_id, in groupby (sorted problem_id) order."""
     scored = frame.assign(_match=list(matches))
     means = scored.groupby("problem_id")["_match"].mean() * 100
-    return {_plain(k): float(v) for k, v in means.items()}
+    return {plain(k): float(v) for k, v in means.items()}
 
 
-def incorrect_examples(frame, matches: Sequence[bool]) -> list:
-    """problem_ids of the non-matching rows, CSV order."""
-    return [_plain(pid) for pid, ok in zip(frame["problem_id"], matches) if not ok]
-
-
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """numpy scalar → Python scalar (so json.dump accepts it)."""
     return value.item() if hasattr(value, "item") else value
 
 
 def exclude_problems(frame):
-    """Apply the (empty) exclusion set; returns (kept frame, excluded count)."""
+    """(kept frame, excluded count) after the original's (empty) exclusion set."""
     keep = ~frame["problem_id"].isin(list(EXCLUDED_PROBLEM_IDS))
     return frame[keep].reset_index(drop=True), int((~keep).sum())
 
 
 def summarize(frame, matches: Sequence[bool], model: str, mode: str, original_count: int,
               excluded_count: int, extra: dict | None = None) -> dict:
-    """The §4.5 statistics dict in its exact key order. ``extra`` (e.g. the judge's
-    ``llm_err_count``) is inserted right after ``excluded_count``, as §5 orders it."""
+    """The §4.5 statistics dict in its exact key order; ``extra`` (the judge's ``llm_err_count``) goes right
+    after ``excluded_count``, as §5 orders it."""
     total = len(frame)
     correct = int(sum(matches))
     stats = {"model": model, "inference_mode": mode, "total_examples": total,
@@ -140,18 +115,17 @@ def summarize(frame, matches: Sequence[bool], model: str, mode: str, original_co
     stats.update({
         "correct_examples": correct,
         "accuracy": correct / total * 100 if total > 0 else 0,
-        "err_count": err_count(frame),
+        "err_count": sum("ERROR" in str(v) for v in frame["generated_answer"]),  # case-sensitive
         "problem_accuracies": problem_accuracies(frame, matches),
-        "incorrect_examples": incorrect_examples(frame, matches),
-        "word_count": word_count(frame),
+        "incorrect_examples": [plain(pid) for pid, ok in zip(frame["problem_id"], matches) if not ok],
+        "word_count": float(frame["generated_answer"].map(lambda v: len(str(v).split())).mean()),  # NaN: "nan", 1
     })
     return stats
 
 
 def calculate_exact_match(csv_path: str | os.PathLike, strict: bool = False, *, model: str | None = None,
                           mode: str | None = None, frame=None) -> dict:
-    """Score one open-format result CSV. ``model`` / ``mode`` default to its file name's (§4.3; callers
-    pass a ``results.RunRecord``'s); ``frame``: the CSV already read."""
+    """Score one open-format result CSV; ``model`` / ``mode`` default to its file name's (§4.3)."""
     if model is None or mode is None:
         info = get_model_info(csv_path)
         model, mode = model or info.model, mode or info.mode
@@ -167,15 +141,11 @@ def json_text(obj: Any) -> str:
 
 
 def write_json(obj: Any, path: str | os.PathLike) -> None:
-    """Write ``json_text(obj)`` atomically (a reader or a Ctrl-C never sees half a file)."""
-    from smmile.fsguard import atomic_write_text
-
     atomic_write_text(path, json_text(obj))
 
 
-# -- is a result whole? -------------------------------------------------------------------------------
 def _clean_records(path: str, content: bytes) -> int:
-    """Number of data records of a CSV that parses cleanly; raises ``ResultFileError`` otherwise."""
+    """Number of data records of a CSV that parses cleanly; ``ResultFileError`` otherwise."""
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -205,13 +175,13 @@ def content_sha256(content: bytes) -> str:
 
 
 def read_whole(csv_path: str | os.PathLike, required: Sequence[str] = REQUIRED_COLUMNS):
-    """Read a result CSV once (pandas defaults, as the original) and check it is whole (``scoring.results``'
-    docstring)."""
     return read_whole_hashed(csv_path, required)[0]
 
 
 def read_whole_hashed(csv_path: str | os.PathLike, required: Sequence[str] = REQUIRED_COLUMNS):
-    """``read_whole`` and the sha256 of the bytes it read: ``(frame, sha256)``."""
+    """(frame, sha256 of the bytes read) of a result CSV that is whole: it parses cleanly (as many fields per
+    record as the header, no quote running to the end, a final line break), pandas reads as many rows as there
+    are records, and there is at least one."""
     path = os.fspath(csv_path)
     content = read_csv_bytes(path)
     frame = parse_result_csv(path, content, required)
@@ -224,11 +194,9 @@ def read_whole_hashed(csv_path: str | os.PathLike, required: Sequence[str] = REQ
 
 
 def check_judgement(csv_path: str | os.PathLike, judged: dict, frame=None) -> None:
-    """Raise ``ResultFileError`` (one line naming both files) unless the ``_evaluationllm.json`` dict
-    ``judged`` judged the CSV as it is now: its record (``_evaluationllm.manifest.json``) holds the sha256
-    of the CSV bytes the judge read; without one (the published outputs, earlier smmile versions) the
-    judged problem ids and row count must be the CSV's. ``frame``: the CSV already read. A CSV that cannot
-    be read is not compared (scoring it reports its own problem)."""
+    """``ResultFileError`` unless the ``_evaluationllm.json`` dict ``judged`` judged the CSV as it is now: the
+    sha256 its judge record holds, else (the published outputs) the problem ids and row count. A CSV that
+    cannot be read is not compared (scoring it reports its own problem)."""
     path = os.fspath(csv_path)
     json_name = os.path.basename(path)[:-len(".csv")] + "_evaluationllm.json"
     try:

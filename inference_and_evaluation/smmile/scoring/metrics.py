@@ -1,28 +1,13 @@
 """The three metrics, declared once, and the one per-row loader every command scores with.
 
-* ``EM`` — flexible exact match (spec §4.4, pandas NA semantics) of ``true_answer`` and
-  ``generated_answer`` in an open-format result CSV; a row scores 1 or 0.
-* ``LLM`` — the judge: ``problem_accuracies`` of ``<stem>_evaluationllm.json`` (evaluate_LLMJudge's
-  output beside the open CSV), one value per problem id in the JSON's order. **Fractional judge
-  scores** (a problem id with several rows, some judged correct): every command uses the fraction of
-  that problem's rows judged correct (``value / 100``, not rounded). The only exception is
-  ``legacy_floor=True``: the original variance_analysis floor-divided by 100 (``// 100``: anything
-  below 100 % counts 0), which the faithful ``variance_analysis.py`` table keeps. With one row per
-  problem (all published files) both rules agree.
-* ``MCQA`` — ``str(is_correct).lower() == "true"`` per row of a ``_mcqa`` result CSV (spec §7.2).
+* ``EM``: flexible exact match (spec §4.4) of an open-format CSV's ``true_answer`` and ``generated_answer``.
+* ``LLM``: the judge's per-problem accuracy: the run record's journaled verdicts, else ``problem_accuracies`` of
+  ``<stem>_evaluationllm.json``. A problem with several rows scores the fraction judged correct (``value / 100``);
+  only ``legacy_floor=True`` keeps the original variance_analysis's ``// 100`` (both agree on the published files).
+* ``MCQA``: ``str(is_correct).lower() == "true"`` per row of a ``_mcqa`` CSV (spec §7.2).
 
-``failure_series(frame, result)`` says which rows hold no real answer: ``refused`` (a content-filter
-refusal, e.g. Azure's ``ResponsibleAIPolicyViolation``), ``failed`` (an API or model error) or ``empty``
-(nothing generated). Where the result has a run record it reads the journaled response
-(``response_failure``: the error, a null or blank text, a content-filter finish reason in ``extra``);
-otherwise the CSV text (``row_failures``: the original's ``ERROR: ...`` rows, MCQA ``selected_option``
-``ERROR``). Every metric scores them as wrong, as the original did; the statistics count them and can
-exclude them (``smmile stats --failures``).
-
-``metric_scores(result, metric)`` returns a float Series in [0, 1] indexed by problem_id (as text) in
-file order, one value per row (duplicated ids are kept; average them for per-problem statistics), or
-None when the judge has not been run on that file. ``metrics_for(fmt)`` gives a format's metrics in the
-order variance_analysis consumes its random stream (EM before LLM).
+``failure_series`` says which rows hold no real answer (``refused``, ``failed``, ``empty``): from the journaled
+response where there is a run record, else from the CSV text. Every metric scores them wrong, as the original.
 """
 
 from __future__ import annotations
@@ -47,16 +32,12 @@ class Metric:
     row_score: Callable | None = None  # frame -> list of 0/1 per row ("csv" metrics)
 
 
-def _em_rows(frame) -> list[bool]:
-    return flexible_matches(frame)
-
-
 def _mcqa_rows(frame) -> list[bool]:
     return [str(v).lower() == "true" for v in frame["is_correct"]]
 
 
 EM = Metric("EM", "Exact match", ("open",), "csv", ("problem_id", "true_answer", "generated_answer"),
-            "EM Accuracy", _em_rows)
+            "EM Accuracy", flexible_matches)
 LLM = Metric("LLM", "LLM-as-a-judge", ("open",), "judge", (), "LLM-as-a-Judge Accuracy")
 MCQA = Metric("MCQA", "MCQA", ("mcqa",), "csv", ("problem_id", "is_correct"), "MCQA Accuracy", _mcqa_rows)
 METRICS: dict[str, Metric] = {m.name: m for m in (LLM, EM, MCQA)}  # the tables' column order
@@ -72,7 +53,7 @@ def get_metric(metric: Metric | str) -> Metric:
 
 
 def metrics_for(fmt: str) -> tuple[Metric, ...]:
-    """The metrics of a result format: open -> (EM, LLM), mcqa -> (MCQA,)."""
+    """In the order variance_analysis consumes its random stream (EM before LLM)."""
     return (EM, LLM) if fmt == "open" else (MCQA,) if fmt == "mcqa" else ()
 
 
@@ -80,8 +61,7 @@ def _series(ids, values):
     import numpy as np
     import pandas as pd
 
-    index = pd.Index([str(i) for i in ids], name="problem_id")
-    return pd.Series(np.asarray(values, dtype=np.float64), index=index)
+    return pd.Series(np.asarray(values, dtype=np.float64), index=pd.Index([str(i) for i in ids], name="problem_id"))
 
 
 def _csv_path(result) -> str:
@@ -90,9 +70,8 @@ def _csv_path(result) -> str:
 
 
 def read_rows(result, metric: Metric | str | None = None):
-    """The result CSV of ``result`` (a ``RunRecord`` or a path), checked to parse cleanly
-    (``exact_match.read_whole``) and to carry ``metric``'s columns (default: those of the first
-    metric of the ``RunRecord``'s format, the one its CSV rows are scored with)."""
+    """The result CSV of ``result`` (a ``RunRecord`` or a path), read whole with ``metric``'s columns (default:
+    the first metric of the ``RunRecord``'s format)."""
     metric = metrics_for(result.fmt)[0] if metric is None else get_metric(metric)
     return read_whole(_csv_path(result), metric.columns)
 
@@ -106,12 +85,9 @@ def _text(value) -> str:
 
 
 def row_failures(frame) -> list[str]:
-    """Per CSV row: ``refused``, ``failed``, ``empty`` or ``""`` (a real answer), in that precedence.
-
-    refused: any response column mentions a content filter (``REFUSAL_MARKERS``, case-insensitive);
-    failed: ``generated_answer`` or ``full_response`` starts with ``ERROR`` (spec §3: every front door
-    stores ``ERROR: <e>``), or ``selected_option`` is ``ERROR``; empty: the model's response
-    (``full_response``, else ``generated_answer``) is empty or blank."""
+    """Per CSV row, in this precedence: ``refused`` (a response column mentions a content filter), ``failed``
+    (an answer starting ``ERROR``, spec §3, or ``selected_option`` ``ERROR``), ``empty`` (a blank response) or
+    ``""``."""
     columns = [c for c in ("generated_answer", "full_response", "selected_option") if c in frame.columns]
     response = "full_response" if "full_response" in frame.columns else "generated_answer"
     kinds = []
@@ -134,9 +110,8 @@ FINISH_KEYS = ("finish_reason", "stop_reason")  # where backends put the provide
 
 
 def response_failure(response: dict) -> str:
-    """``refused``, ``failed``, ``empty`` or ``""`` for one journaled response (``models.base.Response``
-    fields): refused when the error or a finish reason (``FINISH_KEYS`` of ``extra``, ``refusal`` too) names
-    a content filter; failed for any other error; empty for a null or blank text."""
+    """``refused`` (the error or a finish reason names a content filter or a refusal), ``failed`` (any other
+    error), ``empty`` (a null or blank text) or ``""`` for one journaled response."""
     extra = response.get("extra") or {}
     reasons = " ".join(str(extra.get(k) or "") for k in FINISH_KEYS).lower()
     said = f"{response.get('error') or ''} {reasons}".lower()
@@ -148,8 +123,7 @@ def response_failure(response: dict) -> str:
 
 
 def failure_series(frame, result=None):
-    """Per CSV row, indexed by problem_id (text), file order: ``response_failure`` of the row's journaled
-    response where ``result`` (a ``results.RunRecord``) has one, else ``row_failures`` of the CSV text."""
+    """Per CSV row by problem_id: ``response_failure`` of its journaled response, else ``row_failures``."""
     import pandas as pd
 
     ids = [str(i) for i in frame["problem_id"]]
@@ -166,10 +140,8 @@ def _judge_value(value, legacy_floor: bool) -> float:
 
 
 def judge_scores(result, legacy_floor: bool = False, frame=None):
-    """``LLM``: the judge's per-problem accuracies from the run record's journaled verdicts
-    (``results.RunRecord.judge_accuracies``), else ``problem_accuracies`` of the judge JSON (module docstring);
-    None if neither. A JSON judgement of other content than the CSV now holds is refused
-    (``exact_match.check_judgement``)."""
+    """``LLM`` (module docstring); None if the judge was not run. A JSON that judged other content than the CSV
+    now holds is refused (``exact_match.check_judgement``)."""
     accuracies = getattr(result, "judge_accuracies", None)
     if accuracies is not None:
         return _series(accuracies.keys(), [_judge_value(v, legacy_floor) for v in accuracies.values()])
@@ -188,13 +160,9 @@ def judge_scores(result, legacy_floor: bool = False, frame=None):
 
 
 def metric_scores(result, metric: Metric | str, *, legacy_floor: bool = False, frame=None):
-    """Per-row scores of ``metric`` for ``result`` (a ``results.RunRecord`` or a CSV path).
-
-    Series of floats in [0, 1] indexed by problem_id (text), file order; None if the judge was not
-    run. ``legacy_floor``: the original variance_analysis's ``// 100`` of judge percentages.
-    ``frame``: the CSV already read (``read_rows``), to avoid reading it twice. Raises
-    ``ResultFileError`` (one-line message naming the file) for a file that cannot be scored.
-    """
+    """Per-row scores in [0, 1] of ``metric`` for ``result`` (a ``results.RunRecord`` or a CSV path) by
+    problem_id (text), file order, duplicated ids kept; None if the judge was not run. ``frame``: the CSV
+    already read. ``ResultFileError`` for a file that cannot be scored."""
     metric = get_metric(metric)
     if metric.source == "judge":
         return judge_scores(result, legacy_floor, frame)

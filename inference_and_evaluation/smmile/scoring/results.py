@@ -1,35 +1,14 @@
-"""A result, and the one loader every scoring command, ``smmile stats``, the analyses and the report read.
+"""A result (``RunRecord``) and the one loader every scoring command, ``smmile stats``, the analyses and the report
+read (``load_results``; ``load_records`` scores them).
 
-A result is its **run record**: the journal of the model's responses and the manifest beside the CSV
-(``<stem>.manifest.json``, written by every smmile run and by ``smmile merge``), with the judges'
-verdicts. ``RunRecord`` is one result; ``load_results(results_dir)`` lists a folder's. Where no record
-exists (the published outputs, runs of the original code) the same loader reads the original's files:
-the CSV, identified by the file-name rules (``scoring.naming``), and ``<stem>_evaluationllm.json``.
-
-* **Identity from the run manifest first**: the model (``smmile.models.registry.identity_from_manifest``), mode
-  (``inference_mode``), format (``task_format``) and dataset. Only files without one are identified by the
-  original's file-name rules: ``rules="scoring"`` spec §4.3 (evaluate_EM, evaluate_LLMJudge, stratify),
-  ``rules="variance"`` spec §7.2 (variance_analysis, ``smmile stats``); they differ only in the mode of
-  unusual names (``_few-shot``, ``_with_answers``, a baseline's ``_0-shot``) and in which are ``unknown``.
-* **Never** a shard (``*.shard-<i>-of-<N>*``, or a manifest with a ``shard``), a CSV the runner moved
-  aside, one of our own outputs (``stats_*.csv``), or, without ``patterns``, a CSV neither named
-  ``result_*.csv`` nor with a manifest.
-* **Two files for one (model key, mode, format)**: a warning naming both; one is kept in the position of
-  the first: a file with a manifest over one without, else the one whose name sorts last.
-* ``patterns`` (globs relative to the folder, e.g. ``naming.em_patterns``) keep the original's selection
-  and order (``sort=False``: ``glob.glob``'s order, as variance_analysis). They may match the
-  ``_evaluation(llm).json`` files scoring wrote beside a CSV (stratify).
-
-``RunRecord.responses`` are the journaled responses by problem id (None without a journal); ``rows`` the
-CSV, read once and checked whole. **Whole**: the CSV parses cleanly (as many fields per record as the
-header, no quote running to the end, a final line break, as many pandas rows as records, at least one
-row), and the results of one dataset cover the same number of problems (``screen``). A judgement
-(``_evaluationllm.json``) is used only for the content it judged (``exact_match.check_judgement``).
-
-``load_records`` scores the results of a folder into ``Record``s (one per model, metric and mode);
-``ResultSet`` is a labelled folder of them (``smmile analyze`` and the report). What the scoring runs share
-is here too: ``check_results_dir``, ``find_result_files`` (the original's fallback and message),
-``replace_output``, ``Outcome``, ``screened``.
+A result is its run record: the journal of the model's responses and the manifest beside the CSV, with the
+judges' verdicts in their journals. Where no record exists (the published outputs, runs of the original code)
+the same loader reads the original's files: the CSV, identified by the file-name rules (``scoring.naming``:
+``rules="scoring"`` spec §4.3, ``rules="variance"`` §7.2), and ``<stem>_evaluationllm.json``. Never loaded: a
+shard, a CSV the runner moved aside, our own ``stats_*.csv``, and (without ``patterns``) a CSV neither named
+``result_*.csv`` nor with a manifest. Two files of one (model, mode, format): a warning, and the one with a
+manifest (else the name sorting last) is kept. A result is scored only when whole: its CSV parses cleanly
+(``exact_match.read_whole``) and it has as many problems as the other results of its dataset (``screen``).
 """
 
 from __future__ import annotations
@@ -66,7 +45,6 @@ _REPLACED = re.compile(r"\.replaced-\d{8}T\d{6}(-\d+)?\.csv$")  # a CSV the runn
 log = logging.getLogger(__name__)
 
 
-# -- one result ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RunRecord:
     """One result: ``path`` is the file found (a CSV, or the JSON stratify reads)."""
@@ -81,7 +59,6 @@ class RunRecord:
 
     @property
     def csv(self) -> Path:
-        """The result CSV (for a JSON found by stratify: the CSV it was scored from)."""
         return Path(naming.result_stem(self.path) + ".csv")
 
     @cached_property
@@ -91,10 +68,8 @@ class RunRecord:
 
     @cached_property
     def responses(self) -> dict[str, dict] | None:
-        """The journaled responses (``models.base.Response`` fields) by problem id, of the run the manifest
-        describes: the latest record of each journal key whose planned mode and format are the manifest's. A
-        problem with responses of several configurations journaled (the CSV came from one of them) is left
-        out, as is everything without a manifest naming a readable journal: None."""
+        """The journaled responses by problem id of the run the manifest describes (its mode and format); a
+        problem with several configurations journaled is left out; None without a readable journal."""
         journal = (self.manifest or {}).get("journal")
         if not isinstance(journal, dict) or not isinstance(journal.get("file"), str):
             return None
@@ -112,8 +87,8 @@ class RunRecord:
 
     @cached_property
     def judge_accuracies(self) -> dict | None:
-        """The judge's ``problem_accuracies`` derived from its journals, as its JSON export holds them; None where
-        the record is incomplete (scoring then reads the JSON)."""
+        """The judge's ``problem_accuracies`` derived from its journals; None where the record is incomplete
+        (scoring then reads the JSON export)."""
         try:
             return journaled_accuracies(self.csv, self.rows)
         except (OSError, ValueError, KeyError, TypeError, AttributeError, UserError):
@@ -126,7 +101,6 @@ class RunRecord:
 
     @property
     def unknown_reason(self) -> str:
-        """Why an unknown file (``not self.known``) is skipped and what makes it scorable, in one line."""
         manifest = naming.manifest_path(self.path)
         tag = self.tag or naming.result_stem(self.path.name).removeprefix("result_") or "NAME"
         why = ("its manifest names no model" if self.manifest is not None else
@@ -138,12 +112,8 @@ class RunRecord:
 
     @property
     def scoring_key(self) -> str:
-        """``<scoring name>:<mode>``: the key of evaluate_EM's results and of stratify's JSON."""
+        """The key of evaluate_EM's results and of stratify's JSON."""
         return f"{self.identity.scoring_name}:{self.mode}"
-
-    @property
-    def slot(self) -> tuple[str, str, str]:
-        return (self.identity.key, self.mode, self.fmt)
 
     def __fspath__(self) -> str:
         return os.fspath(self.path)
@@ -186,16 +156,6 @@ def manifest_of(path: str | os.PathLike) -> tuple[dict | None, str | None]:
         return None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def read_manifest(path: str | os.PathLike, warn: Callable[[str], None] = log.warning) -> dict | None:
-    """The run manifest beside ``path``; None if there is none. An unreadable one is reported through
-    ``warn`` and ignored (the file is then identified by its name)."""
-    data, reason = manifest_of(path)
-    if reason is not None:
-        warn(f"warning: {naming.manifest_path(path)}: unreadable manifest ({reason}); {os.path.basename(path)} is "
-             "identified by its file name")
-    return data
-
-
 def _name_mode(name: str, rules: str) -> str:
     return (naming.extract_model_info(name) if rules == "variance" else naming.get_model_info(name)).mode
 
@@ -207,9 +167,7 @@ def _name_fmt(name: str) -> str:
 def _manifest_tag(manifest: dict) -> str | None:
     model = manifest.get("model")
     if isinstance(model, dict):
-        for key in ("tag", "preset"):
-            if isinstance(model.get(key), str) and model[key]:
-                return model[key]
+        return next((model[k] for k in ("tag", "preset") if isinstance(model.get(k), str) and model[k]), None)
     return None
 
 
@@ -222,12 +180,15 @@ def _manifest_dataset(manifest: dict) -> str | None:
 
 def result_for_path(path: str | os.PathLike, rules: str = "scoring",
                     warn: Callable[[str], None] = log.warning) -> RunRecord:
-    """Identify one file: its manifest, else the file-name ``rules`` ("scoring" §4.3, "variance" §7.2)."""
+    """Identify one file: its manifest, else the file-name ``rules``; an unreadable manifest is reported."""
     if rules not in RULES:
         raise ValueError(f"rules must be one of {RULES}, not {rules!r}")
     path = Path(path)
     name = path.name
-    manifest = read_manifest(path, warn)
+    manifest, reason = manifest_of(path)
+    if reason is not None:
+        warn(f"warning: {naming.manifest_path(path)}: unreadable manifest ({reason}); {name} is identified by its "
+             "file name")
     identity = identity_from_manifest(manifest) if manifest else None
     dataset = _manifest_dataset(manifest) if manifest else None
     if identity is None:
@@ -239,7 +200,6 @@ def result_for_path(path: str | os.PathLike, rules: str = "scoring",
                      _manifest_tag(manifest) or naming.file_tag(name))
 
 
-# -- a folder's results -------------------------------------------------------------------------------
 def _is_candidate(path: str, patterned: bool) -> bool:
     name = os.path.basename(path)
     if _SHARD.search(name) or _REPLACED.search(name) or name in OWN_OUTPUTS:
@@ -248,16 +208,14 @@ def _is_candidate(path: str, patterned: bool) -> bool:
 
 
 def _candidates(results_dir, patterns: Sequence[str] | None, sort: bool) -> list[str]:
-    base = os.fspath(results_dir)
     found: list[str] = []
     for pattern in patterns if patterns is not None else ("*.csv",):
-        hits = glob.glob(os.path.join(base, pattern))
+        hits = glob.glob(os.path.join(os.fspath(results_dir), pattern))
         found.extend(sorted(hits) if sort else hits)
     return [p for p in dict.fromkeys(found) if _is_candidate(p, patterns is not None)]
 
 
 def _preferred(first: RunRecord, second: RunRecord) -> RunRecord:
-    """A file with a manifest over one without; else the one whose name sorts last."""
     if (first.manifest is None) != (second.manifest is None):
         return first if first.manifest is not None else second
     return max(first, second, key=lambda r: (r.path.name, os.fspath(r.path)))
@@ -267,19 +225,18 @@ def _dedupe(results: list[RunRecord], rules: str, warn: Callable[[str], None]) -
     out: list[RunRecord] = []
     position: dict[tuple[str, str, str], int] = {}
     for result in results:
+        slot = (result.identity.key, result.mode, result.fmt)
         if (result.identity.key if rules == "variance" else result.identity.scoring_name) == UNKNOWN:
             out.append(result)
-            continue
-        if result.slot not in position:
-            position[result.slot] = len(out)
+        elif slot not in position:
+            position[slot] = len(out)
             out.append(result)
-            continue
-        i = position[result.slot]
-        kept = _preferred(out[i], result)
-        key, mode, fmt = result.slot
-        warn(f"warning: {out[i].path} and {result.path} are both results of {key} ({mode}, {fmt}); "
-             f"using {kept.path}")
-        out[i] = kept
+        else:
+            i = position[slot]
+            kept = _preferred(out[i], result)
+            warn(f"warning: {out[i].path} and {result.path} are both results of {slot[0]} ({slot[1]}, {slot[2]}); "
+                 f"using {kept.path}")
+            out[i] = kept
     return out
 
 
@@ -292,79 +249,51 @@ def _wanted(result: RunRecord, model: str | None, mode: str | None, fmt: str | N
 def load_results(results_dir: str | os.PathLike, *, model: str | None = None, mode: str | None = None,
                  fmt: str | None = None, patterns: Sequence[str] | None = None, sort: bool = True,
                  rules: str = "scoring", warn: Callable[[str], None] = log.warning) -> list[RunRecord]:
-    """The results of ``results_dir`` (module docstring), in discovery order.
-
-    ``model`` matches a file's identity key, scoring name or file tag; ``mode`` ("0-shot"/"ICL") and
-    ``fmt`` ("open"/"mcqa") its mode and format. ``warn`` receives one line per duplicate and per
-    unreadable manifest.
-    """
-    if rules not in RULES:
-        raise ValueError(f"rules must be one of {RULES}, not {rules!r}")
+    """The results of ``results_dir`` in discovery order. ``model`` matches a file's identity key, scoring name
+    or file tag. ``patterns`` (globs, e.g. ``naming.em_patterns``) keep the original's selection and order
+    (``sort=False``: ``glob.glob``'s order, as variance_analysis)."""
     results = [result_for_path(p, rules, warn) for p in _candidates(results_dir, patterns, sort)]
     results = [r for r in results if not (r.manifest or {}).get("shard") and _wanted(r, model, mode, fmt)]
     return _dedupe(results, rules, warn)
 
 
-# -- is a result whole? (one CSV: exact_match.read_whole) -----------------------------------------------
 def problem_count(frame) -> int:
-    """Distinct problem ids of a result frame."""
     return int(frame["problem_id"].nunique())
 
 
-def dataset_group(result) -> tuple | None:
-    """The dataset a result was run on, from its manifest (None without one)."""
+def _dataset_group(result) -> tuple | None:
     dataset = (getattr(result, "manifest", None) or {}).get("dataset")
-    if not isinstance(dataset, dict):
-        return None
-    return tuple(str(dataset.get(k)) for k in ("id", "revision", "fingerprint"))
-
-
-def count_outliers(counts: Sequence[tuple]) -> dict:
-    """``counts``: (result, number of problems) pairs. ``{result.path: message}`` for every result whose
-    count differs from its dataset's reference: the most common count (ties: the larger); files without a
-    manifest form one group (a file cut at a line break parses cleanly but has fewer problems)."""
-    groups: dict = {}
-    for result, n in counts:
-        groups.setdefault(dataset_group(result), []).append((result, n))
-    flagged = {}
-    for members in groups.values():
-        tally = Counter(n for _, n in members)
-        reference = max(tally, key=lambda n: (tally[n], n))
-        for result, n in members:
-            if n != reference:
-                flagged[result.path] = (f"{result.path}: {n} problem(s), but the other results of its dataset "
-                                        f"have {reference} (a cut or incomplete file?); not scored")
-    return flagged
+    return tuple(str(dataset.get(k)) for k in ("id", "revision", "fingerprint")) if isinstance(dataset, dict) else None
 
 
 def screen(results: Sequence, read: Callable, count: Callable) -> tuple[dict, dict]:
-    """Read every result once with ``read(result)`` (raising ``ResultFileError``), then flag problem-count
-    outliers among those read (``count(data)``). Returns ``({path: data}, {path: message})``; a path is
-    in one of the two."""
+    """Read every result once (``read(result)``, raising ``ResultFileError``), then flag each whose problem count
+    (``count(data)``) is not its dataset's most common one (ties: the larger; files without a manifest form one
+    group): a file cut at a line break parses cleanly. Returns ``({path: data}, {path: message})``."""
     data, failures = {}, {}
     for result in results:
         try:
             data[result.path] = read(result)
         except ResultFileError as exc:
             failures[result.path] = str(exc)
-    flagged = count_outliers([(r, count(data[r.path])) for r in results if r.path in data])
-    for path, message in flagged.items():
-        failures[path] = message
-        del data[path]
+    groups: dict = {}
+    for result in results:
+        if result.path in data:
+            groups.setdefault(_dataset_group(result), []).append((result, count(data[result.path])))
+    for members in groups.values():
+        tally = Counter(n for _, n in members)
+        reference = max(tally, key=lambda n: (tally[n], n))
+        for result, n in members:
+            if n != reference:
+                failures[result.path] = (f"{result.path}: {n} problem(s), but the other results of its dataset "
+                                         f"have {reference} (a cut or incomplete file?); not scored")
+                del data[result.path]
     return data, failures
 
 
-# -- what the scoring runs share ------------------------------------------------------------------------
-def error(message: str) -> None:
-    """One line on stderr, no traceback."""
-    log.error(f"error: {message}")
-
-
 def check_results_dir(results_dir: str | os.PathLike) -> None:
-    """Raise ``UserError`` (exit 2) if ``results_dir`` is missing, not a directory or unreadable.
-
-    Deviation: the original created a missing results directory and then found nothing (exit 1).
-    """
+    """``UserError`` (exit 2) if ``results_dir`` is missing, not a directory or unreadable (deviation: the
+    original created a missing one and then found nothing, exit 1)."""
     path = os.fspath(results_dir)
     if not os.path.exists(path):
         raise UserError(f"results directory does not exist: {path}")
@@ -376,7 +305,7 @@ def check_results_dir(results_dir: str | os.PathLike) -> None:
 
 def find_result_files(results_dir, patterns: Sequence[str], model: str | None, mode: str | None) -> list[RunRecord]:
     """The results matching ``patterns`` (§4.2) in ``results_dir``, else in the current directory (the
-    original's fallback); print the original's message and return [] if none match."""
+    original's fallback); the original's message when none match."""
     found = load_results(results_dir, patterns=patterns) or load_results(".", patterns=patterns)
     if not found:
         print("No result files found matching the criteria.")
@@ -389,10 +318,9 @@ def find_result_files(results_dir, patterns: Sequence[str], model: str | None, m
 
 def replace_output(path: str | os.PathLike, text: str, entries: set, existing: Callable[[str], set],
                    what: str) -> str | None:
-    """Write ``text`` to ``path`` atomically unless the file there holds entries (``existing(old text)``)
-    that ``entries`` lacks (a result from fewer inputs never replaces a fuller one); then nothing is
-    written and a one-line warning is returned. Identical content is not rewritten. An existing file
-    that cannot be read or parsed is replaced."""
+    """Write ``text`` to ``path`` atomically unless the file there holds entries (``existing(old text)``) that
+    ``entries`` lacks (a result from fewer inputs never replaces a fuller one): then a one-line warning is
+    returned. Identical content is not rewritten; an unreadable or unparseable file is replaced."""
     path = Path(path)
     try:
         old = path.read_text(encoding="utf-8")
@@ -405,8 +333,7 @@ def replace_output(path: str | os.PathLike, text: str, entries: set, existing: C
     except (ValueError, TypeError, KeyError, AttributeError):
         lost = set()
     if lost:
-        show = lambda e: " ".join(map(str, e)) if isinstance(e, tuple) else str(e)  # noqa: E731
-        example = ", ".join(sorted(show(e) for e in lost)[:3])
+        example = ", ".join(sorted(" ".join(map(str, e)) if isinstance(e, tuple) else str(e) for e in lost)[:3])
         return (f"warning: {path} kept: it holds {len(lost)} {what} this run did not produce (e.g. {example}); "
                 "remove it to replace it with this run's result")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -421,12 +348,11 @@ class Outcome:
     failed: list[str] = field(default_factory=list)
 
     def fail(self, message: str) -> None:
-        error(message)
+        log.error(f"error: {message}")
         self.failed.append(message)
 
     def warn(self, message: str, printed: bool = False) -> None:
-        """A one-line ``warning: ...`` (e.g. an output kept) that also makes the exit status 1; printed to
-        stderr unless ``printed`` says it already was."""
+        """A warning that also makes the exit status 1 (logged unless ``printed`` already)."""
         if not printed:
             log.warning(message)
         self.failed.append(message)
@@ -442,8 +368,8 @@ class Outcome:
 
 
 def refuse_if_none_known(found: list[RunRecord]) -> None:
-    """Raise ``UserError`` (exit 2: nothing to score, not a run that did nothing) when no file of ``found``
-    names a model the original's rules or a manifest know; each is first printed as ``Skipping: <path>``."""
+    """``UserError`` (exit 2: nothing to score) when no file of ``found`` names a model the original's rules or a
+    manifest know; each is first printed as ``Skipping: <path>``."""
     if not found or any(r.known for r in found):
         return
     for result in found:
@@ -456,10 +382,8 @@ def refuse_if_none_known(found: list[RunRecord]) -> None:
 
 
 def screened(found: list[RunRecord], read: Callable, count: Callable, outcome: Outcome) -> list[tuple]:
-    """``(result, what read returned)`` for the results worth scoring, each file read once: a model the
-    original's rules do not know is ``Skipping: <path>`` (as the original) with the reason on stderr
-    (``refuse_if_none_known`` when no file is known); a file that is not whole (``screen``) goes to
-    ``outcome``."""
+    """``(result, read(result))`` for the results worth scoring: an unknown model is ``Skipping: <path>`` (as
+    the original) with the reason on stderr; a file that is not whole (``screen``) goes to ``outcome``."""
     refuse_if_none_known(found)
     data, failures = screen([r for r in found if r.known], read, count)
     usable = []
@@ -474,14 +398,11 @@ def screened(found: list[RunRecord], read: Callable, count: Callable, outcome: O
     return usable
 
 
-# -- scored records -------------------------------------------------------------------------------------
 @dataclass
 class Record:
-    """One scored result: per-problem correctness in [0, 1] indexed by problem_id (file order; the
-    rows of a duplicated id averaged), the gold answer per problem_id when the CSV has a
-    ``true_answer`` column, the ``RunRecord`` it came from (identity, tag, manifest, responses), the CSV
-    as read (the records of one file share it; the report's problem explorer shows its answers) and
-    each problem's failure kind (``metrics.failure_series``; None for a judge JSON without its CSV)."""
+    """One scored result: per-problem correctness in [0, 1] by problem_id (file order; a duplicated id's rows
+    averaged), the gold answers, the ``RunRecord``, the CSV as read and each problem's failure kind
+    (``metrics.failure_series``; None for a judge JSON without its CSV)."""
 
     model: str
     metric: str
@@ -491,12 +412,10 @@ class Record:
     gold: pd.Series | None = None
     result: RunRecord | None = None
     frame: pd.DataFrame | None = None
-    failures: pd.Series | None = None  # per problem_id: "refused", "failed", "empty" or ""; None: unknown
+    failures: pd.Series | None = None
 
 
 def _per_problem(scores: pd.Series, path, warn) -> pd.Series:
-    """One score per problem_id: rows of a duplicated id are averaged (as evaluate_EM's and the judge's
-    ``problem_accuracies`` are), with a warning naming the file."""
     if not scores.index.has_duplicates:
         return scores
     duplicated = scores.index[scores.index.duplicated()].unique()
@@ -537,9 +456,8 @@ def result_records(result: RunRecord, frame: pd.DataFrame, warn=None) -> list[Re
 
 
 def judge_only_records(directory: str, found: list[RunRecord], warn, inform=None) -> list[Record]:
-    """Judge JSONs (``*_evaluationllm.json``) whose result CSV is missing: scored from the JSON's own
-    ``problem_accuracies``, with a warning that failures and gold answers are unknown; a JSON without
-    them is named as left out (nothing dropped silently)."""
+    """Judge JSONs whose result CSV is missing, scored from their ``problem_accuracies`` with a warning (failures
+    and gold answers unknown); one without them is named as left out."""
     have = {os.path.abspath(naming.evaluationllm_json_path(r.csv)) for r in found}
     records = []
     for json_path in sorted(glob.glob(os.path.join(directory, "*_evaluationllm.json"))):
@@ -565,19 +483,9 @@ def judge_only_records(directory: str, found: list[RunRecord], warn, inform=None
     return records
 
 
-def file_records(path: str, warn=None) -> list[Record]:
-    """The records of one result CSV given by path (identified like ``load_records``'s files)."""
-    warn = warn or log.warning
-    result = result_for_path(path, rules="variance", warn=warn)
-    if result.mode not in MODES:
-        raise ResultFileError(f"{path}: no 0-shot/ICL mode (file name or manifest)")
-    return result_records(result, result.rows, warn)
-
-
 def load_records(directory: str, warn=None, inform=None) -> list[Record]:
-    """All scorable results of ``directory`` (``load_results`` with variance_analysis's naming rules), scored.
-    A file that is not whole, a file without a mode and a problem-count outlier are named through
-    ``warn`` and skipped; duplicated problem ids are named too."""
+    """All scorable results of ``directory`` (variance_analysis's naming rules), scored; what is skipped (not
+    whole, no mode, a problem-count outlier) and duplicated problem ids are named through ``warn``."""
     warn = warn or log.warning
     found = []
     for result in load_results(directory, rules="variance", warn=warn):
@@ -598,7 +506,6 @@ def load_records(directory: str, warn=None, inform=None) -> list[Record]:
     return records + judge_only_records(directory, found, warn, inform or warn)
 
 
-# -- a labelled set of results ----------------------------------------------------------------------------
 @dataclass
 class ResultSet:
     """A labelled results folder (or one CSV) and its scored records; the report adds what it derived."""
@@ -621,7 +528,13 @@ def records_of(path: str | os.PathLike, warn=None) -> list[Record]:
     path = os.fspath(path)
     if not os.path.exists(path):
         raise UserError(f"results {path} not found")
+    warn = warn or log.warning
     try:
-        return load_records(path, warn) if os.path.isdir(path) else file_records(path, warn)
+        if os.path.isdir(path):
+            return load_records(path, warn)
+        result = result_for_path(path, rules="variance", warn=warn)
+        if result.mode not in MODES:
+            raise ResultFileError(f"{path}: no 0-shot/ICL mode (file name or manifest)")
+        return result_records(result, result.rows, warn)
     except ResultFileError as exc:
         raise UserError(str(exc)) from None
