@@ -1,8 +1,6 @@
-"""Agreement analyses for judge reliability (0/1 correctness labels); the coefficients (percent agreement,
-Cohen's and Fleiss' kappa, Pearson r, the majority label) are ``scoring.kappa``.
-
-Analyses work on a long table of labels with columns ``model, mode, problem_id, rater, label``:
-an *item* is one (model, mode, problem_id), i.e. one answer of one model to be judged.
+"""Judge reliability from 0/1 correctness labels (``smmile agreement``; label format: docs/analyses.md): the
+human raters among themselves, the judge against their majority, exact match against the judge; the
+coefficients are ``scoring.kappa``. An *item* is one (model, mode, problem_id): one answer to be judged.
 """
 
 from __future__ import annotations
@@ -12,9 +10,78 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from smmile.scoring.kappa import NAN, cohen_kappa, fleiss_kappa, majority, pairwise_percent, pearson, percent_agreement
+from ..errors import UserError
+from ..scoring.kappa import NAN, cohen_kappa, fleiss_kappa, majority, pairwise_percent, pearson, percent_agreement
+from ..scoring.results import MODES, Record
 
 ITEM = ["model", "mode", "problem_id"]
+LABEL_COLUMNS = ("problem_id", "model", "mode", "rater", "label")
+VALUES = {"0": 0, "1": 1, "false": 0, "true": 1, "0.0": 0, "1.0": 1}
+
+
+# -- the labels -----------------------------------------------------------------------------------
+def read_labels(path: str) -> pd.DataFrame:
+    """The label CSV (other columns ignored) with label as int; a bad file is a UserError naming the line."""
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read labels {path}: "
+                        f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    missing = [c for c in LABEL_COLUMNS if c not in frame.columns]
+    if missing:
+        raise UserError(f"{path}: missing column(s) {', '.join(missing)} (need {', '.join(LABEL_COLUMNS)})")
+    frame = frame[list(LABEL_COLUMNS)].apply(lambda col: col.str.strip())
+    bad = frame[~frame["label"].str.lower().isin(list(VALUES))]
+    if len(bad):
+        raise UserError(f"{path} line {bad.index[0] + 2}: label {bad['label'].iloc[0]!r} is not 0/1")
+    frame["label"] = frame["label"].str.lower().map(VALUES)
+    bad = frame[~frame["mode"].isin(MODES)]
+    if len(bad):
+        raise UserError(f"{path} line {bad.index[0] + 2}: mode {bad['mode'].iloc[0]!r} is not 0-shot or ICL")
+    dup = frame.duplicated(ITEM + ["rater"])
+    if dup.any():
+        row = frame[dup].iloc[0]
+        raise UserError(f"{path} line {frame[dup].index[0] + 2}: rater {row['rater']!r} labels item "
+                        f"({row['model']}, {row['mode']}, {row['problem_id']}) twice")
+    return frame
+
+
+def model_aliases(records: list[Record]) -> dict[str, str]:
+    """lower-cased name -> the analyses' model key, for every name of a result's model: its key, the raw file
+    token, the scoring name and the display name."""
+    out = {}
+    for r in records:
+        names = [r.model]
+        if r.result is not None:
+            identity = r.result.identity
+            names += [r.result.tag, identity.key, identity.scoring_name, identity.display]
+        out.update({name.lower(): r.model for name in names if name})
+    return out
+
+
+def canonical_models(frame: pd.DataFrame, aliases: dict[str, str], warn=None) -> pd.DataFrame:
+    unknown = sorted({m for m in frame["model"] if m.lower() not in aliases})
+    if warn and unknown:
+        warn(f"warning: labels name model(s) no result file has: {', '.join(unknown)}; their items get no "
+             "judge label from the results")
+    return frame.assign(model=[aliases.get(m.lower(), m) for m in frame["model"]])
+
+
+def binary_scores(scores: pd.Series, what: str, warn=None) -> pd.Series:
+    """The 0/1 scores. A fractional score (the share of a problem's rows judged correct) is no single label:
+    it is left out, and ``warn`` says how many."""
+    binary = scores[scores.isin((0.0, 1.0))]
+    if warn and len(binary) < len(scores):
+        warn(f"warning: {what}: {len(scores) - len(binary)} problem(s) with a fractional score (several rows "
+             "per problem) left out of the agreement")
+    return binary
+
+
+def judge_from_results(records: list[Record], warn=None) -> pd.DataFrame:
+    rows = [{"model": r.model, "mode": r.mode, "problem_id": str(pid), "label": int(v)}
+            for r in records if r.metric == "LLM"
+            for pid, v in binary_scores(r.scores, f"{r.source} (judge)", warn).items()]
+    return pd.DataFrame(rows, columns=ITEM + ["label"])
 
 
 # -- humans among themselves ----------------------------------------------------------------------
@@ -35,7 +102,6 @@ def inter_rater(humans: pd.DataFrame) -> dict:
 
 
 def rater_pairs(humans: pd.DataFrame) -> list[dict]:
-    """Percent agreement and Cohen's kappa of every pair of human raters on their shared items."""
     wide = humans.pivot_table(index=ITEM, columns="rater", values="label", aggfunc="first")
     rows = []
     for a, b in itertools.combinations(wide.columns, 2):
@@ -63,10 +129,8 @@ def _versus(scope: dict, judge: np.ndarray, human: np.ndarray, ties: int) -> dic
     h_acc = float(human.mean() * 100) if len(human) else NAN
     return {**scope, "n": len(judge), "ties_excluded": ties,
             "percent": percent_agreement(judge, human), "cohen_kappa": cohen_kappa(judge, human),
-            "judge_1_human_1": int(((judge == 1) & (human == 1)).sum()),
-            "judge_1_human_0": int(((judge == 1) & (human == 0)).sum()),
-            "judge_0_human_1": int(((judge == 0) & (human == 1)).sum()),
-            "judge_0_human_0": int(((judge == 0) & (human == 0)).sum()),
+            **{f"judge_{j}_human_{h}": int(((judge == j) & (human == h)).sum())
+               for j, h in itertools.product((1, 0), repeat=2)},
             "judge_accuracy": j_acc, "human_accuracy": h_acc, "bias": j_acc - h_acc}
 
 
@@ -99,8 +163,7 @@ def correlation(rows: list[dict], left: str, right: str) -> list[dict]:
 
 # -- exact match against the judge, no humans needed ----------------------------------------------
 def em_vs_judge(pairs: list[tuple[dict, pd.Series, pd.Series]]) -> list[dict]:
-    """Per scored result (scope, EM scores, judge scores, by problem_id, 0/1): agreement on shared
-    problems."""
+    """Per scored result (scope, EM scores, judge scores, by problem_id, 0/1): agreement on shared problems."""
     rows = []
     for scope, em, llm in pairs:
         joined = pd.concat([em.rename("em"), llm.rename("judge")], axis=1, join="inner").dropna()

@@ -1,10 +1,9 @@
 """The work of `smmile agreement`: how far the LLM judge can be trusted (paper: judge vs five clinical experts).
 
-Inputs: result folders/CSVs (judge labels from `*_evaluationllm.json`, exact match from the CSVs) and
-optionally `--labels` (human labels, format in docs/analyses.md), `--judges` (the judges of a jury among
-themselves and against exact match: `analysis.judges`) and `--reviews` (reviewers' verdicts exported by the
-report's explorer: `analysis.reviews`). Outputs to --out: agreement.json + one CSV per table (and, with
---judges, the figure agreement_judges.png/.svg).
+Judge labels come from `*_evaluationllm.json`, exact match from the CSVs; `--labels` adds human labels
+(`analysis.agreement`), `--judges` a jury's judges among themselves (`analysis.judges`), `--reviews` the
+reviewers of the report's explorer (`analysis.reviews`). Outputs: agreement.json, one CSV per table and, with
+--judges, the figure agreement_judges.png/.svg.
 """
 
 from __future__ import annotations
@@ -21,22 +20,17 @@ from ..scoring.results import records_of
 from . import agreement as ag
 from . import judges as judges_mod
 from . import reviews as reviews_mod
-from .labels import binary_scores, canonical_models, judge_from_results, model_aliases, read_labels
 from .results import fmt, write_tables
 
 log = logging.getLogger(__name__)
 
 
-def load_results(paths: list[str], warn) -> list:
-    return [record for path in paths for record in records_of(path, warn)]
-
-
 def human_tables(labels: pd.DataFrame, records: list, judge_rater: str, warn) -> tuple[dict, dict]:
-    labels = canonical_models(labels, model_aliases(records), warn if records else None)
+    labels = ag.canonical_models(labels, ag.model_aliases(records), warn if records else None)
     humans = labels[labels["rater"] != judge_rater]
     if humans.empty:
         raise UserError("the labels hold no human rater (every row is the judge)")
-    judge = pd.concat([judge_from_results(records), labels[labels["rater"] == judge_rater][ag.ITEM + ["label"]]])
+    judge = pd.concat([ag.judge_from_results(records), labels[labels["rater"] == judge_rater][ag.ITEM + ["label"]]])
     summary, tables = {"inter_rater": ag.inter_rater(humans)}, {"rater_pairs": ag.rater_pairs(humans)}
     if not judge.empty:
         table = ag.items(humans, judge)
@@ -57,8 +51,8 @@ def em_tables(records: list, warn) -> dict:
     for r in records:
         by_source.setdefault(r.source, {})[r.metric] = r
     pairs = [({"model": m["EM"].model, "mode": m["EM"].mode, "source": os.path.basename(src)},
-              binary_scores(m["EM"].scores, f"{src} (exact match)", warn),
-              binary_scores(m["LLM"].scores, f"{src} (judge)", warn))
+              ag.binary_scores(m["EM"].scores, f"{src} (exact match)", warn),
+              ag.binary_scores(m["LLM"].scores, f"{src} (judge)", warn))
              for src, m in by_source.items() if {"EM", "LLM"} <= set(m)]
     if not pairs:
         return {}
@@ -66,7 +60,7 @@ def em_tables(records: list, warn) -> dict:
     return {"em_vs_judge": rows, "em_judge_correlation": ag.correlation(rows, "judge_accuracy", "em_accuracy")}
 
 
-def console(summary: dict, tables: dict) -> str:
+def console(summary: dict, tables: dict) -> list[str]:
     lines = []
     if "inter_rater" in summary:
         s = summary["inter_rater"]
@@ -82,42 +76,6 @@ def console(summary: dict, tables: dict) -> str:
         for r in tables.get(name, []):
             lines.append(f"{name} mode={r['mode']}: {r['n_results']} results, r={fmt(r['pearson_r'], '.3f')}, "
                          f"mean bias {fmt(r['mean_bias'], '+.2f')} pp")
-    return "\n".join(lines)
-
-
-def judge_tables(records: list, resampling: dict, warn) -> dict:
-    table = judges_mod.judge_frame(records, warn)
-    if table.empty:
-        raise UserError("--judges: no judged result with its replies file (<stem>_judgements.jsonl) in the results; "
-                        "run evaluate_LLMJudge.py (with --jury for several judges) first")
-    return {"judges": judges_mod.judge_rows(table, **resampling)}
-
-
-def review_tables(paths: list[str], records: list, resampling: dict, warn) -> dict:
-    reviews = reviews_mod.read_reviews(paths)
-    if reviews.empty:
-        raise UserError(f"--reviews: no review in {', '.join(paths)}")
-    table = reviews_mod.review_table(reviews, records, warn)
-    return {"reviews": reviews_mod.agreement_rows(table, reviews, **resampling),
-            "reviews_disputed": reviews_mod.disputed(reviews, table), "reviewed_cells": table}
-
-
-def draw_judges(rows: list[dict], out, warn) -> list[Path]:
-    """The figure of the --judges table (a forest of the kappas); one warning when it cannot be drawn."""
-    from .. import plotting
-
-    job = judges_mod.figure_job(rows, out, ("png", "svg"))
-    if job is None:
-        return []
-    try:
-        return [Path(p) for p in plotting.draw(job)]
-    except ImportError as exc:
-        warn(f"warning: the judges' figure was not drawn ({exc})")
-        return []
-
-
-def judges_console(tables: dict) -> list[str]:
-    lines = []
     for name in ("judges", "reviews"):
         for r in tables.get(name, []):
             kappa = r.get("cohen_kappa", r.get("fleiss_kappa"))
@@ -138,9 +96,9 @@ def run_agreement(results: list[str], *, labels: str | None = None, judge_rater:
                   out: str = "agreement", force: bool = False, judges: bool = False, reviews: list[str] = (),
                   n_boot: int = 10_000, seed: int = 0, level: float = 0.95, cluster: str = "auto") -> str:
     """Agreement of the human ``labels`` (CSV) with each other and with the judge (rows of rater
-    ``judge_rater``, and the judge results in ``results``), and exact match vs judge in ``results`` (folders
-    or CSVs); the tables go to ``out`` (made by this command, or new/empty; ``force``: any allowed folder),
-    written while holding its lock. Returns the console text."""
+    ``judge_rater``, and the judge results in ``results``), and exact match vs judge in ``results``; the
+    tables go to ``out`` (made by this command, or new/empty; ``force``: any allowed folder), written while
+    holding its lock. Returns the console text."""
     if not results and not labels and not reviews:
         raise UserError("give result folders and/or --labels / --reviews")
     if judges and not results:
@@ -149,36 +107,38 @@ def run_agreement(results: list[str], *, labels: str | None = None, judge_rater:
         reviews_mod.read_reviews([path])
     resampling = {"n_boot": n_boot, "seed": seed, "level": level, "cluster": cluster}
     folder = fsguard.prepare_output_dir(out, "smmile agreement", force=force)
-    with fsguard.OutputLock(folder, f"the agreement folder {folder}"):
-        return _agreement_into(results, labels, judge_rater, folder, judges, list(reviews), resampling)
-
-
-def _agreement_into(results: list[str], labels_path: str | None, judge_rater: str, out, judges: bool = False,
-                    reviews: list[str] = (), resampling: dict | None = None) -> str:
     warnings: list[str] = []
 
     def warn(message: str) -> None:
         log.warning(message)
         warnings.append(message)
 
-    records = load_results(results, warn)
-    labels = read_labels(labels_path) if labels_path else None
-    summary, tables = human_tables(labels, records, judge_rater, warn) if labels_path else ({}, {})
-    tables.update(em_tables(records, warn))
-    if judges:
-        tables.update(judge_tables(records, resampling, warn))
-    if reviews:
-        tables.update(review_tables(reviews, records, resampling, warn))
-    if not summary and not tables:
-        raise UserError("nothing to compare: no human labels and no result judged by the LLM judge; pass --labels "
-                        "HUMAN_LABELS.csv (problem_id, model, mode, rater, label) and/or run evaluate_LLMJudge.py on the "
-                        "result folders first")
-    meta = {"settings": {"labels": labels_path, "results": [str(Path(p).resolve()) for p in results],
-                         "judge_rater": judge_rater, "judges": judges,
-                         "reviews": [str(Path(p).resolve()) for p in reviews], **(resampling or {})},
-            **summary, "warnings": warnings}
-    written = write_tables(out, "agreement", tables, meta)
-    if judges:
-        written += draw_judges(tables["judges"], out, warn)
-    return "\n".join([line for line in [console(summary, tables)] + judges_console(tables) if line]
-                     + ["Written: " + ", ".join(str(p) for p in written)])
+    with fsguard.OutputLock(folder, f"the agreement folder {folder}"):
+        records = [record for path in results for record in records_of(path, warn)]
+        summary, tables = human_tables(ag.read_labels(labels), records, judge_rater, warn) if labels else ({}, {})
+        tables.update(em_tables(records, warn))
+        if judges:
+            table = judges_mod.judge_frame(records, warn)
+            if table.empty:
+                raise UserError("--judges: no judged result with its replies file (<stem>_judgements.jsonl) in the "
+                                "results; run evaluate_LLMJudge.py (with --jury for several judges) first")
+            tables["judges"] = judges_mod.judge_rows(table, **resampling)
+        if reviews:
+            found = reviews_mod.read_reviews(reviews)
+            if found.empty:
+                raise UserError(f"--reviews: no review in {', '.join(reviews)}")
+            table = reviews_mod.review_table(found, records, warn)
+            tables.update({"reviews": reviews_mod.agreement_rows(table, found, **resampling),
+                           "reviews_disputed": reviews_mod.disputed(found, table), "reviewed_cells": table})
+        if not summary and not tables:
+            raise UserError("nothing to compare: no human labels and no result judged by the LLM judge; pass "
+                            "--labels HUMAN_LABELS.csv (problem_id, model, mode, rater, label) and/or run "
+                            "evaluate_LLMJudge.py on the result folders first")
+        meta = {"settings": {"labels": labels, "results": [str(Path(p).resolve()) for p in results],
+                             "judge_rater": judge_rater, "judges": judges,
+                             "reviews": [str(Path(p).resolve()) for p in reviews], **resampling},
+                **summary, "warnings": warnings}
+        written = write_tables(folder, "agreement", tables, meta)
+        if judges:
+            written += judges_mod.draw(tables["judges"], folder, warn)
+        return "\n".join(console(summary, tables) + ["Written: " + ", ".join(str(p) for p in written)])

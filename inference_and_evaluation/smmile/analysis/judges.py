@@ -1,11 +1,9 @@
 """`smmile agreement --judges`: how the judges of a jury agree with each other and with exact match.
 
 Each judge's verdict per problem is read from ``<stem>_judgements.jsonl`` (a jury's rows keep every judge's
-reply and verdict; a single judge's row is its own). A verdict that did not parse (or a request that failed)
-is no label and is left out of that judge's comparisons. Per mode and format (and over all): pairwise Cohen's
-kappa and percent agreement, Fleiss' kappa over the items with at least two verdicts, and each judge's (and the
-jury's) agreement with exact match, all with cluster-bootstrap intervals (by base problem on SMMILE++:
-``scoring.estimates.clusters_for``).
+verdict); a verdict that did not parse, or a failed request, is no label. Per mode and format and over all:
+pairwise Cohen's kappa and percent agreement, Fleiss' kappa over the items with at least two verdicts, and each
+judge (and the jury) against exact match, with cluster-bootstrap intervals (``estimates.clusters_for``).
 """
 
 from __future__ import annotations
@@ -13,22 +11,24 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..scoring.naming import judgements_path
+from .. import plotting
 from ..scoring import kappa
 from ..scoring.estimates import clusters_for
-from .labels import binary_scores
+from ..scoring.naming import judgements_path
+from .agreement import binary_scores
 
 JURY = "jury"
 CELL = ["model", "mode", "format", "problem_id"]
 
 
 def verdicts(path) -> dict[str, dict[str, float]]:
-    """judge label -> problem_id -> 0/1 (NaN: no parseable verdict) from one judgements file (a problem's first
-    row); a jury's own verdict is under ``jury``. Empty when the file is missing or unreadable."""
+    """judge label -> problem_id -> 0/1 (NaN: no parseable verdict), a problem's first row; the jury's own verdict
+    is under ``jury``. Empty when the file is missing or unreadable."""
     out: dict[str, dict[str, float]] = {}
     try:
         with open(path, encoding="utf-8") as handle:
@@ -36,12 +36,11 @@ def verdicts(path) -> dict[str, dict[str, float]]:
     except (OSError, ValueError):
         return out
     for rec in (r for r in lines if isinstance(r, dict)):
+        own = rec.get("value") if rec.get("status") == "ok" else None
+        jury = rec.get("jury")
+        members = jury + [{"judge": JURY, "value": own}] if isinstance(jury, list) else [
+            {"judge": f"{rec.get('backend')}:{rec.get('model')}", "value": own}]
         pid = str(rec.get("problem_id"))
-        members = rec.get("jury") if isinstance(rec.get("jury"), list) else [
-            {"judge": f"{rec.get('backend')}:{rec.get('model')}", "value": rec.get("value") if rec.get("status") == "ok"
-             else None}]
-        if isinstance(rec.get("jury"), list):
-            members = members + [{"judge": JURY, "value": rec.get("value") if rec.get("status") == "ok" else None}]
         for m in members:
             value = m.get("value")
             out.setdefault(str(m.get("judge")), {}).setdefault(pid, float(value) if value in (0, 1) else math.nan)
@@ -71,18 +70,18 @@ def judge_frame(records: list, warn=None) -> pd.DataFrame:
     return table[CELL + ["em"] + judges]
 
 
-def _groups(table: pd.DataFrame):
+def scopes(table: pd.DataFrame):
+    """(scope, rows): over all, then per (mode, format)."""
     yield {"mode": "*", "format": "*"}, table
     for (mode, fmt), g in table.groupby(["mode", "format"], sort=False):
         yield {"mode": mode, "format": fmt}, g
 
 
 def judge_rows(table: pd.DataFrame, n_boot: int, seed: int, level: float, cluster: str = "auto") -> list[dict]:
-    """The small table: per (mode, format) and over all, every judge pair, Fleiss' kappa and each judge vs EM."""
     judges = [c for c in table.columns if c not in CELL + ["em", JURY]]
     raters = judges + ([JURY] if JURY in table.columns else [])
     rows = []
-    for scope, g in _groups(table):
+    for scope, g in scopes(table):
         def pair(kind: str, a: str, b: str, x: pd.Series, y: pd.Series) -> None:
             both = x.notna() & y.notna()
             if both.any():
@@ -102,18 +101,24 @@ def judge_rows(table: pd.DataFrame, n_boot: int, seed: int, level: float, cluste
     return rows
 
 
-def figure_job(rows: list[dict], out, formats) -> dict | None:
-    """One forest figure of the kappas with their intervals (a panel per mode and format)."""
-    kappa = [r for r in rows if not math.isnan(r.get("cohen_kappa", r.get("fleiss_kappa", math.nan)))]
-    if not kappa:
-        return None
-    label = lambda r: r["rater_a"] if r["comparison"] == "Fleiss" else f"{r['rater_a']} vs {r['rater_b']}"  # noqa: E731
-    panel = lambda r: "all" if r["mode"] == "*" else f"{r['mode']}, {r['format']}"  # noqa: E731
-    spec = {"rows": [{"label": label(r), "panel": panel(r), "series": None,
+def draw(rows: list[dict], out, warn) -> list[Path]:
+    """A forest of the kappas with their intervals (a panel per mode and format); a warning when it cannot be
+    drawn."""
+    rows = [r for r in rows if not math.isnan(r.get("cohen_kappa", r.get("fleiss_kappa", math.nan)))]
+    if not rows:
+        return []
+    labels = [r["rater_a"] if r["comparison"] == "Fleiss" else f"{r['rater_a']} vs {r['rater_b']}" for r in rows]
+    panels = ["all" if r["mode"] == "*" else f"{r['mode']}, {r['format']}" for r in rows]
+    spec = {"rows": [{"label": label, "panel": panel, "series": None,
                       "estimate": r.get("cohen_kappa", r.get("fleiss_kappa")), "low": r["kappa_low"],
-                      "high": r["kappa_high"], "significant": r["kappa_low"] > 0} for r in kappa],
-            "labels": list(dict.fromkeys(label(r) for r in kappa)),
-            "panels": list(dict.fromkeys(panel(r) for r in kappa)),
+                      "high": r["kappa_high"], "significant": r["kappa_low"] > 0}
+                     for r, label, panel in zip(rows, labels, panels)],
+            "labels": list(dict.fromkeys(labels)), "panels": list(dict.fromkeys(panels)),
             "title": "Judge agreement: Cohen's κ (pairs, vs exact match) and Fleiss' κ",
             "xlabel": "κ", "significance": "interval above 0"}
-    return {"kind": "forest", "spec": spec, "out": str(out), "name": "agreement_judges", "formats": formats}
+    job = {"kind": "forest", "spec": spec, "out": str(out), "name": "agreement_judges", "formats": ("png", "svg")}
+    try:
+        return [Path(p) for p in plotting.draw(job)]
+    except ImportError as exc:
+        warn(f"warning: the judges' figure was not drawn ({exc})")
+        return []

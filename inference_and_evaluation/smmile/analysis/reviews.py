@@ -5,10 +5,9 @@ model key), "mode" (0-shot | ICL), "format" (open | mcqa), "judges" (judge label
 "verdict_shown" (0/1 or null), "review" (agree | disagree | unsure | gold-wrong), "note", "reviewer",
 "time" (ISO 8601)}]}``.
 
-A review's label is what the reviewer says the cell's correctness is: ``agree`` → the verdict shown,
-``disagree`` → its opposite; ``unsure``, ``gold-wrong`` and a review without a shown verdict give none. A
-reviewer's later review of the same cell replaces the earlier one. A cell's reviewed verdict is the strict
-majority of its reviewers' labels (a tie gives none, and is counted).
+A review's label: ``agree`` → the verdict shown, ``disagree`` → its opposite, else none. A reviewer's later
+review of a cell replaces the earlier one. A cell's reviewed verdict is the strict majority of its labels (a tie
+gives none, and is counted).
 """
 
 from __future__ import annotations
@@ -23,12 +22,12 @@ import pandas as pd
 from ..errors import UserError
 from ..scoring import kappa
 from ..scoring.estimates import clusters_for
-from .labels import binary_scores
+from .agreement import binary_scores
+from .judges import CELL, scopes
 
 FORMAT = "smmile-reviews/1"
 REVIEWS = ("agree", "disagree", "unsure", "gold-wrong")
 MODES, FORMATS = ("0-shot", "ICL"), ("open", "mcqa")
-CELL = ["model", "mode", "format", "problem_id"]
 FIELDS = ("problem_id", "model", "mode", "format", "judges", "verdict_shown", "review", "note", "reviewer", "time")
 
 
@@ -55,8 +54,8 @@ def _check(entry, path: str, i: int) -> dict:
 
 
 def read_reviews(paths) -> pd.DataFrame:
-    """Every review of the files, checked (a bad file is one UserError naming it), one per reviewer and cell
-    (the latest by time), with its ``label`` (0/1 or NaN)."""
+    """Every review of the files, checked (a bad file is one UserError naming it), the latest per reviewer and
+    cell, with its ``label`` (0/1 or NaN)."""
     rows = []
     for path in paths:
         try:
@@ -75,35 +74,32 @@ def read_reviews(paths) -> pd.DataFrame:
 
 
 def label_of(shown, review: str) -> float:
-    """The reviewer's 0/1 label of a cell (NaN: none)."""
     if shown is None or (isinstance(shown, float) and math.isnan(shown)) or review not in ("agree", "disagree"):
         return math.nan
     return float(shown) if review == "agree" else float(1 - shown)
 
 
-def cells(reviews: pd.DataFrame) -> pd.DataFrame:
-    """One row per reviewed cell: the verdict shown, the reviewers' strict-majority label (NaN: none or a tie),
-    the number of labels, and whether it is a judge cell."""
+def review_table(reviews: pd.DataFrame, records: list, warn=None) -> pd.DataFrame:
+    """One row per reviewed cell: the verdict shown, the reviewers' majority (``reviewed``; NaN: none or a tie),
+    the number of labels, whether it is a judge cell, and the automatic score (``em``: exact match, or the
+    letter match for mcqa)."""
     out = []
     for key, g in reviews.groupby(CELL, sort=False):
         labels = g["label"].dropna().tolist()
         shown = g["verdict_shown"].dropna()
+        reviewed = kappa.majority(labels) if labels else math.nan
         out.append({**dict(zip(CELL, key)), "verdict_shown": float(shown.iloc[-1]) if len(shown) else math.nan,
                     "judged": bool(g["judges"].map(len).gt(0).any()), "n_labels": len(labels),
-                    "reviewed": kappa.majority(labels) if labels else math.nan,
-                    "tie": bool(labels) and math.isnan(kappa.majority(labels))})
-    return pd.DataFrame(out, columns=CELL + ["verdict_shown", "judged", "n_labels", "reviewed", "tie"])
-
-
-def automatic(records: list, warn=None) -> dict[tuple, float]:
-    """(model, mode, format, problem_id) -> exact match (open) or the letter match (mcqa), 0/1."""
-    out = {}
+                    "reviewed": reviewed, "tie": bool(labels) and math.isnan(reviewed)})
+    table = pd.DataFrame(out, columns=CELL + ["verdict_shown", "judged", "n_labels", "reviewed", "tie"])
+    auto = {}
     for r in records:
         if r.metric in ("EM", "MCQA") and r.result is not None:
             fmt = "mcqa" if r.metric == "MCQA" else "open"
             for pid, v in binary_scores(r.scores, f"{r.source} ({r.metric})", warn).items():
-                out[(r.model, r.mode, fmt, str(pid))] = float(v)
-    return out
+                auto[(r.model, r.mode, fmt, str(pid))] = float(v)
+    table["em"] = [auto.get(tuple(k), math.nan) for k in table[CELL].itertuples(index=False)]
+    return table
 
 
 def agreement_rows(table: pd.DataFrame, reviews: pd.DataFrame, n_boot: int, seed: int, level: float,
@@ -111,17 +107,15 @@ def agreement_rows(table: pd.DataFrame, reviews: pd.DataFrame, n_boot: int, seed
     """Judge vs reviewers and EM vs reviewers per (mode, format) and over all; every pair of reviewers with
     shared cells. Percent and Cohen's kappa with cluster-bootstrap intervals."""
     rows = []
-    groups = [({"mode": "*", "format": "*"}, table)] + [
-        ({"mode": m, "format": f}, g) for (m, f), g in table.groupby(["mode", "format"], sort=False)]
-    for scope, g in groups:
-        for kind, column, subset in (("judge vs reviewers", "verdict_shown", g[g["judged"]]),
-                                     ("exact match vs reviewers", "em", g)):
+    for scope, g in scopes(table):
+        for kind, rater, column, subset in (("judge vs reviewers", "judge", "verdict_shown", g[g["judged"]]),
+                                            ("exact match vs reviewers", "exact match", "em", g)):
             ok = subset[subset["reviewed"].notna() & subset[column].notna()]
             if len(ok):
-                rows.append({"comparison": kind, **scope, "rater_a": "judge" if column == "verdict_shown" else
-                             "exact match", "rater_b": "reviewers", "ties_excluded": int(subset["tie"].sum()),
+                rows.append({"comparison": kind, **scope, "rater_a": rater, "rater_b": "reviewers",
+                             "ties_excluded": int(subset["tie"].sum()),
                              **kappa.pair_agreement(ok[column], ok["reviewed"], clusters_for(ok["problem_id"], cluster),
-                                                 n_boot, seed, level)})
+                                                    n_boot, seed, level)})
     labelled = reviews[reviews["label"].notna()]
     wide = labelled.pivot_table(index=CELL, columns="reviewer", values="label", aggfunc="first")
     for a, b in itertools.combinations(wide.columns, 2):
@@ -135,28 +129,14 @@ def agreement_rows(table: pd.DataFrame, reviews: pd.DataFrame, n_boot: int, seed
 
 def disputed(reviews: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
     """Cells a reviewer disputes (disagree, gold-wrong) or on which the reviewers' labels differ."""
-    differ = reviews.groupby(CELL)["label"].agg(lambda s: s.dropna().nunique() > 1)
-    flagged = reviews.groupby(CELL)["review"].agg(lambda s: bool({"disagree", "gold-wrong"} & set(s)))
-    keys = set(differ[differ].index) | set(flagged[flagged].index)
-    if not keys:
-        return pd.DataFrame(columns=CELL + ["verdict_shown", "reviewed", "em", "reviews", "notes"])
-    rows = []
+    rows, cells = [], table.set_index(CELL)
     for key, g in reviews.groupby(CELL, sort=False):
-        if key not in keys:
-            continue
-        cell = table.set_index(CELL).loc[key]
-        rows.append({**dict(zip(CELL, key)), "verdict_shown": cell["verdict_shown"], "reviewed": cell["reviewed"],
-                     "em": cell["em"], "reviews": "; ".join(f"{r}: {v}" for r, v in zip(g["reviewer"], g["review"])),
-                     "notes": "; ".join(f"{r}: {n}" for r, n in zip(g["reviewer"], g["note"]) if n)})
-    return pd.DataFrame(rows)
-
-
-def review_table(reviews: pd.DataFrame, records: list, warn=None) -> pd.DataFrame:
-    """The reviewed cells with the automatic score beside them (``em``)."""
-    table = cells(reviews)
-    auto = automatic(records, warn)
-    table["em"] = [auto.get(tuple(k), math.nan) for k in table[CELL].itertuples(index=False)]
-    return table
+        if g["label"].dropna().nunique() > 1 or {"disagree", "gold-wrong"} & set(g["review"]):
+            cell = cells.loc[key]
+            rows.append({**dict(zip(CELL, key)), "verdict_shown": cell["verdict_shown"], "reviewed": cell["reviewed"],
+                         "em": cell["em"], "reviews": "; ".join(f"{r}: {v}" for r, v in zip(g["reviewer"], g["review"])),
+                         "notes": "; ".join(f"{r}: {n}" for r, n in zip(g["reviewer"], g["note"]) if n)})
+    return pd.DataFrame(rows, columns=CELL + ["verdict_shown", "reviewed", "em", "reviews", "notes"])
 
 
 def rescored(record, table: pd.DataFrame) -> tuple[float, int, int] | None:
