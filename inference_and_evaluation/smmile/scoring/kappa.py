@@ -1,15 +1,14 @@
-"""Agreement coefficients of 0/1 labels, with their bootstrap intervals (judge reliability, the jury's majority).
-
-Percent agreement, Cohen's kappa (two raters), Fleiss' kappa (any number of raters per item, generalised to a
-varying number), Pearson r. Degenerate inputs (fewer than 2 items, one category only, zero variance) give NaN
-rather than an arbitrary number.
-"""
+"""Agreement coefficients of 0/1 labels with their bootstrap intervals (judge reliability, the jury's majority):
+percent agreement, Cohen's kappa, Fleiss' kappa (a varying number of raters per item), Pearson r. Degenerate
+inputs (fewer than 2 items, one category only, zero variance) give NaN rather than an arbitrary number."""
 
 from __future__ import annotations
 
 import itertools
 
 import numpy as np
+
+from smmile.scoring.statistics import percentile_ci, statistic_interval
 
 NAN = float("nan")
 
@@ -32,12 +31,9 @@ def cohen_kappa(a, b) -> float:
 
 
 def fleiss_kappa(counts) -> float:
-    """Fleiss' kappa from an items × categories matrix of rating counts.
-
-    Items may have different numbers of raters n_i (each ≥ 2): P_i = (Σ_j n_ij² − n_i) / (n_i(n_i − 1)),
-    P̄ = mean P_i, p_j = Σ_i n_ij / Σ_i n_i, P_e = Σ_j p_j²; κ = (P̄ − P_e) / (1 − P_e). With a constant
-    n this is the textbook formula. NaN when P_e = 1 (one category only) or no item has 2 raters.
-    """
+    """Fleiss' kappa from an items × categories matrix of rating counts, n_i raters per item (items with
+    fewer than 2 left out): P_i = (Σ_j n_ij² − n_i) / (n_i(n_i − 1)), p_j = Σ_i n_ij / Σ_i n_i,
+    P_e = Σ_j p_j²; κ = (mean P_i − P_e) / (1 − P_e), the textbook formula for a constant n."""
     counts = np.asarray(counts, dtype=np.float64)
     n = counts.sum(axis=1)
     counts, n = counts[n >= 2], n[n >= 2]
@@ -81,9 +77,7 @@ def fleiss_from_means(means) -> np.ndarray:
 
 def pair_agreement(a, b, clusters=None, n_boot: int = 10_000, seed: int = 0, level: float = 0.95) -> dict:
     """Two aligned 0/1 label vectors: n, percent agreement and Cohen's kappa, each with a (cluster) percentile
-    bootstrap interval (``scoring.statistics``)."""
-    from smmile.scoring.statistics import percentile_ci, statistic_interval
-
+    bootstrap interval."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     pct = percentile_ci((a == b).astype(float), clusters, n_boot, seed, level)
     kappa = statistic_interval(np.column_stack([a, b, a * b]), cohen_from_means, clusters, n_boot, seed, level)
@@ -95,8 +89,6 @@ def pair_agreement(a, b, clusters=None, n_boot: int = 10_000, seed: int = 0, lev
 def fleiss_agreement(counts, clusters=None, n_boot: int = 10_000, seed: int = 0, level: float = 0.95) -> dict:
     """Fleiss' kappa of an items × [zeros, ones] matrix with a (cluster) bootstrap interval; ``clusters``: one
     label per row of ``counts`` (rows with fewer than 2 ratings are left out, with their labels)."""
-    from smmile.scoring.statistics import statistic_interval
-
     counts = np.asarray(counts, dtype=np.float64).reshape(-1, 2)
     keep = counts.sum(axis=1) >= 2
     kept = None if clusters is None else [c for c, k in zip(clusters, keep) if k]
