@@ -6,8 +6,7 @@ from pathlib import Path
 import pytest
 
 from smmile.data.demo import write_demo
-from smmile.data.images import missing_image_path, sanitized_name
-from smmile.data.load import load_for_run, load_problems, resolve
+from smmile.data.load import load_for_run, load_problems, missing_image_path, resolve, sanitized_name
 from smmile.data.parquet import problems_to_records, write_dataset
 from smmile.data.schema import FLAG_VOCABULARY, SPECIALITIES
 from smmile.errors import UserError

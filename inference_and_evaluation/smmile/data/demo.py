@@ -1,9 +1,8 @@
 """A small synthetic dataset in the exact SMMILE schema, generated deterministically from a seed.
 
-Images are drawn with PIL (RGB, L and RGBA; varied sizes); every question can be answered by
-looking at the image, and the ICL examples of a problem teach the expected answer style. The query image of the
-first problem is stored as a JPEG whose EXIF orientation tag (6: rotate 90 degrees clockwise) must be applied to
-see it upright, as phone photos often are: every decoder must turn it (`datasets` does, and so do we).
+Images are drawn with PIL (RGB, L and RGBA; varied sizes); every question can be answered by looking at the image.
+The first problem's query image is a JPEG with EXIF orientation 6, as phone photos often are: every decoder must
+turn it upright (`datasets` does, and so do we).
 """
 
 from __future__ import annotations
@@ -15,6 +14,10 @@ import random
 import uuid
 from pathlib import Path
 
+from .. import fsguard
+from ..protocol.problem import ORIENTATION
+from . import variants
+from .parquet import DATASET_OWNER, check_dataset_dir, problems_to_records, write_dataset
 from .schema import FLAG_VOCABULARY, SPECIALITIES, group
 
 DEMO_VERSION = 2
@@ -68,10 +71,8 @@ def _draw(kind: str, answer: str, rng: random.Random, mode: str) -> bytes:
 
 
 def exif_rotated_jpeg(png: bytes) -> bytes:
-    """The same picture as a JPEG stored sideways with EXIF orientation 6 (shown upright once the tag is applied)."""
+    """The same picture as a JPEG stored sideways with EXIF orientation 6."""
     from PIL import Image
-
-    from ..protocol.problem import ORIENTATION
 
     exif = Image.Exif()
     exif[ORIENTATION] = 6
@@ -128,25 +129,18 @@ def generate_records(seed: int = 42, n_problems: int = 24) -> list[dict]:
 
 
 def write_demo(out: Path, seed: int = 42) -> dict[str, Path]:
-    """Write the demo SMMILE set to `out/smmile` and its permuted SMMILE++-style set to `out/plusplus`."""
-    from . import variants
-    from .parquet import problems_to_records, write_dataset
-
+    """The demo SMMILE set in `out/smmile` and its permuted SMMILE++-style set in `out/plusplus`."""
     records = generate_records(seed)
     info = {"generator": DEMO_OWNER, "version": DEMO_VERSION, "seed": seed}
     base = write_dataset(records, Path(out) / "smmile", extra_files={"smmile_demo.json": json.dumps(info, indent=2)})
-    plus = variants.permute(group(records), seed=seed)
-    plus_path = write_dataset(problems_to_records(plus), Path(out) / "plusplus",
-                              extra_files={"smmile_demo.json": json.dumps({**info, "variant": "permute"}, indent=2)})
-    return {"smmile": base, "plusplus": plus_path}
+    plus = write_dataset(problems_to_records(variants.permute(group(records), seed=seed)), Path(out) / "plusplus",
+                         extra_files={"smmile_demo.json": json.dumps({**info, "variant": "permute"}, indent=2)})
+    return {"smmile": base, "plusplus": plus}
 
 
 def make_demo(out: str | os.PathLike, seed: int = 42, force: bool = False) -> dict[str, Path]:
-    """`smmile data demo`: `write_demo` into a folder that is new, empty, an earlier demo's (marked
-    `DEMO_OWNER`), or any allowed folder with `force`; checked whole before anything is written."""
-    from .. import fsguard
-    from .parquet import check_dataset_dir
-
+    """`smmile data demo`: `write_demo` into a folder that is new, empty, an earlier demo's, or with `force` any
+    allowed folder; checked whole before anything is written."""
     _adopt_unmarked_demo(Path(out))
     root = fsguard.check_output_dir(out, DEMO_OWNER, force)
     for name in ("smmile", "plusplus"):
@@ -156,12 +150,8 @@ def make_demo(out: str | os.PathLike, seed: int = 42, force: bool = False) -> di
 
 
 def _adopt_unmarked_demo(root: Path) -> None:
-    """A demo folder written before output folders were marked is this command's own: both its datasets carry
-    `smmile_demo.json` from this generator. Mark it (and its datasets, with the files they hold) as an earlier
-    `smmile data demo` would have, so that a rerun may replace it."""
-    from .. import fsguard
-    from .parquet import DATASET_OWNER
-
+    """Mark a demo folder written before output folders were marked (both datasets carry this generator's
+    `smmile_demo.json`) as an earlier `smmile data demo` would have, so that a rerun may replace it."""
     if fsguard.read_marker(root) is not None:
         return
     datasets = [root / name for name in ("smmile", "plusplus")]
@@ -180,12 +170,12 @@ def _adopt_unmarked_demo(root: Path) -> None:
 
 
 def demo_root() -> Path:
+    """Where `--dataset demo` reads the demo (generated on first use by `demo_path`)."""
     default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "smmile" / f"demo-v{DEMO_VERSION}"
     return Path(os.environ.get("SMMILE_DEMO_DIR", default))
 
 
 def demo_path(name: str = "smmile") -> Path:
-    """The demo dataset folder, generated on first use."""
     root = demo_root()
     if not (root / name / "data").is_dir():
         make_demo(root)

@@ -1,19 +1,8 @@
 """ICL diagnostic variants: what in the examples does a model use? (docs/analyses.md, "ICL diagnostics").
 
-Each is a pure function of the problems, a seed and its parameter, returning the new problems and one record
-per source problem saying what was changed. Problem ids are kept, so every run pairs with the original's.
-
-* ``k-shot`` (``k``)            the first k ICL examples, in their order (k=1 is inside k=2); a problem with fewer
-                                than k examples stays whole and is flagged ``short``.
-* ``flip-answers`` (``fraction``) each chosen example's answer replaced by the answer of an example of another
-                                problem of the same speciality and answer format, never equal to the original
-                                (case and punctuation ignored); ``fraction`` of a problem's examples (rounded half
-                                up) are chosen, seeded. An example without such a donor keeps its answer, flagged.
-* ``no-example-images``         the examples keep question and answer and lose their image; the query keeps it.
-* ``no-query-image``            the query loses its image only.
-
-A dropped image is an empty ``image`` cell with ``image_dropped`` = "true" in the same row (``DROPPED``): the
-loader keeps such a problem (a missing download, an empty cell without the marker, still drops it, spec §1.4).
+Each is a pure function of the problems, a seed and its parameter, returning the new problems and one record per
+source problem; problem ids are kept, so every run pairs with the original's. A dropped image is an empty
+``image`` cell marked ``DROPPED`` = "true": the loader keeps such a problem (an unmarked empty cell still drops it).
 """
 
 from __future__ import annotations
@@ -23,13 +12,13 @@ import math
 import os
 import random
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import UserError
-from ..protocol.problem import Problem, Row
-from .schema import MANIFEST, base_id
+from ..protocol.problem import Problem
+from .schema import DROPPED, MANIFEST, base_id
 
-DROPPED = "image_dropped"  # column marking an image removed on purpose (value "true")
 FORMAT_COLUMN, SPECIALITY_COLUMN = "flag_answer_format", "speciality"
 KINDS = ("k-shot", "flip-answers", "no-example-images", "no-query-image")
 DROPS = {"no-example-images": "examples", "no-query-image": "query"}  # kind -> whose images are dropped
@@ -56,15 +45,8 @@ def check_params(kind: str, k: int | None, fraction: float | None) -> None:
         raise UserError(f"--fraction applies to flip-answers only, not {kind}")
 
 
-def _with(row: Row, **change) -> Row:
-    values = {"problem_id": row.problem_id, "order": row.order, "question": row.question, "answer": row.answer,
-              "image": row.image, "image_url": row.image_url, "fields": dict(row.fields)}
-    values.update(change)
-    return Row(**values)
-
-
 def k_shot(problems: list[Problem], k: int) -> tuple[list[Problem], list[dict]]:
-    """The first ``k`` examples of each problem, then its query (orders unchanged)."""
+    """The first ``k`` examples of each problem (k=1 is inside k=2), then its query; fewer: whole, ``short``."""
     out, notes = [], []
     for p in problems:
         kept = p.examples[:k]
@@ -85,7 +67,9 @@ def _group(problem: Problem) -> tuple:
 
 
 def _flip_one(problem: Problem, donors: list[tuple[str, str]], fraction: float, seed: int) -> tuple[Problem, dict]:
-    """``donors``: (base problem id, answer) of every example of the other problems of its group."""
+    """``donors``: (base problem id, answer) of every example of the other problems of its group; ``fraction`` of
+    the examples (rounded half up, seeded) get a donor's answer never equal to theirs (case and punctuation
+    ignored); one without such a donor keeps its answer, flagged."""
     rng = random.Random(f"{seed}:flip-answers:{problem.problem_id}")
     n = len(problem.examples)
     chosen = sorted(rng.sample(range(n), min(n, math.floor(fraction * n + 0.5))))
@@ -93,13 +77,10 @@ def _flip_one(problem: Problem, donors: list[tuple[str, str]], fraction: float, 
     for i in chosen:
         original = rows[i].answer
         pool = [(pid, a) for pid, a in donors if normalise(a) != normalise(original)]
-        if not pool:
-            changes.append({"index": i, "original": original, "answer": original, "donor_problem_id": None,
-                            "flipped": False})
-            continue
-        donor, answer = rng.choice(pool)
-        rows[i] = _with(rows[i], answer=answer)
-        changes.append({"index": i, "original": original, "answer": answer, "donor_problem_id": donor, "flipped": True})
+        donor, answer = rng.choice(pool) if pool else (None, original)
+        rows[i] = replace(rows[i], answer=answer)
+        changes.append({"index": i, "original": original, "answer": answer, "donor_problem_id": donor,
+                        "flipped": bool(pool)})
     speciality, fmt = _group(problem)
     note = {"problem_id": problem.problem_id, "n_examples": n, "speciality": speciality, "answer_format": fmt,
             "chosen": len(chosen), "flipped": sum(c["flipped"] for c in changes), "examples": changes}
@@ -107,8 +88,7 @@ def _flip_one(problem: Problem, donors: list[tuple[str, str]], fraction: float, 
 
 
 def flip_answers(problems: list[Problem], seed: int, fraction: float = 1.0) -> tuple[list[Problem], list[dict]]:
-    """Answers of a seeded ``fraction`` of each problem's examples taken from other problems of the same
-    speciality and answer format (a donor pool of every example answer there, the dataset's order)."""
+    """Donors: the examples of the other problems of the same speciality and answer format (dataset order)."""
     missing = [c for c in (SPECIALITY_COLUMN, FORMAT_COLUMN) if not any(c in p.query.fields for p in problems)]
     if missing:
         raise UserError(f"flip-answers needs the column(s) {', '.join(missing)} (donors share the speciality and "
@@ -116,11 +96,8 @@ def flip_answers(problems: list[Problem], seed: int, fraction: float = 1.0) -> t
     pools: dict[tuple, list[tuple[str, str]]] = {}
     for p in problems:
         pools.setdefault(_group(p), []).extend((base_id(p.problem_id), r.answer) for r in p.examples)
-    pairs = []
-    for p in problems:
-        own = base_id(p.problem_id)
-        donors = [(pid, a) for pid, a in pools[_group(p)] if pid != own]
-        pairs.append(_flip_one(p, donors, fraction, seed))
+    pairs = [_flip_one(p, [(pid, a) for pid, a in pools[_group(p)] if pid != base_id(p.problem_id)], fraction, seed)
+             for p in problems]
     return [p for p, _ in pairs], [n for _, n in pairs]
 
 
@@ -130,7 +107,7 @@ def drop_images(problems: list[Problem], whose: str) -> tuple[list[Problem], lis
     for p in problems:
         last = len(p.rows) - 1
         targets = range(last) if whose == "examples" else (last,)
-        rows = [(_with(r, image=None, fields={**r.fields, DROPPED: "true"}) if i in targets else r)
+        rows = [(replace(r, image=None, fields={**r.fields, DROPPED: "true"}) if i in targets else r)
                 for i, r in enumerate(p.rows)]
         out.append(Problem(p.problem_id, tuple(rows)))
         notes.append({"problem_id": p.problem_id, "n_examples": len(p.examples), "dropped": list(targets),
@@ -140,7 +117,7 @@ def drop_images(problems: list[Problem], whose: str) -> tuple[list[Problem], lis
 
 def transform(kind: str, problems: list[Problem], seed: int, k: int | None = None,
               fraction: float | None = None) -> tuple[list[Problem], list[dict]]:
-    check_params(kind, k, fraction)
+    """``kind``'s parameters are checked by the caller (``variants.check_params``)."""
     if kind == "k-shot":
         return k_shot(problems, k)
     if kind == "flip-answers":
@@ -148,7 +125,6 @@ def transform(kind: str, problems: list[Problem], seed: int, k: int | None = Non
     return drop_images(problems, DROPS[kind])
 
 
-# -- who can run a variant without some images --------------------------------------------------------------
 IMAGE_FREE_OUTPUTS = ("generic", "api", "llama33textonly", "baselines")  # hf:/vllm:, API chat, text-only, baselines
 
 
@@ -164,10 +140,9 @@ def dropped_images(dataset) -> str | None:
 
 
 def refuse_dropped_images(dataset, script: str | None = None, output_key: str | None = None) -> None:
-    """Raise UserError (before anything is written) when ``dataset`` lacks images on purpose and the original
-    script (``script``, or the one of the family's ``output_key``) cannot represent a prompt without them:
-    every original script drops a problem with a missing image (spec §1.4). The any-model, API, text-only
-    and baseline families render such prompts; the local-model presets do not."""
+    """Refuse (before anything is written) a ``dataset`` without images on purpose when the original script
+    (``script``, or the one of ``output_key``) cannot represent a prompt without them (it drops such problems,
+    spec §1.4); the any-model, API, text-only and baseline families can."""
     whose = dropped_images(dataset)
     if whose is None or (script is None and output_key in IMAGE_FREE_OUTPUTS):
         return

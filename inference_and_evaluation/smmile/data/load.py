@@ -1,23 +1,30 @@
-"""Load SMMILE-schema data (hub id, local parquet, or the generated demo) into Problems."""
+"""Load SMMILE-schema data (hub id, local parquet, or the generated demo) into Problems; the missing-image folder
+lookup and the check that every image decodes."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
+from urllib.parse import unquote
 
+from .. import hub
 from ..errors import MissingDependency, UserError
-from ..protocol.problem import Problem, Row
-from .images import recover
-from .schema import check_columns, group
+from ..protocol.problem import ImageRef, Problem
+from .demo import demo_path
+from .schema import DROPPED, check_columns, group
 
 SMMILE_ID = "smmile/SMMILE"
 PLUSPLUS_ID = "smmile/SMMILE-plusplus"
 DATED_IDS = {"smmile/SMMILE-050525": SMMILE_ID, "smmile/SMMILE-augmented-050825": PLUSPLUS_ID}
 DEMO_NAMES = {"demo": "smmile", "demo-plusplus": "plusplus", "demo++": "plusplus"}
+_UNSAFE = re.compile(r'[\\/*?:"<>|]')
+_TRAVERSAL = re.compile(r"(^|[\\/])\.\.([\\/]|$)")
 
 
 @dataclass(frozen=True)
@@ -47,8 +54,6 @@ def resolve(dataset: str | None, revision: str | None = None, augmented: bool = 
     if dataset == "augmented":
         dataset = PLUSPLUS_ID
     if dataset in DEMO_NAMES:
-        from .demo import demo_path
-
         name = "demo-plusplus" if augmented and dataset == "demo" else dataset
         return Source("demo", str(demo_path(DEMO_NAMES[name])), None)
     path = Path(dataset).expanduser()
@@ -60,9 +65,12 @@ def resolve(dataset: str | None, revision: str | None = None, augmented: bool = 
 
 
 def read_records(source: Source) -> tuple[list[str], list[dict]]:
-    """Column names and row dicts, images as {bytes, path} structs (never decoded here). A dataset without
-    a row is refused (it is empty: nothing to run, score or vary)."""
-    columns, records = _read_hub(source) if source.kind == "hub" else _read_parquet(Path(source.ref))
+    """Column names and row dicts, images as {bytes, path} structs (never decoded here); an empty dataset is refused."""
+    if source.kind == "hub":
+        ds = _open_hub(source)
+        columns, records = list(ds.column_names), [dict(r) for r in ds]
+    else:
+        columns, records = _read_parquet(Path(source.ref))
     if not records:
         raise UserError(f"dataset {source.ref} is empty: it has the SMMILE columns but no row; pass a dataset "
                         "with problems (--dataset PATH|ID, or `demo`)")
@@ -70,8 +78,8 @@ def read_records(source: Source) -> tuple[list[str], list[dict]]:
 
 
 def _parquet_files(path: Path) -> list[Path]:
-    """The parquet files of the one dataset in `path` (its `train` split when it has one); hidden files
-    and folders (temp folders of a write in progress) are skipped."""
+    """The parquet files of the one dataset in `path` (its `train` split if any); hidden files and folders
+    (temp folders of a write in progress) are skipped."""
     if path.is_file():
         return [path]
     files = sorted(f for f in path.rglob("*.parquet") if not any(part.startswith(".") for part in f.relative_to(path).parts))
@@ -107,19 +115,12 @@ def _read_parquet(path: Path) -> tuple[list[str], list[dict]]:
     return columns or [], records
 
 
-def _read_hub(source: Source) -> tuple[list[str], list[dict]]:
-    ds = _open_hub(source)
-    return list(ds.column_names), [dict(r) for r in ds]
-
-
 def _open_hub(source: Source):
     """The hub dataset's train split (memory-mapped by `datasets`), images left encoded."""
     try:
         import datasets
     except ImportError:
         raise MissingDependency("datasets", "data", why=f"loading {source.ref} from the Hugging Face hub") from None
-    from .. import hub
-
     down = None if hub.offline_requested() else hub.unreachable()
     if down:
         print(f"The Hugging Face hub is unreachable ({down}): looking for '{source.ref}' in the local cache")
@@ -140,8 +141,8 @@ def _open_hub(source: Source):
 
 
 def iter_records(source: Source, batch_rows: int = 64) -> Iterator[list[dict]]:
-    """The rows of `read_records` a batch at a time (file order, at most `batch_rows` rows per batch), for a
-    caller that keeps only part of each row: the images of the whole dataset are never in memory together."""
+    """The rows of `read_records` in batches of at most `batch_rows`, for a caller that keeps only part of each
+    row: the images of the whole dataset are never in memory together."""
     if source.kind == "hub":
         ds = _open_hub(source)
         for start in range(0, len(ds), batch_rows):
@@ -185,41 +186,23 @@ def load_problems(dataset: str | None, revision: str | None = None, augmented: b
     return group(records)
 
 
-def dropped(row: Row) -> bool:
-    """The row's image was removed on purpose (``smmile data variant no-example-images|no-query-image``): its
-    empty image cell is marked in the ``image_dropped`` column."""
-    from .diagnostic_variants import DROPPED
-
-    return str(row.fields.get(DROPPED, "")).lower() == "true"
-
-
 def load_for_run(dataset: str | None, revision: str | None = None, *, augmented: bool = False,
                  image_dir: Path | None = None, recover_missing: bool = False) -> Loaded:
-    """Problems a run processes: those with every image present (spec §1.4).
-
-    With `recover_missing` (protocol `corrected`), a missing image is looked up in `image_dir`
-    under the file name derived from its URL before the problem is given up.
-    """
+    """Problems a run processes: those with every image present (spec §1.4). With `recover_missing` (protocol
+    `corrected`), a missing image is looked up in `image_dir` under the file name derived from its URL."""
     source = resolve(dataset, revision, augmented)
     columns, records = read_records(source)
-    problems = group(records)
     kept, skipped, recovered = [], [], []
-    for p in problems:
+    for p in group(records):
         rows, missing = [], []
         for r in p.rows:
-            if r.image is None and dropped(r):  # removed on purpose by a variant: not a missing download
-                rows.append(r)
-                continue
-            if r.image is None and recover_missing and image_dir is not None:
-                ref = recover(p.problem_id, r.image_url, image_dir)
-                if ref is not None:
+            lost = r.image is None and str(r.fields.get(DROPPED, "")).lower() != "true"  # not dropped by a variant
+            if lost and image_dir is not None:
+                path = missing_image_path(p.problem_id, r.image_url, image_dir)  # rejects URLs that try to escape
+                if recover_missing and path is not None and path.is_file():
                     recovered.append((p.problem_id, r.image_url or ""))
-                    r = Row(r.problem_id, r.order, r.question, r.answer, ref, r.image_url, r.fields)
-            elif r.image is None and image_dir is not None:
-                from .images import missing_image_path
-
-                missing_image_path(p.problem_id, r.image_url, image_dir)  # rejects URLs that try to escape
-            if r.image is None:
+                    r, lost = replace(r, image=ImageRef(path.read_bytes(), name=path.name)), False
+            if lost:
                 missing.append(r.image_url or "")
             rows.append(r)
         if missing:
@@ -227,3 +210,56 @@ def load_for_run(dataset: str | None, revision: str | None = None, *, augmented:
         else:
             kept.append(Problem(p.problem_id, tuple(rows)))
     return Loaded(source, kept, skipped, recovered, columns, fingerprint(kept))
+
+
+def sanitized_name(url: str) -> str:
+    """The original's file name for a URL: the part after the last '/', minus `\\ / * ? : " < > |` (spec §1.4)."""
+    return _UNSAFE.sub("", url.split("/")[-1])
+
+
+def missing_image_path(problem_id: str, url: str | None, image_dir: Path) -> Path | None:
+    """Where a missing image would lie in `image_dir`, or None when the URL gives no usable name; UserError when
+    the URL tries to leave the folder, so a crafted dataset can never make us read outside `image_dir`."""
+    if not url:
+        return None
+    for form in (url, unquote(url)):
+        if _TRAVERSAL.search(form):
+            raise UserError(f"problem {problem_id}: image_url {url!r} tries to leave the missing-images folder")
+    name = sanitized_name(url)
+    if name in ("", ".", ".."):
+        return None
+    path = (image_dir / name).resolve()
+    if path.parent != image_dir.resolve():
+        raise UserError(f"problem {problem_id}: image_url {url!r} does not name a file inside {image_dir}")
+    return path
+
+
+def verify_images(problems: list[Problem]) -> None:
+    """Decode every image once; a corrupt one, or a decompression bomb (over ``PIL.Image.MAX_IMAGE_PIXELS``),
+    stops the run before anything is written: an input error (exit 2) naming the row, not a failed problem (a
+    rerun would fail it again). PIL's warning between one and two times the limit stays a warning."""
+    from PIL import Image, UnidentifiedImageError
+
+    for problem in problems:
+        for position, row in enumerate(problem.rows):
+            if row.image is None:
+                continue
+            where = (f"problem {problem.problem_id}, row order {row.order} "
+                     f"({'the query' if position == len(problem.rows) - 1 else f'ICL example {position + 1}'})")
+            try:
+                with Image.open(io.BytesIO(row.image.data)) as img:
+                    img.verify()
+            except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+                raise UserError(f"{where}: the image is too large to decode safely ({_first_line(exc)}); replace "
+                                "it with a smaller copy in the dataset") from None
+            except UnidentifiedImageError:
+                raise UserError(f"{where}: the image cell holds {len(row.image.data)} bytes that are not an image PIL "
+                                f"can read (starting {row.image.data[:16]!r}); fix that row of the dataset") from None
+            except (OSError, SyntaxError, ValueError) as exc:
+                raise UserError(f"{where}: the image cannot be decoded ({_first_line(exc)}); fix that row of the "
+                                "dataset") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return re.sub(r"<_io\.BytesIO object at 0x[0-9a-f]+>", "the image", text)

@@ -8,35 +8,20 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from .. import fsguard
 from ..errors import UserError
 
 PARQUET_NAME = "train-00000-of-00001.parquet"
 DATASET_OWNER = "smmile data"
 
 
-def _features(columns: list[str], records: list[dict]) -> dict:
-    feats = {}
-    for c in columns:
-        if c == "image":
-            feats[c] = {"_type": "Image"}
-        elif c == "order":
-            feats[c] = {"dtype": "int64", "_type": "Value"}
-        else:
-            feats[c] = {"dtype": "string", "_type": "Value"}
-    return feats
-
-
 def write_dataset(records: list[dict], out: Path, columns: list[str] | None = None, extra_files: dict | None = None,
                   *, owner: str = DATASET_OWNER, force: bool = False) -> Path:
     """Write `records` to `out/data/train-00000-of-00001.parquet` (+ `extra_files`), built in a temp folder
-    beside `out` and moved into place; nothing half-written stays behind, even on Ctrl-C.
-
-    `out` may be new or empty, or a dataset folder `owner` wrote earlier (replaced whole). Anything else is
-    refused (`check_dataset_dir`); with `force`, our files are added to it and nothing else is touched.
-    One process at a time per folder (`<out>.lock` beside it). Images are {"bytes", "path"} structs, the
-    layout `datasets` uses for its Image feature.
-    """
-    from .. import fsguard
+    beside `out` and moved into place: nothing half-written stays behind, even on Ctrl-C. `out` may be new or
+    empty, or a dataset folder `owner` wrote earlier (replaced whole); with `force`, our files are added to any
+    other allowed folder. One process at a time per folder (`<out>.lock` beside it)."""
+    import pyarrow.parquet as pq
 
     out = Path(out)
     check_dataset_dir(out, owner, force)
@@ -44,34 +29,24 @@ def write_dataset(records: list[dict], out: Path, columns: list[str] | None = No
     out.parent.mkdir(parents=True, exist_ok=True)
     with fsguard.OutputLock(out, f"the dataset folder {out}", beside=True):
         replace = check_dataset_dir(out, owner, force)  # again: the folder may have changed meanwhile
-        _write_and_install(table, out, owner, extra_files or {}, replace)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        try:
+            (tmp / "data").mkdir()
+            pq.write_table(table, tmp / "data" / PARQUET_NAME)
+            for name, text in (extra_files or {}).items():
+                (tmp / name).write_text(text)
+            files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
+            fsguard.write_marker(tmp, owner, stamp=False, files=files)
+            _install(tmp, out, replace)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp)
     return out
 
 
-def _write_and_install(table, out: Path, owner: str, extra_files: dict, replace: bool) -> None:
-    import pyarrow.parquet as pq
-
-    from .. import fsguard
-
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        (tmp / "data").mkdir()
-        pq.write_table(table, tmp / "data" / PARQUET_NAME)
-        for name, text in extra_files.items():
-            (tmp / name).write_text(text)
-        files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
-        fsguard.write_marker(tmp, owner, stamp=False, files=files)
-        _install(tmp, out, replace)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
-
-
 def check_dataset_dir(out: Path, owner: str = DATASET_OWNER, force: bool = False) -> bool:
-    """Raise UserError unless `owner` may write a dataset to `out`; True when an earlier dataset of
-    `owner` is to be replaced whole (it holds only the files its marker lists)."""
-    from .. import fsguard
-
+    """Raise UserError unless `owner` may write a dataset to `out`; True when an earlier dataset of `owner` (only
+    the files its marker lists) is to be replaced whole."""
     fsguard.check_output_dir(out, owner, force)
     marker = fsguard.read_marker(out) if out.is_dir() else None
     if not marker or marker.get("owner") != owner:
@@ -87,8 +62,7 @@ def check_dataset_dir(out: Path, owner: str = DATASET_OWNER, force: bool = False
 
 
 def _install(tmp: Path, out: Path, replace: bool) -> None:
-    """Move the finished folder `tmp` to `out`: a rename, a swap with our own earlier dataset, or (an empty
-    or --force folder) file by file, replacing only files of the same names."""
+    """Move `tmp` to `out`: a rename, a swap with our earlier dataset, or file by file (an empty or --force folder)."""
     if not out.exists():
         os.rename(tmp, out)
     elif replace:
@@ -108,18 +82,22 @@ def _install(tmp: Path, out: Path, replace: bool) -> None:
 
 
 def _table(records: list[dict], columns: list[str]):
+    """Images as {"bytes", "path"} structs and the `datasets` features metadata: the hub's layout."""
     import pyarrow as pa
 
-    arrays = {}
+    arrays, features = {}, {}
     for c in columns:
         values = [r.get(c) for r in records]
         if c == "image":
             arrays[c] = pa.array(values, type=pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
+            features[c] = {"_type": "Image"}
         elif c == "order":
             arrays[c] = pa.array(values, type=pa.int64())
+            features[c] = {"dtype": "int64", "_type": "Value"}
         else:
             arrays[c] = pa.array([None if v is None else str(v) for v in values], type=pa.string())
-    meta = {"huggingface": json.dumps({"info": {"features": _features(columns, records)}})}
+            features[c] = {"dtype": "string", "_type": "Value"}
+    meta = {"huggingface": json.dumps({"info": {"features": features}})}
     return pa.table(arrays).replace_schema_metadata(meta)
 
 

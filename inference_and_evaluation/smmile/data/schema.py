@@ -1,8 +1,4 @@
-"""The SMMILE row schema (spec §1.2), the check run on every load, and the rows grouped into Problems.
-
-A variant dataset (``data.variant_datasets``) says how it was made in ``MANIFEST`` beside its parquet files; the
-permutations of one problem (SMMILE++) are ``<id>_perm_<k>`` (``base_id``).
-"""
+"""The SMMILE row schema (spec §1.2), the check run on every load, and the rows grouped into Problems."""
 
 from __future__ import annotations
 
@@ -13,29 +9,25 @@ from ..errors import UserError
 from ..protocol.problem import ImageRef, Problem, Row
 
 REQUIRED_COLUMNS = ("problem_id", "order", "question", "answer", "image")
-OPTIONAL_COLUMNS = ("image_url",)
 FLAG_VOCABULARY = {
     "flag_answer_format": ["multiple choice", "free response", "binary(yes/no)", "numerical"],
-    "flag_image_type": [
-        "Photograph", "X-Ray", "Staining", "ECG", "CT", "Fundus Photograph", "Other", "EEG",
-        "Ultrasound", "MRI", "Text", "Mammogram", "Illustration",
-    ],
+    "flag_image_type": ["Photograph", "X-Ray", "Staining", "ECG", "CT", "Fundus Photograph", "Other", "EEG",
+                        "Ultrasound", "MRI", "Text", "Mammogram", "Illustration"],
     "flag_cognitive_process": ["reasoning classification", "classification/diagnosis", "regression/quantitative"],
     "flag_rarity": ["common", "uncommon", "None"],
     "flag_difficulty_llms": ["hard", "medium"],
 }
 SPECIALITIES = ["dermatology", "radiology", "other", "pathology", "ophthalmology", "surgery"]
 MANIFEST = "variant_manifest.json"  # beside the parquet files of a variant dataset: how it was made
-PERM_SUFFIX = re.compile(r"_perm_\d+$")
+DROPPED = "image_dropped"  # column marking an image removed on purpose by a diagnostic variant (value "true")
+PERM_SUFFIX = re.compile(r"_perm_\d+$")  # the permutations of one SMMILE++ problem: <id>_perm_<k>
 
 
 def check_columns(columns: list[str], source: str) -> None:
     missing = [c for c in REQUIRED_COLUMNS if c not in columns]
     if missing:
-        raise UserError(
-            f"dataset {source} is missing column(s) {', '.join(missing)} "
-            f"(an SMMILE dataset needs {', '.join(REQUIRED_COLUMNS)})"
-        )
+        raise UserError(f"dataset {source} is missing column(s) {', '.join(missing)} "
+                        f"(an SMMILE dataset needs {', '.join(REQUIRED_COLUMNS)})")
 
 
 def flag_columns(columns: list[str]) -> list[str]:
@@ -44,12 +36,10 @@ def flag_columns(columns: list[str]) -> list[str]:
 
 
 def base_id(problem_id: str) -> str:
-    """`<id>_perm_<k>` -> `<id>`: the permutations of one problem are one problem for noise donors."""
     return PERM_SUFFIX.sub("", problem_id)
 
 
 def image_of(record: dict) -> ImageRef | None:
-    """The image of one `read_records` row (None when it has none)."""
     return _image(record["image"], str(record["problem_id"]), record.get("order"))
 
 
@@ -71,8 +61,8 @@ def _image(value, problem_id: str, order=None) -> ImageRef | None:
 
 
 def row_order(value, problem_id: str) -> int:
-    """A row's position in its problem as an integer: an `order` stored as text ("10") or as a whole float
-    (10.0) sorts as the number, not as the string ("10" before "9" would make row 9 the query)."""
+    """`order` as an integer: stored as text ("10") or a whole float it sorts as the number ("10" before "9"
+    would make row 9 the query)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, float) and value.is_integer():
@@ -84,8 +74,7 @@ def row_order(value, problem_id: str) -> int:
 
 
 def group(records: list[dict]) -> list[Problem]:
-    """Group by problem_id (first-appearance order), sort by `order` as an integer (spec §1.3; an `order`
-    stored as text is read as the number it spells, anything else is refused)."""
+    """Group by problem_id (first-appearance order), sort by `order` as an integer (spec §1.3)."""
     chunks: dict[str, list[Row]] = {}
     seen: set[tuple[str, int]] = set()
     for rec in records:
@@ -97,7 +86,7 @@ def group(records: list[dict]) -> list[Problem]:
             raise UserError(f"problem {pid}: two rows with order {order}; the dataset holds this problem "
                             "twice (a second copy of a parquet file, or two datasets merged)")
         seen.add((pid, order))
-        other = {k: v for k, v in rec.items() if k not in ("problem_id", "order", "question", "answer", "image", "image_url")}
+        other = {k: v for k, v in rec.items() if k not in REQUIRED_COLUMNS + ("image_url",)}
         row = Row(pid, order, rec["question"], rec["answer"], _image(rec["image"], pid, order), rec.get("image_url"), other)
         chunks.setdefault(pid, []).append(row)
     return [Problem(pid, tuple(sorted(rows, key=lambda r: r.order))) for pid, rows in chunks.items()]

@@ -1,6 +1,5 @@
 """Dataset variants written as local datasets (parquet + ``variant_manifest.json``), and the cached variants the
-original ``--noisy`` flags run on. The transformations are ``variants`` and ``diagnostic_variants``.
-"""
+original ``--noisy`` flags run on."""
 
 from __future__ import annotations
 
@@ -14,33 +13,25 @@ from . import diagnostic_variants as diag
 from .load import fingerprint, read_records, resolve
 from .parquet import check_dataset_dir, problems_to_records, write_dataset
 from .schema import MANIFEST, group
-from .variants import canonical_kind, transform
+from .variants import canonical_kind, check_params, transform
 
 OWNER = "smmile data variant"
 FORMAT_VERSION = 1
 
 
-def build_manifest(kind: str, seed: int, source: dict, source_problems: int, problems: list[Problem],
-                   notes: list[dict], params: dict | None = None) -> dict:
-    """What `variant_manifest.json` holds: how the variant was made, and what happened per problem. ``kind`` is
-    the variant's label (``k-shot-2``: what result sets are called), ``transform`` its kind, ``params`` its
-    parameters; ``images_dropped`` says whose images are removed (examples / query), if any."""
-    params = {k: v for k, v in (params or {}).items() if v is not None}
-    return {"generator": "smmile data variant", "format": FORMAT_VERSION, "kind": diag.label(kind, **params),
-            "transform": kind, "params": params, "images_dropped": diag.DROPS.get(kind), "seed": seed,
-            "source": source,
-            "counts": {"source_problems": source_problems, "problems": len(problems),
-                       "rows": sum(len(p.rows) for p in problems)},
-            "ids": "<id>_perm_<k>" if kind == "permute" else "original problem ids",
-            "problems": notes}
-
-
 def _write(problems: list[Problem], columns: list[str], source: dict, kind: str, seed: int, out: Path,
            force: bool = False, **params) -> Path:
+    """The variant and its manifest: ``kind`` is its label (``k-shot-2``: what result sets are called),
+    ``transform`` its kind; ``images_dropped`` says whose images are removed (examples / query), if any."""
     new, notes = transform(kind, problems, seed, **params)
     if not new:
         raise UserError(f"variant {kind} of {source['id']} has no problem (no ICL example answers like its query)")
-    manifest = build_manifest(kind, seed, source, len(problems), new, notes, params)
+    params = {k: v for k, v in params.items() if v is not None}
+    manifest = {"generator": OWNER, "format": FORMAT_VERSION, "kind": diag.label(kind, **params),
+                "transform": kind, "params": params, "images_dropped": diag.DROPS.get(kind), "seed": seed,
+                "source": source, "counts": {"source_problems": len(problems), "problems": len(new),
+                                             "rows": sum(len(p.rows) for p in new)},
+                "ids": "<id>_perm_<k>" if kind == "permute" else "original problem ids", "problems": notes}
     records = problems_to_records(new)
     columns = columns + [c for c in dict.fromkeys(k for r in records for k in r) if c not in columns]
     return write_dataset(records, Path(out), columns=columns, owner=OWNER, force=force,
@@ -56,49 +47,34 @@ def _load_source(dataset: str | None, revision: str | None, augmented: bool):
 
 def write_variant(dataset: str | None, kind: str, out: str | os.PathLike, seed: int = 42,
                   revision: str | None = None, augmented: bool = False, force: bool = False, **params) -> Path:
-    """Load `dataset` (hub id, path, demo), transform it and write it to `out` (parquet + manifest).
-
-    `out` is checked first (new, empty, or an earlier variant; `force`: any folder but the refused ones);
-    `params`: ``k`` / ``fraction`` of the diagnostic kinds (checked before anything is read)."""
-    kind = canonical_kind(kind)
-    if kind in diag.KINDS:
-        diag.check_params(kind, params.get("k"), params.get("fraction"))
-    elif any(v is not None for v in params.values()):
-        raise UserError(f"{kind} takes no --k or --fraction")
+    """Load `dataset` (hub id, path, demo), transform it and write it to `out`; `params` and `out` (new, empty,
+    an earlier variant, or with `force` any allowed folder) are checked before anything is read."""
+    kind = check_params(kind, **params)
     check_dataset_dir(Path(out), OWNER, force)
     source, columns, problems = _load_source(dataset, revision, augmented)
     return _write(problems, columns, source, kind, seed, Path(out), force, **params)
 
 
 def variant_summary(out: Path, seed: int) -> str:
-    """One line on the variant written to `out`: its kind, seed and counts."""
     manifest = json.loads((Path(out) / MANIFEST).read_text())
     counts = manifest["counts"]
     return (f"{manifest['kind']} (seed {seed}): {counts['problems']} problems, {counts['rows']} rows "
             f"from {counts['source_problems']} source problems -> {out}")
 
 
-def variant_cache_root() -> Path:
-    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "smmile" / "variants"
-    return Path(os.environ.get("SMMILE_VARIANT_DIR", default))
-
-
 def noisy_dataset(dataset: str | None, kind: str, seed: int = 42, augmented: bool = False,
                   revision: str | None = None) -> str:
-    """Path of the `kind` variant of `dataset` (built once, cached by source fingerprint, kind, seed).
-
-    `kind` may be an original `--noisy` value: AddOneExample -> noise-random,
-    AddOneExample-BySpeciality -> noise-targeted.
-    """
+    """Path of the `kind` variant of `dataset` (an original `--noisy` value allowed), built once, cached by source
+    fingerprint, kind and seed."""
     kind = canonical_kind(kind)
     source, columns, problems = _load_source(dataset, revision, augmented)
-    out = variant_cache_root() / f"{source['fingerprint']}-{kind}-seed{seed}"
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "smmile" / "variants"
+    out = Path(os.environ.get("SMMILE_VARIANT_DIR", cache)) / f"{source['fingerprint']}-{kind}-seed{seed}"
     if not (out / MANIFEST).is_file():
         _write(problems, columns, source, kind, seed, out)
     return str(out)
 
 
 def noisy_output_dir(output_dir: str | os.PathLike, kind: str) -> Path:
-    """Where a front door should write the results of a variant run: `<output-dir>_<kind>`, so the
-    result files (same names as the original run) never overwrite the original's."""
+    """`<output-dir>_<kind>`: a variant run's results (named as the original run's) never overwrite the original's."""
     return Path(f"{os.fspath(output_dir)}_{canonical_kind(kind)}")

@@ -1,27 +1,22 @@
-"""Deterministic dataset variants derived from any SMMILE-schema dataset (docs/analyses.md).
+"""Deterministic dataset variants of any SMMILE-schema dataset (docs/analyses.md): pure functions of the problems
+and a seed returning the new problems and one record per source problem saying what was done.
 
-Every transformation is a pure function of the problems and a seed that returns the new problems
-and one record per source problem saying what was done:
+* ``permute``: SMMILE++, every order of the ICL examples (at most 4), else 24 seeded distinct orders; ids
+  ``<id>_perm_<k>``, k from 1.
+* ``noise-random`` / ``noise-targeted``: one ICL example of another problem (targeted: of the same speciality, else
+  image type, else any) inserted at a seeded position (the original ``--noisy AddOneExample[-BySpeciality]``).
+* ``order-first`` / ``order-last``: the first ICL example answering like the query moved first / last; problems
+  without one are dropped.
 
-* ``permute``          SMMILE++: every order of the ICL examples (at most 4), else 24 seeded distinct
-                       orders; ids ``<id>_perm_<k>``, k from 1.
-* ``noise-random``     one ICL example of a different problem inserted at a seeded position
-                       (the original ``--noisy AddOneExample``).
-* ``noise-targeted``   the same, the donor chosen among problems of the same speciality, else the same
-                       image type, else any (``--noisy AddOneExample-BySpeciality``).
-* ``order-first`` / ``order-last``  the first ICL example whose answer equals the query answer moved to
-                       the first / last ICL position; problems without such an example are dropped.
-
-Noise and order variants keep the original problem ids, so their results pair with the original run. The ICL
-diagnostics (``k-shot``, ``flip-answers``, ``no-example-images``, ``no-query-image``) are in
-``diagnostic_variants``. ``variant_datasets`` writes any of them as a local dataset, named by its ``label``
-(``k-shot-2``...).
+Noise and order variants keep the problem ids, so their results pair with the original run. The ICL diagnostics
+are in ``diagnostic_variants``.
 """
 
 from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 from typing import Callable
 
 from ..errors import UserError
@@ -36,9 +31,7 @@ NOISY_FLAGS = {"AddOneExample": "noise-random", "AddOneExample-BySpeciality": "n
 TARGET_TIERS = (("speciality", "speciality"), ("image_type", "flag_image_type"), ("random", None))
 
 
-# -- permute (SMMILE++) -------------------------------------------------------------------------------
 def _orders(n: int, rng: random.Random) -> list[tuple[int, ...]]:
-    """All orders of n examples when n <= 4, else MAX_ORDERS distinct seeded ones (SMMILE++)."""
     if n <= 4:
         return list(itertools.permutations(range(n)))
     seen: dict[tuple[int, ...], None] = {}
@@ -57,42 +50,20 @@ def permute_recorded(problems: list[Problem], seed: int = 42) -> tuple[list[Prob
         orders = _orders(len(p.examples), rng)
         ids = []
         for k, perm in enumerate(orders, start=1):
-            pid = f"{p.problem_id}_perm_{k}"
-            rows = [p.examples[j] for j in perm] + [p.query]
-            out.append(Problem(pid, tuple(_renumber(r, pid, i) for i, r in enumerate(rows))))
-            ids.append(pid)
+            ids.append(f"{p.problem_id}_perm_{k}")
+            out.append(_renumbered(ids[-1], [p.examples[j] for j in perm] + [p.query]))
         notes.append({"problem_id": p.problem_id, "n_examples": len(p.examples), "n_orders": len(orders),
                       "ids": ids, "orders": [list(o) for o in orders]})
     return out, notes
 
 
 def permute(problems: list[Problem], seed: int = 42) -> list[Problem]:
-    """SMMILE++-style: one problem `<id>_perm_<k>` (k from 1) per order of each problem's ICL examples."""
     return permute_recorded(problems, seed)[0]
 
 
-def _renumber(row: Row, pid: str, order: int, fields: dict | None = None) -> Row:
-    return Row(pid, order, row.question, row.answer, row.image, row.image_url,
-               row.fields if fields is None else fields)
-
-
-def _rebuild(problem: Problem, rows: list[Row]) -> Problem:
-    """Same id, rows renumbered 0..n in the given order (the query stays last)."""
-    pid = problem.problem_id
-    return Problem(pid, tuple(_renumber(r, pid, i) for i, r in enumerate(rows)))
-
-
-def _rng(seed: int, kind: str, problem_id: str) -> random.Random:
-    """One stream per (seed, kind, problem): a problem's draw does not depend on the others."""
-    return random.Random(f"{seed}:{kind}:{problem_id}")
-
-
-# -- noise: one irrelevant example added ----------------------------------------------------------
-def _donor_examples(donor: Problem, query_answer: str, strict: bool) -> list[tuple[int, Row]]:
-    """(index, row) of the donor's ICL examples usable as noise. Strict: image present and an
-    answer different from the recipient's query answer (so the added example is irrelevant)."""
-    return [(i, r) for i, r in enumerate(donor.examples)
-            if not strict or (r.image is not None and r.answer != query_answer)]
+def _renumbered(pid: str, rows: list[Row]) -> Problem:
+    """Problem `pid` of `rows` renumbered 0..n in the given order (the query last)."""
+    return Problem(pid, tuple(replace(r, problem_id=pid, order=i) for i, r in enumerate(rows)))
 
 
 def _tier_pool(problem: Problem, problems: list[Problem], column: str | None) -> list[Problem]:
@@ -107,9 +78,11 @@ def _tier_pool(problem: Problem, problems: list[Problem], column: str | None) ->
 
 
 def _pick_donor(problem: Problem, pool: list[Problem], rng: random.Random) -> tuple[Problem, int, Row, bool] | None:
-    """A donor problem uniformly among those with a usable example, then one of its examples."""
+    """A donor problem uniformly among those with a usable example, then one of its examples; strict first: an
+    example with an image and an answer other than the query's (so the added example is irrelevant)."""
     for strict in (True, False):
-        usable = [(p, _donor_examples(p, problem.query.answer, strict)) for p in pool]
+        usable = [(p, [(i, r) for i, r in enumerate(p.examples)
+                       if not strict or (r.image is not None and r.answer != problem.query.answer)]) for p in pool]
         usable = [(p, ex) for p, ex in usable if ex]
         if usable:
             donor, examples = rng.choice(usable)
@@ -120,8 +93,8 @@ def _pick_donor(problem: Problem, pool: list[Problem], rng: random.Random) -> tu
 
 def _add_one(problem: Problem, problems: list[Problem], kind: str, seed: int,
              tiers: tuple[tuple[str, str | None], ...]) -> tuple[Problem, dict]:
-    rng = _rng(seed, kind, problem.problem_id)
-    position = rng.randint(0, len(problem.examples))  # drawn first: it depends on this problem only
+    rng = random.Random(f"{seed}:{kind}:{problem.problem_id}")  # a problem's draws do not depend on the others
+    position = rng.randint(0, len(problem.examples))
     for tier, column in tiers:
         picked = _pick_donor(problem, _tier_pool(problem, problems, column), rng)
         if picked is not None:
@@ -135,7 +108,7 @@ def _add_one(problem: Problem, problems: list[Problem], kind: str, seed: int,
     note = {"problem_id": problem.problem_id, "n_examples": len(problem.examples), "position": position,
             "donor_problem_id": donor.problem_id, "donor_example_index": index, "donor_answer": row.answer,
             "match": tier, "irrelevant": strict}
-    return _rebuild(problem, rows + [problem.query]), note
+    return _renumbered(problem.problem_id, rows + [problem.query]), note
 
 
 def noise_random(problems: list[Problem], seed: int = 42) -> tuple[list[Problem], list[dict]]:
@@ -150,16 +123,10 @@ def noise_targeted(problems: list[Problem], seed: int = 42) -> tuple[list[Proble
     return [p for p, _ in pairs], [n for _, n in pairs]
 
 
-# -- order: the relevant example first or last -----------------------------------------------------
-def relevant_indices(problem: Problem) -> list[int]:
-    """ICL examples whose answer equals the query answer (exact string, as stratify's §6 flags)."""
-    return [i for i, r in enumerate(problem.examples) if r.answer == problem.query.answer]
-
-
 def _move(problems: list[Problem], last: bool) -> tuple[list[Problem], list[dict]]:
     out, notes = [], []
     for p in problems:
-        matches = relevant_indices(p)
+        matches = [i for i, r in enumerate(p.examples) if r.answer == p.query.answer]  # exact, as stratify's §6
         note = {"problem_id": p.problem_id, "n_examples": len(p.examples), "matches": matches}
         if not matches:
             notes.append({**note, "kept": False, "moved_from": None, "moved_to": None, "changed": False})
@@ -168,7 +135,7 @@ def _move(problems: list[Problem], last: bool) -> tuple[list[Problem], list[dict
         rows = [r for i, r in enumerate(p.examples) if i != index]
         rows.insert(len(rows) if last else 0, p.examples[index])
         target = len(rows) - 1 if last else 0
-        out.append(_rebuild(p, rows + [p.query]))
+        out.append(_renumbered(p.problem_id, rows + [p.query]))
         notes.append({**note, "kept": True, "moved_from": index, "moved_to": target, "changed": index != target})
     return out, notes
 
@@ -198,11 +165,18 @@ def canonical_kind(kind: str) -> str:
     return kind
 
 
-def transform(kind: str, problems: list[Problem], seed: int = 42, **params) -> tuple[list[Problem], list[dict]]:
-    """``params``: ``k`` (k-shot), ``fraction`` (flip-answers); the other kinds take none."""
+def check_params(kind: str, k: int | None = None, fraction: float | None = None) -> str:
+    """The canonical kind, its parameters checked: ``k`` (k-shot), ``fraction`` (flip-answers); the others take none."""
     kind = canonical_kind(kind)
     if kind in diag.KINDS:
-        return diag.transform(kind, problems, seed, **params)
-    if any(v is not None for v in params.values()):
+        diag.check_params(kind, k, fraction)
+    elif k is not None or fraction is not None:
         raise UserError(f"{kind} takes no --k or --fraction")
+    return kind
+
+
+def transform(kind: str, problems: list[Problem], seed: int = 42, **params) -> tuple[list[Problem], list[dict]]:
+    kind = check_params(kind, **params)
+    if kind in diag.KINDS:
+        return diag.transform(kind, problems, seed, **params)
     return TRANSFORMS[kind](problems, seed)

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..data.diagnostic_variants import refuse_dropped_images
-from ..data.images import verify_images
-from ..data.load import Loaded, load_for_run
+from ..data.load import Loaded, load_for_run, verify_images
 from ..errors import UserError
 from ..models import registry
 from ..models.base import Backend, Family, Response, resolve_settings
