@@ -38,10 +38,9 @@ def _chunks(n_boot: int, row_size: int):
 # -- faithful variance_analysis bootstrap -----------------------------------------------------------
 def legacy_bootstrap(values: Sequence, n_boot: int = LEGACY_N_BOOT, rng=None) -> tuple[float, float]:
     """The original's ``bootstrap_accuracy``, vectorised: (mean, population std) in percent of ``n_boot``
-    resampled accuracies. A legacy ``choice(n, size=(k, n))`` draws the same numbers, in the same order, as
-    ``k`` successive ``choice(n, n)`` calls, so the stream is consumed as by the original loop
-    (``tests/test_stats_bootstrap.py``). ``rng``: a ``RandomState``, or None for numpy's global one (the
-    original's, seeded 42). ``n == 0`` gives (nan, nan) and draws nothing, as the original did."""
+    resampled accuracies. A legacy ``choice(n, size=(k, n))`` draws what ``k`` successive ``choice(n, n)``
+    calls draw, in the same order, so the stream is consumed as by the original loop. ``rng``: a
+    ``RandomState``, or None for numpy's global one. ``n == 0`` gives (nan, nan) and draws nothing."""
     rng = np.random if rng is None else rng
     data = np.asarray(values)
     n = len(data)
@@ -139,7 +138,6 @@ def has_permutations(problem_ids: Sequence[str]) -> bool:
 
 
 def _codes(clusters: Sequence) -> np.ndarray:
-    """Each row's cluster number (clusters compared as strings)."""
     return np.unique(np.asarray(clusters, dtype=object).astype(str), return_inverse=True)[1]
 
 
@@ -197,8 +195,7 @@ def _percentile_or_bound(estimate: float, boots: np.ndarray, n: int, units: int,
 
 
 def percentile_ci(values: Sequence[float], clusters: Sequence | None = None,
-                  n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL,
-                  value_range: tuple[float, float] = PROPORTION) -> Interval:
+                  n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL) -> Interval:
     """Mean of ``values`` with a seeded percentile bootstrap interval; ``clusters`` (one label per value,
     e.g. ``base_problem_ids(ids)``) resamples whole clusters, keeping the orders of a SMMILE++ problem
     together."""
@@ -209,7 +206,7 @@ def percentile_ci(values: Sequence[float], clusters: Sequence | None = None,
         nan = float("nan")
         return Interval(nan, nan, nan, nan, 0, 0, level, n_boot, BOUND)
     boots = bootstrap_means(data, clusters, n_boot, seed) if units >= 2 else np.empty(0)
-    return _percentile_or_bound(float(data.mean()), boots, n, units, level, n_boot, value_range)
+    return _percentile_or_bound(float(data.mean()), boots, n, units, level, n_boot, PROPORTION)
 
 
 def statistic_interval(columns, statistic, clusters: Sequence | None = None, n_boot: int = DEFAULT_N_BOOT,
@@ -291,8 +288,8 @@ def icc_anova(values: Sequence[float], clusters: Sequence) -> float:
 
 
 def effective_n(sizes: np.ndarray, weights: np.ndarray, rho: float) -> float:
-    """Sample size of independent rows with the variance of Σ w_k ȳ_k / Σ w_k when rows of one cluster
-    correlate with ρ: 1 / Σ_k (w_k/W)² (1 + (n_k − 1)ρ) / n_k (row weights: the classic design effect)."""
+    """The number of independent rows with the variance of Σ w_k ȳ_k / Σ w_k when the rows of one cluster
+    correlate with ρ: 1 / Σ_k (w_k/W)² (1 + (n_k − 1)ρ) / n_k."""
     share = weights / weights.sum()
     return float(1.0 / np.sum(share ** 2 * (1 + (sizes - 1) * rho) / sizes))
 
@@ -300,14 +297,10 @@ def effective_n(sizes: np.ndarray, weights: np.ndarray, rho: float) -> float:
 def proportion_interval(values: Sequence[float], clusters: Sequence | None = None, weight: str = "row",
                         level: float = DEFAULT_LEVEL) -> Interval:
     """A proportion (``weight``: every row, or every cluster, counts once) with ``wilson_cc_interval`` on
-    the effective sample size; the design effect uses ``icc_anova`` clipped to [0, 1].
-
-    When every row has the same value (0 %, 100 %) the ICC is undefined; n_eff is then the number of
-    clusters K and the interval the plain Wilson one: under any correlation the chance of no success in K
-    clusters is at most (1 − p)^K, so Wilson on K keeps its coverage (0 of 111 problems → [0, 3.35 %]).
-    The continuity correction keeps the coverage ≥ 93 % at 0.5-50 % on SMMILE++-shaped data
-    (``scripts/coverage_simulation.py``; the ICC is underestimated when few rows are right).
-    ``se`` is √(p̂(1 − p̂)/n_eff)."""
+    the effective sample size (design effect from ``icc_anova`` clipped to [0, 1]). When every row has the
+    same value the ICC is undefined: n_eff is the number of clusters K and the interval the plain Wilson
+    one (no success in K clusters has chance at most (1 − p)^K under any correlation). The continuity
+    correction keeps the coverage ≥ 93 % at 0.5-50 % on SMMILE++-shaped data (scripts/coverage_simulation.py)."""
     data = np.asarray(values, dtype=np.float64)
     n = len(data)
     if n == 0:
@@ -394,8 +387,8 @@ def paired_score(a: Sequence[float], b: Sequence[float], clusters: Sequence | No
 
 def bootstrap_se(values: Sequence[float], clusters: Sequence | None = None, weight: str = "row",
                  n_boot: int = DEFAULT_N_BOOT, seed: int = 0) -> float:
-    """Seeded (cluster) bootstrap standard error of the ``weight``-ed mean of ``values``: a cross-check of
-    the analytic intervals' width, not used for them. nan for fewer than two units."""
+    """Seeded (cluster) bootstrap se of the ``weight``-ed mean (a cross-check of the intervals' width); nan for
+    fewer than two units."""
     data = np.asarray(values, dtype=np.float64)
     if clusters is not None and weight == "problem":
         data, clusters = _groups(data, clusters)[0], None
@@ -406,8 +399,7 @@ def bootstrap_se(values: Sequence[float], clusters: Sequence | None = None, weig
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm step-down adjusted p-values (running maximum, capped at 1); NaN entries stay NaN and are not
-    counted in m."""
+    """Holm step-down adjusted p-values; NaN entries stay NaN and are not counted in m."""
     p = np.asarray(p_values, dtype=np.float64)
     adjusted = np.full(len(p), np.nan)
     valid = np.flatnonzero(~np.isnan(p))

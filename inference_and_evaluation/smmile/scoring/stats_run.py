@@ -1,6 +1,5 @@
 """`smmile stats`: the estimates and comparisons of ``scoring.estimates`` for a results directory, written
-as ``stats_estimates.csv/json`` and ``stats_comparisons.csv/json`` and shown as a console table."""
-
+as ``stats_estimates.csv/json`` and ``stats_comparisons.csv/json``, and its console report."""
 
 from __future__ import annotations
 
@@ -40,13 +39,6 @@ def write_rows(rows: list[dict], stem: str, settings: dict) -> list[str]:
     return [stem + ".csv", stem + ".json"]
 
 
-def _failure_note(row: dict) -> str:
-    counts = [row.get(f"n_{kind}") for kind in metrics.FAILURE_KINDS]
-    if any(c is None for c in counts):
-        return "unknown"
-    return "/".join(str(c) for c in counts)
-
-
 def console_table(rows: list[dict]) -> str:
     """Human-readable estimates: ``model  metric mode  acc [low, high]  n_rows  n_problems  n_eff  fail``."""
     level = rows[0]["level"] if rows else statistics.DEFAULT_LEVEL
@@ -54,8 +46,10 @@ def console_table(rows: list[dict]) -> str:
              f"{'n_eff':>6}  refused/failed/empty"]
     for row in rows:
         ci = f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
+        counts = [row.get(f"n_{kind}") for kind in metrics.FAILURE_KINDS]
+        failed = "unknown" if None in counts else "/".join(map(str, counts))
         lines.append(f"{row['model']:<22} {row['metric']:<5} {row['mode']:<7} {row['accuracy']:>7.2f}  "
-                     f"{ci:<17} {row['n_rows']:>6} {row['n_problems']:>6} {row['n_eff']:>6.0f}  {_failure_note(row)}")
+                     f"{ci:<17} {row['n_rows']:>6} {row['n_problems']:>6} {row['n_eff']:>6.0f}  {failed}")
     if rows:
         lines.append(f"estimand: {rows[0]['estimand']}; interval: {rows[0]['ci_method']}; failed, refused and empty "
                      f"rows: {'scored wrong (the paper)' if rows[0]['failures'] == 'wrong' else 'excluded'}")
@@ -102,15 +96,6 @@ def run_stats(results_dir: str, *, out: str | None = None, force: bool = False, 
     default, as ``stats_*`` files into ``results_dir``. ``settings``: the fields of ``StatsSettings``.
     Returns the exit status (1 when some input was skipped, named on stderr) and the console report."""
     s = StatsSettings(**settings)
-    folder = _check(results_dir, out, force, s)
-    if not out:
-        return _compute_into(results_dir, folder, s)
-    with fsguard.OutputLock(folder, f"the statistics folder {folder}"):
-        return _compute_into(results_dir, folder, s)
-
-
-def _check(results_dir: str, out: str | None, force: bool, s: StatsSettings) -> str:
-    """Validate the settings and the output folder before any work; returns the output folder."""
     if not os.path.isdir(results_dir):
         raise UserError(f"results directory {results_dir} not found")
     check_resampling(s.n_boot, s.level)
@@ -118,10 +103,12 @@ def _check(results_dir: str, out: str | None, force: bool, s: StatsSettings) -> 
         raise UserError(f"--weight must be one of {', '.join(WEIGHT_CHOICES)}")
     if s.failures not in FAILURE_CHOICES:
         raise UserError(f"--failures must be one of {', '.join(FAILURE_CHOICES)}")
-    if out:
-        return os.fspath(fsguard.prepare_output_dir(out, "smmile stats", force=force))
-    fsguard.check_writable_dir(results_dir, "results directory")
-    return results_dir
+    if not out:
+        fsguard.check_writable_dir(results_dir, "results directory")
+        return _compute_into(results_dir, results_dir, s)
+    folder = os.fspath(fsguard.prepare_output_dir(out, "smmile stats", force=force))
+    with fsguard.OutputLock(folder, f"the statistics folder {folder}"):
+        return _compute_into(results_dir, folder, s)
 
 
 def _compute_into(results_dir: str, out: str, s: StatsSettings) -> tuple[int, str]:
