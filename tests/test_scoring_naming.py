@@ -32,8 +32,6 @@ from smmile.scoring.results import find_result_files
 def test_get_model_info(name, model, mode):
     info = naming.get_model_info(name)
     assert (info.model, info.mode) == (model, mode)
-    assert info.key == f"{model}:{mode}"
-    assert info.known == (model != "unknown")
 
 
 def test_rule_table_order_matters():

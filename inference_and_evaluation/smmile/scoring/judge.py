@@ -1,12 +1,7 @@
-"""LLM-as-a-judge scoring of open-format results (spec §5): prompt, parse, settings, verdicts.
-
-* ``JUDGE_PROMPT`` / ``build_prompt`` — the verbatim prompt, filled from a pandas row.
-* ``parse_reply`` — strict: the reply must be exactly ``1`` or ``0`` (no stripping).
-* ``JudgeSettings`` — which judge (backend, model, endpoint, protocol) and how requests are sent;
-  ``paper``: server defaults, as the original; ``corrected``: temperature 0 and a fixed seed.
-* ``plan_frame`` / ``judgements`` — one request per row, keyed by the content judged (identical rows share
-  one key), and the per-row verdicts from the judge's journal records (``runner.executor`` sends).
-* ``judge_stats`` — the ``*_evaluationllm.json`` dict in the original key order.
+"""LLM-as-a-judge scoring of open-format results (spec §5): the verbatim prompt, the strict parse (exactly
+``1`` or ``0``, no stripping), the judge's settings (``paper``: the server's defaults, as the original;
+``corrected``: temperature 0 and a seed), one request per row keyed by the content judged, the verdicts from
+the judge's journal records and the ``*_evaluationllm.json`` dict.
 """
 
 from __future__ import annotations
@@ -18,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from smmile.runner.keys import digest
-from smmile.scoring.exact_match import summarize
+from smmile.scoring.exact_match import plain
 from smmile.scoring.naming import question_column
 
 JUDGE_PROMPT = (
@@ -37,16 +32,13 @@ NOT_SENT = "not sent: the judge stopped launching requests (see above)"
 
 
 def build_prompt(row, question_col: str) -> str:
-    """Fill the prompt with ``str.format`` from pandas values (NaN renders as ``nan``)."""
+    """``str.format`` of pandas values (NaN renders as ``nan``)."""
     return JUDGE_PROMPT.format(question=row[question_col], answer=row["true_answer"],
                                response=row["generated_answer"])
 
 
 def parse_reply(reply: str | None) -> tuple[int, str]:
-    """Exactly ``"1"``/``"0"`` → (value, ``ok``); anything else → (0, ``unparseable``)."""
-    if reply in ("1", "0"):
-        return int(reply), OK
-    return 0, UNPARSEABLE
+    return (int(reply), OK) if reply in ("1", "0") else (0, UNPARSEABLE)
 
 
 def lenient_value(reply: str | None) -> int | None:
@@ -95,7 +87,6 @@ class JudgeSettings:
         return digest({"judge": self.identity(), "judged": judged, "prompt": prompt})
 
     def journal_path(self, results_dir) -> Path:
-        """One journal per judge identity (a jury keeps one per judge)."""
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{self.backend}-{self.model}")
         return Path(results_dir) / ".smmile" / "judge" / f"{slug}-{digest(self.identity(), 8)}.journal.jsonl"
 
@@ -125,19 +116,15 @@ class Judgement:
 
     def to_json(self) -> str:
         record = asdict(self)
-        record["problem_id"] = _plain(record["problem_id"])
+        record["problem_id"] = plain(record["problem_id"])
         record.update(record.pop("meta"))
         return json.dumps(record)
 
 
-def _plain(value):
-    return value.item() if hasattr(value, "item") else value
-
-
 @dataclass(frozen=True)
 class PlannedFrame:
-    """The requests of one result frame, in CSV order: per row its problem id, the content judged
-    (question, gold answer, model answer, as the prompt shows them), the prompt and the key."""
+    """The requests of one result frame in CSV order: per row its problem id, the content judged (question, gold
+    and model answer, as the prompt shows them), the prompt and the key."""
 
     problem_ids: list
     judged: list[dict]
@@ -177,12 +164,3 @@ def judgements(planned: PlannedFrame, records: dict[str, dict], fresh: set[str],
         sent_earlier.add(key)
     return out
 
-
-def judge_stats(frame, judged: list[Judgement], model: str, mode: str, original_count: int,
-                excluded_count: int) -> dict:
-    """The ``*_evaluationllm.json`` dict (key order of spec §5); unparseable (a jury: no majority) → judged 0,
-    counted in ``llm_err_count``."""
-    matches = [j.value == 1 for j in judged]
-    unparseable = sum(j.status in (UNPARSEABLE, NO_MAJORITY) for j in judged)
-    return summarize(frame, matches, model, mode, original_count, excluded_count,
-                     extra={"llm_err_count": unparseable})

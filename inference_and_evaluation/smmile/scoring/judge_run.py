@@ -1,17 +1,12 @@
 """The work of ``evaluate_LLMJudge.py`` / ``smmile judge``: LLM-as-a-judge scoring (spec §5).
 
-Faithful default: ollama, model ``llama3.3``, the verbatim prompt, strict ``1``/``0`` parsing,
-``<stem>_evaluationllm.json`` and ``model_comparison_llm.txt``. The requests go through the inference
-API backends (``judge_backends``) and the runner's executor; replies are journaled, one journal per judge
-(``<results>/.smmile/judge/<backend-model>-<digest>.journal.jsonl``, the inference journal's format, keyed by
-the content judged), so judging the same rows again sends nothing. Additions: ``<stem>_judgements.jsonl``
-(every raw reply) and
-``<stem>_evaluationllm.manifest.json`` (which judge wrote the JSON, and the sha256 of the CSV bytes it
-judged: scoring refuses the judgement once the CSV holds other content, ``exact_match.check_judgement``;
-another judge does not replace it without ``--overwrite``).
-
-A jury (``--jury``, ``scoring.jury``): each judge is planned, journaled and sent as above, one after the other;
-the faithful JSON carries the jury's verdict per row, ``_judgements.jsonl`` each judge's reply and verdict.
+Faithful outputs: ``<stem>_evaluationllm.json`` and ``model_comparison_llm.txt``. The requests go through the
+inference API backends (``judge_backends``) and the runner's executor; each judge journals its replies
+(``<results>/.smmile/judge/<backend-model>-<digest>.journal.jsonl``, keyed by the content judged), so judging
+the same rows again sends nothing. Additions: ``<stem>_judgements.jsonl`` (every raw reply) and
+``<stem>_evaluationllm.manifest.json`` (the judge, its journals and the sha256 of the CSV bytes judged;
+another judge's results are not replaced without ``--overwrite``). A jury (``--jury``) is judged one judge
+after the other; the JSON carries the jury's verdict per row.
 """
 
 from __future__ import annotations
@@ -28,11 +23,12 @@ from smmile.fsguard import OutputLock, atomic_write_json, atomic_write_text, che
 from smmile.runner.journal import RESPONSES_FORMAT, Journal
 from smmile.scoring import comparison, jury
 from smmile.scoring.exact_match import (ResultFileError, check_judgement, exclude_problems, json_text,
-                                        read_whole_hashed)
+                                        read_whole_hashed, summarize)
 from smmile.scoring.judge import (FAILED, NO_MAJORITY, UNPARSEABLE, JudgeSettings, PlannedFrame, judge_identity,
-                                  judge_stats, judgements, plan_frame, sha256)
-from smmile.scoring.naming import (evaluationllm_json_path, judge_patterns, judge_record_path, judgements_path,
-                                   question_column)
+                                  judgements, plan_frame, sha256)
+from smmile.scoring.naming import evaluationllm_json_path, judge_patterns
+from smmile.scoring.naming import judge_record_path as record_path  # the report reads it as judge_run's
+from smmile.scoring.naming import judgements_path, question_column
 from smmile.scoring.results import RunRecord as ResultFile
 from smmile.scoring.results import (Outcome, check_results_dir, find_result_files, problem_count,
                                     refuse_if_none_known, screened)
@@ -44,8 +40,6 @@ TITLE, LABEL = "LLM AS A JUDGE", "LLM as a Judge"
 
 @dataclass
 class FileJob:
-    """One result file to judge: its rows and their planned requests."""
-
     csv_path: Path
     model: str
     mode: str
@@ -57,7 +51,6 @@ class FileJob:
 
 
 def plan_files(found: list[ResultFile], settings: JudgeSettings, outcome: Outcome) -> list[FileJob]:
-    """The files to judge, each read once and checked whole (``exact_match.read_whole_hashed``); others are reported."""
     jobs = []
     for result, (raw, csv_sha256) in screened(found, lambda r: read_whole_hashed(r.path),
                                               lambda data: problem_count(data[0]), outcome):
@@ -80,7 +73,7 @@ def planned_for(job: FileJob, settings: JudgeSettings) -> PlannedFrame:
 
 @dataclass
 class Member:
-    """One judge of the run (a jury has several): its settings, backend, identity and executor."""
+    """One judge of the run (a jury has several)."""
 
     settings: JudgeSettings
     backend: object
@@ -91,11 +84,6 @@ class Member:
     @property
     def label(self) -> str:
         return jury.label(self.settings)
-
-
-def record_path(csv_path) -> Path:
-    """``<stem>_evaluationllm.manifest.json``: the judge that wrote ``<stem>_evaluationllm.json``."""
-    return judge_record_path(csv_path)
 
 
 def other_judge(job: FileJob, identity: dict) -> str | None:
@@ -115,8 +103,7 @@ def other_judge(job: FileJob, identity: dict) -> str | None:
 
 
 def lost_problems(job: FileJob) -> str | None:
-    """A warning when the existing ``_evaluationllm.json`` holds problems this file no longer has (the rule
-    of every scoring output: a result from fewer inputs never replaces a fuller one)."""
+    """A warning when the existing ``_evaluationllm.json`` holds problems this file no longer has."""
     path = evaluationllm_json_path(job.csv_path)
     try:
         before = set(json.loads(path.read_text())["problem_accuracies"])
@@ -131,7 +118,7 @@ def lost_problems(job: FileJob) -> str | None:
 
 def check_existing(jobs: list[FileJob], identity: dict, overwrite: bool, outcome: Outcome) -> list[FileJob]:
     """Before any request: refuse to replace another judge's results (UserError, nothing sent) and set aside
-    files whose existing results are fuller. ``--overwrite`` replaces both."""
+    files whose existing results are fuller, unless ``overwrite``."""
     if overwrite:
         return jobs
     conflicts = [c for c in (other_judge(job, identity) for job in jobs) if c]
@@ -154,22 +141,25 @@ def write_judgements(job: FileJob, judged) -> None:
 
 
 def write_file_results(job: FileJob, judged, identity: dict, sent: int, members: list[Member]) -> dict:
-    """``_judgements.jsonl``, then the faithful JSON, then the record of who judged, with each judge's journal
-    (relative to the CSV's folder) when the replies were journaled: scoring reads the verdicts there."""
+    """``_judgements.jsonl``, the faithful JSON (unparseable or no majority: judged 0, counted in
+    ``llm_err_count``), then the record of who judged, with each judge's journal relative to the CSV's folder
+    when the replies were journaled: scoring reads the verdicts there."""
     from smmile.runner.manifest import command_line, git_revision
 
-    stats = judge_stats(job.frame, judged, job.model, job.mode, job.original_count, job.excluded)
+    unparseable = sum(j.status in (UNPARSEABLE, NO_MAJORITY) for j in judged)
+    stats = summarize(job.frame, [j.value == 1 for j in judged], job.model, job.mode, job.original_count,
+                      job.excluded, extra={"llm_err_count": unparseable})
     write_judgements(job, judged)
     atomic_write_text(evaluationllm_json_path(job.csv_path), json_text(stats))
+    journals = [m.executor.journal for m in members]
     atomic_write_json(record_path(job.csv_path), {
         "evaluation_file": evaluationllm_json_path(job.csv_path).name, "result_file": job.csv_path.name,
-        "result_sha256": job.sha256,  # what was judged: scoring refuses this judgement for other content
-        "judge": identity, **({"journals": [os.path.relpath(m.executor.journal.path, job.csv_path.parent)
-                                            for m in members]} if all(m.executor.journal for m in members) else {}),
+        "result_sha256": job.sha256, "judge": identity,
+        **({"journals": [os.path.relpath(j.path, job.csv_path.parent) for j in journals]} if all(journals) else {}),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command_line(),
         "smmile_git_revision": git_revision(),
         "counts": {"rows": len(judged), "requests_sent": sent, "cache_hits": sum(j.cached for j in judged),
-                   "unparseable": sum(j.status in (UNPARSEABLE, NO_MAJORITY) for j in judged),
+                   "unparseable": unparseable,
                    **({"jury": jury.tally(judged), "jury_unparseable": {m.label: sum(
                        j.meta["jury"][i]["status"] == UNPARSEABLE for j in judged) for i, m in enumerate(members)}}
                       if len(members) > 1 else {})}})
@@ -177,8 +167,7 @@ def write_file_results(job: FileJob, judged, identity: dict, sent: int, members:
 
 
 def finish_file(job: FileJob, members: list[Member], identity, outcome: Outcome) -> dict | None:
-    """Verdicts for one file (a jury's: combined per row); its results are written only when every judge
-    replied to every row."""
+    """Verdicts for one file; its results are written only when every judge replied to every row."""
     per_judge = [judgements(planned_for(job, m.settings), m.executor.records, m.executor.fresh, m.settings, m.seen)
                  for m in members]
     sent = sum(not j.cached for judged in per_judge for j in judged)
@@ -246,13 +235,6 @@ def earlier_replies(journal, work: dict, results_dir, settings: JudgeSettings) -
     return out
 
 
-def adopt_judge_cache(journal, work: dict, results_dir, settings: JudgeSettings) -> None:
-    """Copy ``earlier_replies`` into this judge's journal."""
-    for record in earlier_replies(journal, work, results_dir, settings):
-        journal.append(record)
-    journal.close()
-
-
 def members_of(panel: list[JudgeSettings]) -> tuple[list[Member], dict]:
     """Each judge resolved and its backend built (a missing SDK or key: one line, exit 2, before any work), and
     who judges (one judge's identity, or the jury's)."""
@@ -269,11 +251,15 @@ def members_of(panel: list[JudgeSettings]) -> tuple[list[Member], dict]:
     return members, identity
 
 
+def _journal(m: Member, results_dir, cache: bool) -> Journal | None:
+    return Journal(m.settings.journal_path(results_dir), version=RESPONSES_FORMAT) if cache else None
+
+
 def estimate_judging(found: list[ResultFile], results_dir, settings: JudgeSettings, outcome: Outcome, *,
                      cache: bool = True, overwrite: bool = False,
                      panel: list[JudgeSettings] | None = None) -> list[tuple[Member, dict, int]]:
-    """``--dry-run``: per judge, ``ApiBackend.estimate`` of the requests ``judge_files`` would send (those its
-    journal, or the earlier judge cache, cannot answer) and how many it plans; sends nothing, writes nothing."""
+    """``--dry-run``: per judge, ``ApiBackend.estimate`` of the requests ``judge_files`` would send and how many
+    it plans; sends nothing, writes nothing."""
     from smmile.runner.executor import Executor
 
     members, identity = members_of(panel or [settings])
@@ -281,7 +267,7 @@ def estimate_judging(found: list[ResultFile], results_dir, settings: JudgeSettin
     out = []
     for m in members:
         work = judge_work(jobs, m.settings)
-        journal = Journal(m.settings.journal_path(results_dir), version=RESPONSES_FORMAT) if cache else None
+        journal = _journal(m, results_dir, cache)
         pending = Executor(journal, work).pending
         if journal is not None and pending:
             earlier = {r["key"] for r in earlier_replies(journal, work, results_dir, m.settings)}
@@ -293,7 +279,7 @@ def estimate_judging(found: list[ResultFile], results_dir, settings: JudgeSettin
 def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, outcome: Outcome, *,
                 cache: bool = True, overwrite: bool = False, panel: list[JudgeSettings] | None = None) -> dict:
     """Plan every file, refuse to replace another judge's results, send each distinct request once per judge
-    (``panel``: a jury, judged one judge after the other; one judge of it is ``settings`` alone)."""
+    (``panel``: a jury, judged one judge after the other)."""
     from smmile.runner.executor import Executor
 
     members, identity = members_of(panel or [settings])
@@ -303,9 +289,11 @@ def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, o
         jobs = check_existing(plan_files(found, members[0].settings, outcome), identity, overwrite, outcome)
         for m in members:
             work = judge_work(jobs, m.settings)
-            journal = Journal(m.settings.journal_path(results_dir), version=RESPONSES_FORMAT) if cache else None
+            journal = _journal(m, results_dir, cache)
             if journal is not None and work:
-                adopt_judge_cache(journal, work, results_dir, m.settings)
+                for record in earlier_replies(journal, work, results_dir, m.settings):
+                    journal.append(record)
+                journal.close()
             m.executor = Executor(journal, work)
             m.executor.run(m.backend)
         results = {}
@@ -317,7 +305,7 @@ def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, o
 
 
 def visualize_file(result: ResultFile, outcome: Outcome) -> dict | None:
-    """Load ``<stem>_evaluationllm.json``; a missing/invalid one is reported and skipped."""
+    """Report ``<stem>_evaluationllm.json``; a missing or invalid one is reported and skipped."""
     if not result.known:
         print(f"Skipping: {result.path}")
         log.warning(f"warning: {result.unknown_reason}")
@@ -345,12 +333,9 @@ def visualize_file(result: ResultFile, outcome: Outcome) -> dict | None:
 def run_judge(results_dir: str | os.PathLike, settings: JudgeSettings, *, model: str | None = None,
               mode: str | None = None, visualize_only: bool = False, cache: bool = True,
               overwrite: bool = False, panel: list[JudgeSettings] | None = None, estimates: list | None = None) -> int:
-    """Judge the results in ``results_dir`` (only ``model`` / ``mode`` when given) with the judge
-    ``settings`` (resolved here: backend, URL, key); ``visualize_only``: report the existing judge results;
-    ``cache``: read and write the folder's judge cache; ``overwrite``: replace another judge's results;
-    ``panel``: a jury (each judge's settings), whose strict majority is the verdict; ``estimates``: a list to
-    fill with ``estimate_judging``'s instead of judging (``--dry-run``: nothing sent, nothing written).
-    0 when every file was judged, 1 when none was found or some were skipped or kept."""
+    """Judge the results in ``results_dir`` (the command's flags); ``panel``: a jury's judges; ``estimates``: a
+    list to fill with ``estimate_judging``'s instead (``--dry-run``). 0 when every file was judged, 1 when none
+    was found or some were skipped or kept."""
     check_results_dir(results_dir)
     found = find_result_files(results_dir, judge_patterns(model, mode), model, mode)
     if not found:

@@ -1,20 +1,8 @@
-"""Result-file naming: model/mode parsing, glob patterns and per-file output names.
+"""Result-file naming: the original's file-name rules as tables (used only for files without a run manifest),
+the glob patterns of each scoring script and the names of the files scoring writes beside a result CSV.
 
-Everything the original recovered from file names with if/elif chains lives here as tables:
-
-* ``get_model_info`` — spec §4.3 (evaluate_EM, evaluate_LLMJudge, stratify): display name + mode.
-* ``extract_model_info`` — spec §7.2 (variance_analysis): raw model token + mode + Open/Closed;
-  ``file_tag`` — the file-name model token its regex finds.
-* ``identity_from_name`` — both, as a ``smmile.identity.ModelIdentity`` (names from the one table of
-  the paper's models). These rules only identify files WITHOUT a run manifest: ``scoring.results``
-  reads the manifest first.
-* ``em_patterns`` / ``judge_patterns`` / ``stratify_patterns`` — spec §4.2, §5, §6 glob lists
-  (``scoring.results.load_results`` globs them; ``find_result_files`` adds the current-directory fallback).
-* ``evaluation_json_path`` / ``evaluationllm_json_path`` — per-file output names (§4.5, §5), with the
-  judge's record ``judge_record_path``;
-  ``result_stem`` / ``manifest_path`` — back from any of them to the result's stem and manifest.
-* ``question_column`` — the question column of a result frame (§3.15: MedVLM-R1 uses
-  ``original_question``).
+``get_model_info`` is spec §4.3 (evaluate_EM, evaluate_LLMJudge, stratify), ``extract_model_info`` §7.2
+(variance_analysis); ``identity_from_name`` combines both into a ``smmile.identity.ModelIdentity``.
 """
 
 from __future__ import annotations
@@ -28,8 +16,7 @@ from typing import Iterable
 from smmile.identity import BY_KEY, UNKNOWN, ModelIdentity, identity_for_tag, latex_for_key
 from smmile.protocol.columns import QUESTION as QUESTION_COLUMNS
 
-# -- §4.3: mode markers ---------------------------------------------------------------------------
-# Each tuple is checked in order; the first marker contained in the basename gives the mode.
+# §4.3: the first marker contained in the basename gives the mode
 _MODES_BASIC = (("_0-shot", "0-shot"), ("_ICL", "ICL"))
 _MODES_FEW_SHOT = _MODES_BASIC + (("_few-shot", "ICL"),)
 _MODES_QWEN = _MODES_FEW_SHOT + (("_with_answers", "ICL"),)
@@ -39,7 +26,7 @@ _MODES_BASELINE = (("_ICL", "ICL"),)
 @dataclass(frozen=True)
 class ModelRule:
     """One row of the §4.3 table: if ``token`` occurs in the basename, the model is the scoring name of
-    ``tag`` (``smmile.identity``; the tag itself for models outside the paper)."""
+    ``tag`` (the tag itself for models outside the paper)."""
 
     token: str
     tag: str | None = None  # default: the token
@@ -47,20 +34,13 @@ class ModelRule:
     ignore_case: bool = False
     size_regex: str | None = None  # qwen: "qwen" + first match of this regex (e.g. "72B")
 
-    @property
-    def display(self) -> str:
-        return identity_for_tag(self.tag or self.token).scoring_name
-
     def matches(self, basename: str) -> bool:
-        if self.ignore_case:
-            return self.token.lower() in basename.lower()
-        return self.token in basename
+        return self.token.lower() in basename.lower() if self.ignore_case else self.token in basename
 
     def display_name(self, basename: str) -> str:
-        if self.size_regex is None:
-            return self.display
-        found = re.search(self.size_regex, basename, flags=re.IGNORECASE)
-        return self.display + found.group(1) if found else self.display
+        display = identity_for_tag(self.tag or self.token).scoring_name
+        found = re.search(self.size_regex, basename, flags=re.IGNORECASE) if self.size_regex else None
+        return display + found.group(1) if found else display
 
     def mode(self, basename: str) -> str:
         return next((mode for marker, mode in self.modes if marker in basename), UNKNOWN)
@@ -90,22 +70,12 @@ MODEL_RULES: tuple[ModelRule, ...] = (
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """Display name and mode of a result file (§4.3). ``key`` identifies a result."""
-
-    model: str
+    model: str  # the display name
     mode: str
-
-    @property
-    def key(self) -> str:
-        return f"{self.model}:{self.mode}"
-
-    @property
-    def known(self) -> bool:
-        return self.model != UNKNOWN
 
 
 def get_model_info(filename: str | os.PathLike) -> ModelInfo:
-    """Spec §4.3: parse the basename with ``MODEL_RULES``; no rule → model and mode ``unknown``."""
+    """Spec §4.3; no rule → model and mode ``unknown``."""
     basename = os.path.basename(os.fspath(filename))
     rule = next((r for r in MODEL_RULES if r.matches(basename)), None)
     if rule is None:
@@ -113,18 +83,15 @@ def get_model_info(filename: str | os.PathLike) -> ModelInfo:
     return ModelInfo(rule.display_name(basename), rule.mode(basename))
 
 
-# -- §7.2: variance_analysis naming ---------------------------------------------------------------
 _VARIANCE_REGEX = re.compile(r"result_(.+?)_(0-shot|ICL|few-shot)")
 _VARIANCE_MODES = (("_0-shot", "0-shot"), ("_ICL", "ICL"), ("_few-shot", "ICL"))
 
 
 @dataclass(frozen=True)
 class VarianceInfo:
-    """Raw model token (``qwen72B``, ``text only``), mode and answer format (``Open``/``Closed``)."""
-
-    model: str
+    model: str  # the raw model token (``qwen72B``, ``text only``)
     mode: str
-    kind: str
+    kind: str  # Open or Closed
 
     @property
     def is_closed(self) -> bool:
@@ -132,13 +99,12 @@ class VarianceInfo:
 
 
 def file_tag(filename: str | os.PathLike) -> str:
-    """The model token of a result file name (``result_<tag>_<mode>...``, spec §7.2's regex); "" if none."""
+    """The model token of a result file name (spec §7.2's regex); "" if none."""
     found = _VARIANCE_REGEX.search(os.path.basename(os.fspath(filename)))
     return found.group(1) if found else ""
 
 
 def extract_model_info(filename: str | os.PathLike) -> VarianceInfo:
-    """Spec §7.2 ``extract_model_info``: model, mode and Open/Closed of a result CSV name."""
     basename = os.path.basename(os.fspath(filename))
     tag = file_tag(basename)
     model = identity_for_tag(tag).key if tag else UNKNOWN
@@ -147,11 +113,9 @@ def extract_model_info(filename: str | os.PathLike) -> VarianceInfo:
     return VarianceInfo(model, mode, kind)
 
 
-# -- a file's identity from its name (files without a manifest) ----------------------------------------
 def identity_from_name(filename: str | os.PathLike) -> ModelIdentity:
-    """The identity the original's rules give a result file name: ``key`` from §7.2, ``scoring_name``
-    from §4.3 (either may be ``unknown``), ``display`` and ``latex`` from the paper's table for a known
-    key, else the key (its LaTeX name as ``tables.latex_name`` always made it)."""
+    """``key`` from §7.2, ``scoring_name`` from §4.3 (either may be ``unknown``), ``display`` from the paper's
+    table for a known key, else the key."""
     key = extract_model_info(filename).model
     scoring_name = get_model_info(filename).model
     known = BY_KEY.get(key)
@@ -159,8 +123,7 @@ def identity_from_name(filename: str | os.PathLike) -> ModelIdentity:
     return ModelIdentity(key, scoring_name, display, latex_for_key(key))
 
 
-# -- §4.2 / §5 / §6: glob patterns ----------------------------------------------------------------
-# Suffix lists (after ``result_<model>_``), per filter combination.
+# §4.2 / §5 / §6 glob patterns: suffixes after ``result_<model>_``, per filter combination
 _SUFFIXES_MODEL_ONLY = ("0-shot", "0-shot_open", "ICL", "ICL_open", "few-shot")
 _SUFFIXES_ALL = ("0-shot", "0-shot_open", "ICL", "ICL_open", "few-shot", "with_answers")
 
@@ -170,7 +133,6 @@ def _mode_suffixes(mode: str) -> tuple[str, ...]:
 
 
 def _suffixes(model: str | None, mode: str | None, both: tuple[str, ...]) -> list[tuple[str, str]]:
-    """(model glob, suffix) pairs for the four filter combinations."""
     if model and mode:
         return [(model, s) for s in both]
     if model:
@@ -193,18 +155,13 @@ def judge_patterns(model: str | None = None, mode: str | None = None) -> list[st
 
 
 def stratify_patterns(ext: str, model: str | None = None, mode: str | None = None) -> list[str]:
-    """§6 (stratify) JSON patterns, ``ext`` = ``evaluation`` or ``evaluationllm``.
-
-    Deviation (docs/deviations.md, Scoring): with model + mode the original globbed a CSV
-    (``result_<model>_<mode>.csv``) and then failed to parse it as JSON; we glob the JSONs of
-    ``result_<model>_<mode>`` and ``result_<model>_<mode>_open``.
-    """
+    """§6 (stratify), ``ext`` = ``evaluation`` or ``evaluationllm``. Deviation (docs/deviations.md, Scoring):
+    with model + mode the original globbed a CSV and failed to parse it as JSON; we glob the JSONs."""
     both = (mode, f"{mode}_open") if mode else ()
     return [f"result_{m}_{s}_{ext}.json" for m, s in _suffixes(model, mode, both)]
 
 
-# -- per-file output names ------------------------------------------------------------------------
-# What scoring writes beside ``<stem>.csv``; ``result_stem`` strips any of these (or ``.csv``).
+# What scoring writes beside ``<stem>.csv``; ``result_stem`` strips any of these (or ``.csv``)
 PER_FILE_SUFFIXES = ("_evaluationllm.json", "_evaluation.json", "_judgements.jsonl", ".manifest.json", ".csv")
 
 
@@ -221,37 +178,30 @@ def result_stem(path: str | os.PathLike) -> str:
 
 
 def manifest_path(path: str | os.PathLike) -> Path:
-    """``<stem>.manifest.json``: the run manifest of a result CSV (or of a file scoring wrote beside it)."""
+    """The run manifest of a result CSV (or of a file scoring wrote beside it)."""
     return Path(result_stem(path) + ".manifest.json")
 
 
 def evaluation_json_path(csv_path: str | os.PathLike) -> Path:
-    """``<csv path without .csv>_evaluation.json`` (evaluate_EM)."""
     return Path(_stem(csv_path) + "_evaluation.json")
 
 
 def evaluationllm_json_path(csv_path: str | os.PathLike) -> Path:
-    """``<csv path without .csv>_evaluationllm.json`` (evaluate_LLMJudge)."""
     return Path(_stem(csv_path) + "_evaluationllm.json")
 
 
 def judge_record_path(csv_path: str | os.PathLike) -> Path:
-    """``<stem>_evaluationllm.manifest.json``: which judge wrote the ``_evaluationllm.json``, on which content
-    of the CSV (its sha256)."""
+    """Which judge wrote the ``_evaluationllm.json``, on which content of the CSV (its sha256), from which
+    journals."""
     return Path(_stem(csv_path) + "_evaluationllm.manifest.json")
 
 
 def judgements_path(csv_path: str | os.PathLike) -> Path:
-    """``<csv path without .csv>_judgements.jsonl``: raw judge replies (addition)."""
     return Path(_stem(csv_path) + "_judgements.jsonl")
 
 
-# -- result-CSV columns (§3.15) -------------------------------------------------------------------
-
-
 def question_column(columns: Iterable[str]) -> str:
-    """Name of the question column of a result frame (``final_question``, or MedVLM-R1's
-    ``original_question``). Accepts a DataFrame (iterates its columns) or any column list."""
+    """The question column of a result frame or column list (§3.15: MedVLM-R1's is ``original_question``)."""
     present = set(columns)
     for name in QUESTION_COLUMNS:
         if name in present:
