@@ -59,8 +59,7 @@ class AppendLog:
         if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
             raise UserError(f"{where} is not a record of this journal (not an object with a \"key\"); {_FIX}")
         self._check_version(rec, number)
-        wrong = self.wrong_fields(rec)
-        if wrong:
+        if wrong := self.wrong_fields(rec):
             raise UserError(f"{where} is not a record of this journal ({wrong}); {_FIX}")
         return rec
 
@@ -83,8 +82,7 @@ class AppendLog:
         """Before any work: the journal's folder is a folder, and the journal is no symbolic link."""
         folder = self.path.parent
         if folder.exists() and not folder.is_dir():
-            raise UserError(f"{folder} is a file, where smmile keeps its journals (a folder); move it aside and "
-                            "rerun")
+            raise UserError(f"{folder} is a file, where smmile keeps its journals (a folder); move it aside and rerun")
         if self.path.is_symlink():
             raise UserError(f"the journal {self.path} is a symbolic link; smmile does not write through one: "
                             "replace it by the file it points to, or remove it, and rerun")

@@ -11,12 +11,10 @@ import sys
 from typing import Iterator
 from urllib.parse import urlsplit
 
-_TRUE = {"1", "ON", "YES", "TRUE"}
-
 
 def offline_requested() -> bool:
     """The user asked for offline mode (the variables huggingface_hub, datasets and transformers read)."""
-    return any(os.environ.get(v, "").upper() in _TRUE
+    return any(os.environ.get(v, "").upper() in {"1", "ON", "YES", "TRUE"}
                for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
