@@ -1,9 +1,6 @@
-"""The canonical conversation and its generic message renderer.
-
-A Conversation is what every model sees, before any backend-specific formatting:
-0-shot = one user turn (query image + target text); ICL = a user turn per example
-(image + question) followed by an assistant turn with its raw answer, then the query turn.
-Families differ only in how they render it (image position, system prompt, answer role...).
+"""The canonical conversation every model sees, and its generic message renderer: 0-shot is one user turn (query
+image + target text); ICL is a user turn per example (image + question) and an assistant turn with its answer,
+then the query turn. Families differ only in how they render it (image position, system prompt, answer role...).
 """
 
 from __future__ import annotations
@@ -44,9 +41,8 @@ class MessageStyle:
     answer_suffix: str = ""  # Llama-3.2 appends "\n" to every ICL answer
 
 
-def render_messages(
-    turns: list[Turn], style: MessageStyle, image_part: Callable[[ImageRef], dict] = lambda ref: {"type": "image"}
-) -> list[dict]:
+def render_messages(turns: list[Turn], style: MessageStyle,
+                    image_part: Callable[[ImageRef], dict] = lambda ref: {"type": "image"}) -> list[dict]:
     """Render canonical turns as chat messages with typed content parts (HF / OpenAI shape)."""
     messages: list[dict] = []
     if style.system is not None:
@@ -55,10 +51,8 @@ def render_messages(
     for turn in turns:
         if turn.role == "user":
             text = {"type": "text", "text": turn.text}
-            parts = [text] if turn.image is None else (
-                [image_part(turn.image), text] if style.image_first else [text, image_part(turn.image)]
-            )
-            messages.append({"role": "user", "content": parts})
+            parts = [text] if turn.image is None else [image_part(turn.image), text]
+            messages.append({"role": "user", "content": parts if style.image_first else parts[::-1]})
         else:
             answer = turn.text + style.answer_suffix
             content = [{"type": "text", "text": answer}] if style.answer_as_parts else answer
@@ -67,5 +61,4 @@ def render_messages(
 
 
 def user_images(turns: list[Turn]) -> list[ImageRef]:
-    """Images of the user turns, in conversation order."""
     return [t.image for t in turns if t.role == "user" and t.image is not None]

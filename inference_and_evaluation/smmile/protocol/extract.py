@@ -1,16 +1,8 @@
-"""MCQA letter extractors E1-E4 (spec §2.4).
-
-All four functions return a single character string (normally an upper-case
-letter, but quirks can yield e.g. ``"."`` or ``"("``) or ``EXTRACTION_FAILED``.
-The quirks marked KEEP in the spec are replicated on purpose:
-
-* IGNORECASE patterns let ``[A-Z]`` match lower-case letters ("the answer is
-  based" -> ``B``; "options" -> ``S``);
-* a prompt's own ``<answer>Correct letter.</answer>``-style example can be
-  matched, yielding ``.`` or ``C``;
-* the standalone-capital fallback catches "I" / "A" in prose;
-* E3 cuts at the last plain ``assistant`` substring;
-* E4 returns the first character inside ``<answer>`` (may be ``(``).
+"""MCQA letter extractors E1-E4 (spec §2.4): each returns one character (normally an upper-case letter) or
+``EXTRACTION_FAILED``. The quirks marked KEEP in the spec are replicated on purpose: IGNORECASE lets ``[A-Z]``
+match lower case ("the answer is based" -> ``B``); a prompt's own ``<answer>Correct letter.</answer>`` example can
+match (``.`` or ``C``); the standalone-capital fallback catches "I" / "A" in prose; E3 cuts at the last plain
+``assistant``; E4 returns the first character inside ``<answer>`` (may be ``(``).
 """
 
 from __future__ import annotations
@@ -25,8 +17,7 @@ EXTRACTION_FAILED = "EXTRACTION_FAILED"
 
 # The 21 patterns of E1/E2 (verbatim, in order). E3 uses patterns 3-14.
 ANSWER_PATTERNS: tuple[str, ...] = (
-    r"answer is:?\s*([A-Z])[.\s]",
-    r"\banswer:?\s*([A-Z])[.\s]",
+    r"answer is:?\s*([A-Z])[.\s]", r"\banswer:?\s*([A-Z])[.\s]",
     r"\*\*Answer:\*\*\s*([A-Za-z])(?:\.\s*\w+|\.|\s+|$)",
     r"\*\*Answer\*\*:\s*([A-Za-z])(?:\.\s*\w+|\.|\s+|$)",
     r"\*Answer\*:\s*([A-Za-z])(?:\.\s*\w+|\.|\s+|$)",
@@ -36,22 +27,13 @@ ANSWER_PATTERNS: tuple[str, ...] = (
     r"The correct answer(?:\s+is)?:?\s*([A-Za-z])(?:\.\s*\w+|\.|\s+|$)",
     r"answer\s*is\s*([A-Za-z])(?:\.\s*\w+|\.|\s+|$)",
     r"([A-Za-z])\s*is the (?:correct )?answer",
-    r"option\s*([A-Za-z])\b",
-    r"choice\s*([A-Za-z])\b",
-    r"select\s*([A-Za-z])\b",
-    r"best answer is:?\s*([A-Z])[.\s]",
-    r"choice\s*([A-Z])[.\s]",
-    r"option\s*([A-Z])[.\s]",
-    r"select\s*([A-Z])[.\s]",
-    r"chose\s*([A-Z])[.\s]",
-    r"choose\s*([A-Z])[.\s]",
-    r"final answer:?\s*([A-Z])",
+    r"option\s*([A-Za-z])\b", r"choice\s*([A-Za-z])\b", r"select\s*([A-Za-z])\b",
+    r"best answer is:?\s*([A-Z])[.\s]", r"choice\s*([A-Z])[.\s]", r"option\s*([A-Z])[.\s]",
+    r"select\s*([A-Z])[.\s]", r"chose\s*([A-Z])[.\s]", r"choose\s*([A-Z])[.\s]", r"final answer:?\s*([A-Z])",
 )
 E3_PATTERNS: tuple[str, ...] = ANSWER_PATTERNS[2:14]
 
-ASSISTANT_MARKERS: tuple[str, ...] = (
-    "ASSISTANT:", "Assistant:", "assistant:", "ASSISTANT ", "Assistant ", "assistant ",
-)
+ASSISTANT_MARKERS = ("ASSISTANT:", "Assistant:", "assistant:", "ASSISTANT ", "Assistant ", "assistant ")
 USER_MARKERS: tuple[str, ...] = ("USER:", "User:", "user:", "USER ", "User ", "user ")
 
 _PATTERNS_RE = tuple(re.compile(p, re.IGNORECASE) for p in ANSWER_PATTERNS)
@@ -66,11 +48,8 @@ _E4_LETTER_RE = re.compile(r"\b([A-J])\b")
 
 
 def _after_assistant_marker(response: str) -> str | None:
-    """Text after the last assistant marker, truncated at the first user marker.
-
-    Returns None when no assistant marker occurs. The marker with the strictly
-    largest last-occurrence position wins; ties go to the earlier marker.
-    """
+    """Text after the last assistant marker (ties: the earlier marker), cut at the first user marker; None when
+    no assistant marker occurs."""
     best_pos, best_marker = -1, None
     for marker in ASSISTANT_MARKERS:
         pos = response.rfind(marker)
@@ -110,9 +89,7 @@ def _from_patterns(text: str) -> str | None:
     if match:
         return match.group(2).upper()
     match = _CAPITAL_RE.search(text)
-    if match:
-        return match.group(1)
-    return None
+    return match.group(1) if match else None
 
 
 def _from_option_text(text: str, options: Mapping[str, str] | None) -> str | None:
@@ -122,19 +99,13 @@ def _from_option_text(text: str, options: Mapping[str, str] | None) -> str | Non
     lowered = text.lower()
     for letter, answer in options.items():
         option = str(answer).strip().lower()
-        if option == lowered:
-            return letter
-        if option and option in lowered:
+        if option == lowered or (option and option in lowered):
             return letter
     return None
 
 
 def _cascade(processed: str, fallback_text: str, options: Mapping[str, str] | None) -> str:
-    result = _from_tag(processed)
-    if result is None:
-        result = _from_patterns(processed.strip())
-    if result is None:
-        result = _from_option_text(fallback_text, options)
+    result = _from_tag(processed) or _from_patterns(processed.strip()) or _from_option_text(fallback_text, options)
     if result is None:
         logger.debug("No answer pattern matched. Extraction failed.")
         return EXTRACTION_FAILED
@@ -183,6 +154,4 @@ def extract_e4(response: object) -> str:
     if match and match.group(1).strip():
         return match.group(1).strip()[0].upper()
     match = _E4_LETTER_RE.search(response)
-    if match:
-        return match.group(1)
-    return EXTRACTION_FAILED
+    return match.group(1) if match else EXTRACTION_FAILED

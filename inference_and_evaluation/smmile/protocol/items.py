@@ -1,8 +1,6 @@
-"""Planning: one Item per problem, with everything that draws from the seeded random streams.
-
-The original scripts consume one global random stream in problem order (one MCQA shuffle per
-problem, plus baseline choices and LLaVA-Med padding offsets). Planning every problem in order,
-before any work is done, makes resumed and sharded runs draw exactly what an uninterrupted run draws.
+"""Planning: one Item per problem, with everything drawn from the seeded random streams. The original scripts
+consume one global stream in problem order (MCQA shuffles, baseline choices, LLaVA-Med padding offsets); planning
+every problem first makes resumed and sharded runs draw exactly what an uninterrupted run draws.
 """
 
 from __future__ import annotations

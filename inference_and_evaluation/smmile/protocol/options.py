@@ -16,12 +16,8 @@ def unique_answers(problem: Problem) -> list[str]:
 
 
 def shuffled_options(problem: Problem, rng: random.Random) -> tuple[dict[str, str], str]:
-    """Spec §2.1: letters assigned in chunk order, display order shuffled by one `rng.shuffle`.
-
-    Letters stay attached to their answers; only the display order changes. `rng` must be a
-    CPython `random.Random` seeded 42 and consumed once per problem in problem order, which is
-    what reproduces the published option orders.
-    """
+    """Spec §2.1: letters assigned in chunk order, the display order shuffled by one `rng.shuffle` (`rng`: the
+    `random.Random(42)` consumed once per problem in problem order reproduces the published option orders)."""
     answers = unique_answers(problem)
     by_letter = {LETTERS[i]: a for i, a in enumerate(answers)}
     letters = list(by_letter)

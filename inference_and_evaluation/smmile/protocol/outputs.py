@@ -1,10 +1,7 @@
-"""How each original script turned a model's reply into its CSV row (spec §2.5, §2.6, §3, §3.16).
-
-An `OutputSpec` per original script declares the answer cut (reply -> answer text and full_response), the MCQA
-extractor chain, the columns and the error texts; `derive_row` / `error_row` apply any spec. Under
-`--protocol corrected` a few scripts have a second spec (key `<script>/corrected`): the answer is the decode of
-the new tokens only, stripped, and MCQA extraction never falls back to text that contains the prompt.
-A reply is a `models.base.Response` (text, full_text, usage, extra); only those fields are read here.
+"""How each original script turned a model's reply into its CSV row (spec §2.5, §2.6, §3, §3.16): an `OutputSpec`
+per script (answer cut, MCQA extractor chain, columns, error texts), applied by `derive_row` / `error_row`. Under
+`--protocol corrected` some scripts have a second spec (`<script>/corrected`): the answer is the new tokens only,
+stripped, and MCQA extraction never falls back to text that contains the prompt. A reply is a `models.base.Response`.
 """
 
 from __future__ import annotations
@@ -30,8 +27,8 @@ ERRORS_API = dict.fromkeys(ERRORS_PLAIN, "ERROR: API Request Failed - {e}")  # a
 
 @dataclass(frozen=True)
 class Extract:
-    """One extractor call of a chain: `fn` on the `source` text ("answer": the cut answer, "full": the
-    full_response, "text": the raw reply), given the option texts unless `options` is False."""
+    """`fn` on the `source` text ("answer": the cut answer, "full": full_response, "text": the raw reply), given
+    the option texts unless `options` is False."""
 
     fn: Callable[..., str]
     source: str = "answer"
@@ -44,8 +41,8 @@ class Extract:
 
 @dataclass(frozen=True)
 class OutputSpec:
-    """One original script's rows: `cut(reply) -> (answer, full_response)`; MCQA letter = the first extractor
-    of the chain that does not fail (no chain: the reply is the letter)."""
+    """`cut(reply) -> (answer, full_response)`; the MCQA letter is the first extractor result that does not fail
+    (no chain: the reply is the letter)."""
 
     cut: Callable[[Any], tuple[str, str]]
     extractors: tuple[Extract, ...] = ()
@@ -157,5 +154,4 @@ OUTPUTS: dict[str, OutputSpec] = {  # key: the original script (spec §3.15), `/
 
 
 def output_spec(script: str, protocol: str = "paper") -> OutputSpec:
-    """The output spec of `script` under `protocol` (its own unless it has a corrected variant)."""
     return OUTPUTS.get(f"{script}/{protocol}") or OUTPUTS[script]

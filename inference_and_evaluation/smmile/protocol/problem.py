@@ -13,18 +13,15 @@ ORIENTATION = 0x0112  # EXIF tag
 
 @dataclass(frozen=True)
 class ImageRef:
-    """An image as stored in the dataset (encoded bytes), decoded on demand.
-
-    Decoding lazily keeps resumed runs fast (completed problems never decode) and
-    lets SMMILE++'s many permutations share one copy of each image.
-    """
+    """An image as stored in the dataset (encoded bytes), decoded on demand: resumed runs never decode finished
+    problems, and SMMILE++'s permutations share one copy of each image."""
 
     data: bytes
     name: str = ""
 
     def load(self):
-        """The decoded image as `datasets`' Image feature gives it to the original scripts (3.5.1 and 5.x): loaded,
-        then turned upright with `ImageOps.exif_transpose` when an EXIF orientation tag is present; mode unchanged."""
+        """The image as `datasets`' Image feature gave it to the original scripts: turned upright when an EXIF
+        orientation tag is present; mode unchanged."""
         from PIL import Image, ImageOps
 
         img = Image.open(io.BytesIO(self.data))
@@ -35,7 +32,7 @@ class ImageRef:
 
     @cached_property
     def digest(self) -> bytes:
-        """sha256 of the encoded bytes, computed once (dataset and journal fingerprints both use it)."""
+        """sha256 of the encoded bytes, computed once."""
         return hashlib.sha256(self.data).digest()
 
     @property
@@ -50,8 +47,6 @@ class ImageRef:
 
 @dataclass(frozen=True)
 class Row:
-    """One dataset row (an ICL example or the query)."""
-
     problem_id: str
     order: Any
     question: str
