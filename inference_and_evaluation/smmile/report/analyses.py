@@ -1,13 +1,7 @@
-"""Outputs of ``smmile analyze`` / ``smmile agreement`` as report tables (never raw JSON).
-
-Those commands write ``<out>/<analysis>.json`` = ``{analysis, settings, sets, warnings, <table>: rows…}``
-and one ``<analysis>_<table>.csv`` per table (docs/analyses.md). Known tables get a fixed layout of
-typed columns (model × metric with n, difference, interval, p): ``summary``, ``averages``, ``recency``
-and ``consistency`` of the variant analyses; ``inter_rater``, ``rater_pairs``, ``judge_vs_humans``,
-``em_vs_judge`` and the correlations of the agreement. Per-problem tables (``flips``, ``by_problem``,
-``items``) are counted and left to their CSV files (the problem explorer shows problems). Any other
-CSV or JSON becomes a plain table of its scalar values, nested keys flattened. PNG/SVG files in the
-folder are shown as figures. A field renamed between versions is found under any of its names.
+"""Outputs of ``smmile analyze`` / ``smmile agreement`` (``<out>/<analysis>.json`` and a CSV per table,
+docs/analyses.md) as report tables, never raw JSON. Known tables get a fixed layout of typed columns; per-problem
+tables are counted and left to their CSV files; any other CSV or JSON becomes a plain table of its scalars. A field
+renamed between versions is found under any of its names.
 """
 
 from __future__ import annotations
@@ -16,6 +10,8 @@ import csv
 import json
 import os
 from dataclasses import dataclass, field
+
+from smmile.report.html import pick
 
 SECTIONS = (("noise", "Noise: an unrelated example added"),
             ("order", "Order: the matching example first vs last"),
@@ -34,8 +30,8 @@ IMAGE_EXTS = (".png", ".svg")
 
 @dataclass(frozen=True)
 class Col:
-    """A typed column: ``fmt`` says how html renders it; ``keys`` are the fields it reads (one field
-    under any of several names, or several fields for ``ci`` (estimate, low, high) and ``pair``)."""
+    """A typed column: ``fmt`` says how html renders it; ``keys``: one field under any of its names, or the
+    fields of ``ci`` (estimate, low, high) and ``pair``."""
 
     header: str
     fmt: str
@@ -129,14 +125,9 @@ class TableView:
     n_rows: int = 0
     note: str = ""  # what a left-out column held (the same in every row)
 
-    @property
-    def truncated(self) -> int:
-        return max(0, self.n_rows - len(self.rows))
-
 
 @dataclass
 class AnalysisView:
-    """One analysis output file, ready to render: tables, the rows a figure is drawn from, notes."""
 
     section: str
     title: str
@@ -155,13 +146,7 @@ def section_of(text: str) -> str:
     return next((key for key, _ in SECTIONS if key in lowered), "other")
 
 
-def pick(row: dict, keys) -> object:
-    """The first of ``keys`` that ``row`` has (fields renamed between versions)."""
-    return next((row[k] for k in keys if k in row), None)
-
-
 def present_columns(columns, rows: list[dict]) -> tuple:
-    """Columns at least one row has a value for."""
     return tuple(c for c in columns if any(pick(r, c.keys[:1] if c.fmt in ("ci", "pair") else c.keys)
                                            not in (None, "") for r in rows))
 
@@ -184,8 +169,7 @@ def sets_note(data: dict) -> str:
 
 
 def compact(columns: tuple, rows: list[dict]) -> tuple[tuple, str]:
-    """Leave out what every row repeats, so wide tables fit: the test's name when it is the same in
-    every row (said in the note), base problems when they equal n (no clustering)."""
+    """Leave out what every row repeats: the test's name (said in the note), base problems equal to n."""
     keep, notes = [], []
     for c in columns:
         values = {str(pick(r, c.keys)) for r in rows}
@@ -242,7 +226,7 @@ def per_problem_notes(data: dict, path: str) -> list[str]:
 
 
 def flatten(value, prefix: str = "") -> dict:
-    """Nested dicts as ``a.b`` keys; lists as their length (or their items when short scalars)."""
+    """Nested dicts as ``a.b`` keys; lists as their length (or their items when few scalars)."""
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
@@ -308,7 +292,7 @@ def read_csv(path: str, relative: str) -> AnalysisView:
 
 
 def covered_csvs(json_path: str, data) -> set[str]:
-    """``<stem>_<key>.csv`` for every table key of ``<stem>.json`` (``data``: its content)."""
+    """``<stem>_<key>.csv`` for every table key of ``<stem>.json``."""
     stem = os.path.splitext(json_path)[0]
     return {f"{stem}_{k}.csv" for k, v in data.items() if is_records(v)} if isinstance(data, dict) else set()
 
@@ -338,7 +322,6 @@ def load_directory(directory: str) -> list[AnalysisView]:
 
 
 def load_analyses(directories, warnings: list | None = None) -> list[AnalysisView]:
-    """The views of every analysis folder, folder by folder in path order."""
     views = []
     for directory in directories:
         found = load_directory(directory)

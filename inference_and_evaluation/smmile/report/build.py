@@ -1,11 +1,7 @@
-"""Gather everything the report shows (no rendering, no plotting).
-
-One ``ReportSet`` per results folder (SMMILE, SMMILE++, ...; a ``scoring.results.ResultSet`` and what the
-report derives from it): estimates with intervals and the paired
-ICL − 0-shot comparisons (``smmile.scoring.estimates``), stratification with an interval per stratum
-(stratify's ``_ci`` file, else ``stratify.stratum_intervals``), run provenance, the faithful
-variance_analysis table. Across folders: each model's change from the first folder, paired by base
-problem with a cluster bootstrap (``smmile.analysis.variants.compare``). Analyses: ``smmile.report.analyses``.
+"""Gather everything the report shows (no rendering, no plotting): one ``ReportSet`` per results folder
+(estimates with intervals, ICL − 0-shot comparisons, strata with an interval each, run provenance, the faithful
+variance_analysis table); across folders, each model's change from the first folder, paired by base problem
+(``smmile.analysis.variants.compare``); the analyses (``report.analyses``).
 """
 
 from __future__ import annotations
@@ -37,7 +33,7 @@ class Settings:
 
 @dataclass
 class ReportSet(ResultSet):
-    """The report's view of one results folder: its records (``path`` absolute) and what is derived."""
+    """One results folder's records (``path`` absolute) and what the report derives from them."""
 
     slug: str = ""  # file- and anchor-safe label ("smmile", "smmile-pp")
     estimates: list = field(default_factory=list)  # estimates.estimates rows
@@ -109,9 +105,8 @@ def strat_flags(strata: dict) -> list[str]:
 
 
 def load_stratification(results_dir: str, warnings: list, permuted: bool = False) -> tuple[dict, dict]:
-    """stratify's ``model_stratification_<kind>.json`` and an interval per stratum: its ``_ci``
-    companion when present (and complete), else computed from the plain file, which counts rows: for
-    SMMILE++ (``permuted``) that is said in a warning."""
+    """stratify's ``model_stratification_<kind>.json`` and an interval per stratum: from its complete ``_ci``
+    file, else from the plain file, which counts rows (for SMMILE++ a warning says so)."""
     plain, with_ci = {}, {}
     for kind in STRAT_KINDS:
         path = os.path.join(results_dir, f"model_stratification_{kind}.json")
@@ -167,8 +162,8 @@ def gather_set(label: str | None, results_dir: str, index: int, settings: Settin
 
 
 def set_changes(sets: list[ReportSet], settings: Settings) -> list[dict]:
-    """For every later set: each (model, metric, mode) it shares with the first set, the difference
-    later − first on the shared base problems (paired, cluster bootstrap by base problem)."""
+    """For every later set and (model, metric, mode) it shares with the first: later − first, paired by base
+    problem."""
     from smmile.analysis.variants import compare
 
     if len(sets) < 2:
@@ -187,8 +182,8 @@ def set_changes(sets: list[ReportSet], settings: Settings) -> list[dict]:
 
 def gather(specs: list[tuple[str | None, str]], analyses_dirs=(), settings: Settings | None = None,
            title: str | None = None) -> ReportData:
-    """Everything the report shows for the result folders ``specs`` (``(label or None, path)``, the
-    first is the reference) and the analysis output folders."""
+    """Everything the report shows for ``specs`` (``(label or None, path)``, the first is the reference) and
+    the analysis output folders."""
     for directory in analyses_dirs:
         if not os.path.isdir(directory):
             raise UserError(f"analyses directory {directory} not found")

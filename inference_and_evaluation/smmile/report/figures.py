@@ -1,10 +1,6 @@
-"""The report's figures: what to draw (plain-data jobs for ``smmile.plotting``) and drawing them
-once each, in worker processes when there are several.
-
-Jobs carry display names only. Figure files are ``<out>/<slug>_<key>.<fmt>``: the prefix names the
-results folder (``smmile_``, ``smmile-pp_``) whatever the number of folders, so a folder's figures keep
-their names; figures across folders are ``sets_<metric>``, analyses ``analysis_<i>_<name>``. ``size``
-(``plotting.SIZES``) sizes every figure for the page, a paper column or a slide.
+"""The report's figures: what to draw (plain-data jobs for ``smmile.plotting``, display names only), drawn once
+each on the worker pool. Files are ``<out>/<slug>_<key>.<fmt>`` (the prefix names the results folder, so its
+figures keep their names), ``sets_<metric>`` across folders and ``analysis_<i>_<name>`` for analyses.
 """
 
 from __future__ import annotations
@@ -18,8 +14,6 @@ from smmile.report import names
 from smmile.report.analyses import SECTIONS
 from smmile.report.build import model_order, strat_flags
 from smmile.scoring import stratify
-
-FORMATS = plotting.FORMATS
 
 
 @dataclass
@@ -39,8 +33,8 @@ def _pct_level(level: float) -> str:
 def _n_text(rows: list[dict], clustered: bool) -> str:
     """``n = 111 problems`` or, for SMMILE++, ``n = 1038 rows, 86 base problems`` (ranges when they vary)."""
     def span(values):
-        values = sorted({int(v) for v in values if v is not None})
-        return "?" if not values else str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
+        return _span({int(v) for v in values if v is not None})
+
     if clustered:
         return f"n = {span(r.get('n_rows') for r in rows)} rows, {span(r.get('n_problems') for r in rows)} base problems"
     return f"n = {span(r.get('n_problems', r.get('n_rows')) for r in rows)} problems"
@@ -51,9 +45,8 @@ def _job(kind: str, spec: dict, out: str, name: str, formats) -> dict:
 
 
 def heatmap_panels(panels: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
-    """The heatmap's panels without the strata too small to read for every model (``small`` or no value
-    in every row): those are left out of the figure, not hatched (the table under it lists them). Returns
-    the panels that keep a column and the ``(panel title, column)`` left out."""
+    """The heatmap's panels without the strata too small to read (or empty) for every model, and the
+    ``(panel title, column)`` left out (the table under the figure lists them)."""
     kept, left_out = [], []
     for p in panels:
         cols = [j for j in range(len(p["columns"]))
@@ -112,9 +105,8 @@ def _label_order(labels: list, counts: dict) -> list:
 
 
 def counted_in_rows(rset) -> bool:
-    """A SMMILE++ folder whose strata have no clustered interval (no ``_ci.json`` from stratify.py and no
-    dataset to find each row's strata): they count result rows, each permutation once, so they can have
-    neither an interval nor a small-stratum mark under a base-problem label."""
+    """A SMMILE++ folder whose strata have no clustered interval (neither stratify's ``_ci.json`` nor a
+    dataset): they count result rows, so they have neither an interval nor a small-stratum mark."""
     if not rset.permuted:
         return False
     return not any(str(entry.get("method", "")).startswith("cluster") for by_key in rset.strat_ci.values()
@@ -122,8 +114,7 @@ def counted_in_rows(rset) -> bool:
 
 
 def strata_panel(rset, kind: str, flag: str, mode: str, models: list[str]) -> dict | None:
-    """One mode's panel of a heatmap: columns (labels with n), values and small flags per model row.
-    Strata counted in rows (``counted_in_rows``) say so in their columns and are never called small."""
+    """One mode's panel of a heatmap: columns (labels with n), values and small flags per model row."""
     keys = {names.key_for_scoring(k.rsplit(":", 1)[0]): k
             for k in rset.stratification[kind] if k.rsplit(":", 1)[1] == mode}
     intervals = {model: rset.strat_ci[kind].get(key, {}).get(flag, {}) for model, key in keys.items()}
@@ -158,8 +149,8 @@ def strata_models(rset, kind: str) -> list[str]:
 
 
 def strata_panels(rset, kind: str, flag: str) -> tuple[list[str], list[dict]]:
-    """(model rows, panels): one panel per mode; a mode where every model has one label only (the
-    derived ICL flags of 0-shot results) is left out when another mode has more."""
+    """(model rows, panels): one panel per mode, without a mode of one label only (the derived ICL flags of
+    0-shot results) when another mode has more."""
     models = strata_models(rset, kind)
     panels = [p for p in (strata_panel(rset, kind, flag, mode, models) for mode in names.MODES) if p]
     informative = [p for p in panels if len(p["labels"]) > 1]
@@ -172,8 +163,7 @@ def strata_unit(rset) -> str:
 
 
 def strata_jobs(rset, prefix: str, out: str, formats) -> list[tuple[Figure, dict]]:
-    """A heatmap per metric and flag, without the strata too small for every model (``heatmap_panels``);
-    none when every stratum is (the page says so, and the table gives them all)."""
+    """A heatmap per metric and flag, without the strata too small for every model (none when all are)."""
     found = []
     unit = strata_unit(rset)
     for kind, strata in rset.stratification.items():
@@ -195,9 +185,8 @@ def strata_jobs(rset, prefix: str, out: str, formats) -> list[tuple[Figure, dict
 
 # -- across folders and analyses ---------------------------------------------------------------------
 def sets_jobs(data, out: str, formats) -> list[tuple[Figure, dict]]:
-    """Per metric, each later folder's change from the first: the paired difference and interval the
-    side-by-side table gives (``data.changes``), one panel per mode. A model with a result in some folder
-    but no change (it is missing from a folder) gets a "no result" mark, never an empty row."""
+    """Per metric, each later folder's change from the first as the side-by-side table gives it, one panel per
+    mode; a model missing from a folder gets a "no result" mark."""
     if len(data.sets) < 2:
         return []
     labels = [s.label for s in data.sets]
@@ -281,7 +270,7 @@ def agreement_spec(view) -> dict | None:
             "xlabel": "accuracy (%)", "interval": False}
 
 
-def plan(data, out: str, formats=FORMATS, size: str = "page") -> list[tuple[Figure, dict]]:
+def plan(data, out: str, formats=plotting.FORMATS, size: str = "page") -> list[tuple[Figure, dict]]:
     """Every figure of the report, heatmaps first (the longest to draw), drawn at ``size`` (``plotting.SIZES``)."""
     if size not in plotting.SIZES:
         raise ValueError(f"figure size {size!r}: one of {', '.join(plotting.SIZES)}")
@@ -298,12 +287,11 @@ def plan(data, out: str, formats=FORMATS, size: str = "page") -> list[tuple[Figu
 
 
 def submit(pool, planned: list[tuple[Figure, dict]]) -> list[tuple[Figure, object]]:
-    """Start drawing every planned figure on ``pool``."""
     return [(fig, pool.submit(plotting.draw, job)) for fig, job in planned]
 
 
 def collect(submitted: list[tuple[Figure, object]]) -> list[Figure]:
-    """Wait for the figures; each gets its written files (format -> path)."""
+    """Wait for the figures; each gets its files (format -> path)."""
     done = []
     for fig, handle in submitted:
         fig.files = {os.path.splitext(p)[1][1:]: p for p in handle.result()}

@@ -1,5 +1,4 @@
-"""The work of ``smmile figures RESULTS [--out DIR]``: the report's figures for one results folder, without the
-page (PNG at 300 dpi + SVG): accuracy bars with CIs, ICL gain, stratification heatmaps."""
+"""The work of ``smmile figures``: the report's figures for one results folder, without the page."""
 
 from __future__ import annotations
 
@@ -21,9 +20,7 @@ OWNER = "smmile figures"
 
 @dataclass(frozen=True)
 class FiguresRequest:
-    """The figures of ``results_dir`` into ``out`` (default ``default_out``), only the strata of ``flags``
-    (default all), in ``formats`` (comma-separated png/svg), drawn by ``jobs`` workers; ``force``: write into
-    a folder an earlier ``smmile figures`` did not write."""
+    """The flags of ``smmile figures`` (``smmile.cli.figures``)."""
 
     results_dir: str
     out: str | None = None

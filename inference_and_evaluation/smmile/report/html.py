@@ -1,10 +1,6 @@
-"""HTML building blocks (standard library only): escaping, number formats, tables, embedded figures,
-the page shell.
-
-Figures are embedded as data URIs (SVG when written, else PNG) at their natural size (1 pt of the
-figure = 1 pt on the page), so the page opens from disk without a server and figure text keeps the size
-it was drawn at; each figure also links to its PNG/SVG files by a path relative to the page.
-"""
+"""HTML building blocks (standard library only): escaping, number formats, tables, embedded figures, the page
+shell. Figures are embedded as data URIs at their natural size (1 pt of the figure = 1 pt on the page), so the
+page opens from disk and figure text keeps the size it was drawn at."""
 
 from __future__ import annotations
 
@@ -24,6 +20,7 @@ from smmile.report import names
 MIME = {"png": "image/png", "svg": "image/svg+xml"}
 PX_PER_PT = 96 / 72
 PNG_DPI = 300
+DASH = '<td class="missing">–</td>'
 
 
 @cache
@@ -74,6 +71,11 @@ def table(head: list[str], rows: list[str], cls: str = "") -> str:
 
 
 # -- typed cells (analysis tables) -------------------------------------------------------------------
+def pick(row: dict, keys) -> object:
+    """The first of ``keys`` that ``row`` has (fields renamed between versions)."""
+    return next((row[k] for k in keys if k in row), None)
+
+
 def _number(value):
     """CSV cells arrive as text: numbers are shown as numbers."""
     if isinstance(value, str):
@@ -87,18 +89,16 @@ def _number(value):
 
 def typed_cell(column, row: dict) -> str:
     """``<td>`` for a report.analyses.Col on ``row``."""
-    from smmile.report.analyses import pick
-
     fmt = column.fmt
     if fmt == "ci":
         est, low, high = (_number(row.get(k)) for k in column.keys)
-        return f'<td class="num">{fmt_number(est, 2)} {fmt_ci(low, high)}</td>' if not missing(est) else _dash()
+        return f'<td class="num">{fmt_number(est, 2)} {fmt_ci(low, high)}</td>' if not missing(est) else DASH
     if fmt == "pair":
         a, b = (row.get(k) for k in column.keys)
-        return _dash() if missing(a) and missing(b) else f'<td class="num">{esc(a)} / {esc(b)}</td>'
+        return DASH if missing(a) and missing(b) else f'<td class="num">{esc(a)} / {esc(b)}</td>'
     value = _number(pick(row, column.keys))
     if missing(value):
-        return _dash()
+        return DASH
     if fmt == "model":
         return f'<td class="name">{names.html(value)}</td>'
     if fmt == "metric":
@@ -116,10 +116,6 @@ def _auto(value) -> str:
     return str(value) if isinstance(value, int) else f"{value:.4g}"
 
 
-def _dash() -> str:
-    return '<td class="missing">–</td>'
-
-
 def typed_table(columns, rows: list[dict]) -> str:
     head = "<tr>" + "".join(f"<th>{esc(c.header)}</th>" for c in columns) + "</tr>"
     body = ["<tr>" + "".join(typed_cell(c, r) for c in columns) + "</tr>" for r in rows]
@@ -127,49 +123,29 @@ def typed_table(columns, rows: list[dict]) -> str:
 
 
 # -- figures ------------------------------------------------------------------------------------------
-def data_uri(path: str, fmt: str) -> str:
-    with open(path, "rb") as handle:
-        return f"data:{MIME[fmt]};base64," + base64.b64encode(handle.read()).decode("ascii")
-
-
-def relative_href(path: str, page_dir: str) -> str:
-    return quote(os.path.relpath(path, page_dir).replace(os.sep, "/"))
-
-
-def svg_width_pt(path: str) -> float | None:
-    with open(path, "rb") as handle:
-        head = handle.read(2000).decode("utf-8", "replace")
-    found = re.search(r'<svg[^>]*\swidth="([0-9.]+)pt"', head)
-    return float(found.group(1)) if found else None
-
-
-def png_width(path: str) -> int | None:
-    """Pixel width from a PNG header (None if the file is not a PNG)."""
-    with open(path, "rb") as handle:
-        head = handle.read(24)
-    return struct.unpack(">I", head[16:20])[0] if head[:8] == b"\x89PNG\r\n\x1a\n" else None
-
-
 def natural_width_px(path: str, fmt: str) -> int | None:
-    """The CSS width at which the figure's text has the point size it was drawn with."""
+    """The CSS width at which the figure's text has the point size it was drawn with (from the file's header)."""
+    with open(path, "rb") as handle:
+        head = handle.read(2000)
     if fmt == "svg":
-        width = svg_width_pt(path)
-        return round(width * PX_PER_PT) if width else None
-    width = png_width(path)
-    return round(width * 96 / PNG_DPI) if width else None
+        found = re.search(rb'<svg[^>]*\swidth="([0-9.]+)pt"', head)
+        return round(float(found.group(1)) * PX_PER_PT) if found else None
+    return round(struct.unpack(">I", head[16:20])[0] * 96 / PNG_DPI) if head[:8] == b"\x89PNG\r\n\x1a\n" else None
 
 
-def figure(title: str, files: dict, page_dir: str, caption: str = "") -> str:
+def figure(title: str, files: dict, page_dir: str) -> str:
     """The figure embedded (SVG preferred) at its natural width, with links to every written file."""
     shown = next((fmt for fmt in ("svg", "png") if fmt in files), None)
     if shown is None:
         return ""
     width = natural_width_px(files[shown], shown)
     size = f' width="{width}"' if width else ""
-    links = " ".join(f'<a href="{relative_href(path, page_dir)}">{fmt.upper()}</a>' for fmt, path in sorted(files.items()))
-    text = f"{esc(title)}. {caption} " if caption else f"{esc(title)}. "
-    return (f'<figure><img src="{data_uri(files[shown], shown)}" alt="{esc(title)}"{size}>'
-            f"<figcaption>{text}Files: {links}</figcaption></figure>")
+    links = " ".join(f'<a href="{quote(os.path.relpath(path, page_dir).replace(os.sep, "/"))}">{fmt.upper()}</a>'
+                     for fmt, path in sorted(files.items()))
+    with open(files[shown], "rb") as handle:
+        uri = f"data:{MIME[shown]};base64," + base64.b64encode(handle.read()).decode("ascii")
+    return (f'<figure><img src="{uri}" alt="{esc(title)}"{size}>'
+            f"<figcaption>{esc(title)}. Files: {links}</figcaption></figure>")
 
 
 def details(summary: str, content: str, open_: bool = False) -> str:

@@ -1,13 +1,11 @@
-"""Run provenance for the report: the runner's ``<stem>.manifest.json`` and the judge's records.
-
-Published results were produced outside smmile and have no manifest; they are reported as such.
-"""
+"""Run provenance for the report: the runner's ``<stem>.manifest.json`` and the judge's records (published
+results were produced outside smmile and have no manifest)."""
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from smmile.scoring.judge import FAILED as FAILED_STATUS
 from smmile.scoring.naming import evaluationllm_json_path, judgements_path
@@ -25,15 +23,10 @@ class RunInfo:
     manifest: dict | None = None
     manifest_error: str | None = None
     judge: dict | None = None
-    extra: dict = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         return os.path.basename(self.csv)
-
-    @property
-    def stem(self) -> str:
-        return os.path.splitext(self.name)[0]
 
 
 def read_judge_record(csv_path: str) -> dict | None:
@@ -49,8 +42,8 @@ def read_judge_record(csv_path: str) -> dict | None:
 
 
 def read_replies(csv_path: str) -> dict | None:
-    """Reply counts per status and the judge named in ``<stem>_judgements.jsonl`` (the last attempt's
-    raw replies, which may have failed), or None without that file."""
+    """Reply counts per status and the judge named in ``<stem>_judgements.jsonl`` (the last attempt, which
+    may have failed), or None without that file."""
     path = judgements_path(csv_path)
     if not os.path.exists(path):
         return None
@@ -72,8 +65,7 @@ def read_replies(csv_path: str) -> dict | None:
 
 
 def read_judge(csv_path: str) -> dict | None:
-    """Who produced the file's LLM-judge scores: ``{"record": judge record or None, "replies": counts of
-    the replies file or None, "scored": bool}``; None when there is no trace of a judge at all."""
+    """Who produced the file's LLM-judge scores (``{"record", "replies", "scored"}``), None without a trace."""
     record, replies = read_judge_record(csv_path), read_replies(csv_path)
     scored = os.path.exists(evaluationllm_json_path(csv_path))
     if record is None and replies is None and not scored:
@@ -82,8 +74,8 @@ def read_judge(csv_path: str) -> dict | None:
 
 
 def judge_text(judge: dict | None) -> str:
-    """One line for the runs table. The LLM numbers are credited only to the judge recorded as their
-    writer; a failed later attempt is reported as such, never as the source of the numbers."""
+    """One line for the runs table: the LLM numbers are credited only to the judge recorded as their writer,
+    never to a failed later attempt."""
     if not judge:
         return ""
     record, replies = judge.get("record"), judge.get("replies") or {}
@@ -125,7 +117,7 @@ REVISION_KEYS = ("revision", "model_revision", "commit_hash", "commit", "sha")
 
 
 def model_revision(manifest: dict) -> str:
-    """The model's revision, wherever the runner or backend recorded one (empty when none was)."""
+    """The model's revision, wherever the runner or backend recorded one."""
     for section in ("model", "backend"):
         found = _get(manifest, section, default={}) or {}
         for key in REVISION_KEYS:
@@ -144,7 +136,6 @@ def engine(manifest: dict, limit: int = 6) -> str:
 
 
 def _short_revision(revision: str) -> str:
-    """A git revision shortened to 12 hex digits (``+dirty`` kept)."""
     base, plus, rest = revision.partition("+")
     return base[:12] + plus + rest
 
@@ -161,7 +152,6 @@ def summary(info: RunInfo) -> dict:
         "status": "manifest",
         "model": model.get("preset") or model.get("tag") or "",
         "model_id": model.get("model_id") or "",
-        "model_path": model.get("model_path") or "",
         "model_revision": model_revision(m),
         "engine": engine(m),
         "backend": model.get("backend") or _get(m, "backend", "backend", default="") or "",

@@ -1,13 +1,6 @@
-"""What the report and the figures call things: models (display names, never internal keys), metrics,
-modes and problem flags.
-
-Models are keyed as in variance_analysis and ``smmile stats`` (``ModelIdentity.key``: ``qwen72B``,
-``text only``) and shown by ``ModelIdentity.display`` (``Qwen2.5-VL-72B``, ``Text only*``; ``display``, with
-``learn`` and ``key_for_scoring``, is ``smmile.identity``'s, so that the analyses name models alike). The report
-``learn``s the identity of every result it reads (``results.Record.result.identity``: from the run
-manifest, else the original's file-name rules), so models outside the paper keep the name their run
-recorded; a key never seen falls back to the paper's table, else to itself. stratify keys its files by
-``scoring_name`` (``llava_7B``, ``llama33textonly (baseline)``): ``key_for_scoring`` maps them back.
+"""What the report and the figures call things: models (display names, never internal keys), metrics, modes
+and problem flags. Model names are ``smmile.identity``'s, so the analyses name models alike; the report
+``learn``s the identity of every result it reads, so models outside the paper keep the name their run recorded.
 """
 
 from __future__ import annotations

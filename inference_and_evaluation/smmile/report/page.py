@@ -1,10 +1,7 @@
-"""The work of ``smmile report RESULTS [RESULTS ...] [--plusplus DIR] [--dataset D] --out DIR``: one
-self-contained HTML page (figures, problem explorer) plus the figure files.
-
-Writes ``<out>/index.html`` (figures and the explorer's data embedded, so it opens from disk without a
-server), ``<out>/report_data.json`` (the numbers shown) and the PNG/SVG figures in ``--figures``
-(default ``<out>/figures``). The output folder is checked before any work and is only reused when an
-earlier ``smmile report`` wrote it (or with ``--force``). The same inputs give byte-identical files.
+"""The work of ``smmile report``: ``<out>/index.html`` (figures and the explorer's data embedded, so it opens from
+disk), ``<out>/report_data.json`` (the numbers shown) and the PNG/SVG figures. The output folder is checked before
+any work and only reused when an earlier ``smmile report`` wrote it (or with ``--force``). The same inputs give
+byte-identical files.
 """
 
 from __future__ import annotations
@@ -34,11 +31,8 @@ DATA_NAME = "report_data.json"
 
 @dataclass(frozen=True)
 class ReportRequest:
-    """What to report: ``results`` are ``[LABEL=]PATH`` folders (the first is the reference), ``plusplus`` a
-    SMMILE++ folder shown beside it, ``datasets`` ``[LABEL=]DATASET`` values for the problem explorer at
-    ``revision``; the page goes to ``out``, the figures to ``figures`` (default ``<out>/figures``) in
-    ``formats`` (comma-separated png/svg) drawn by ``jobs`` workers; ``analyses``: folders of ``smmile
-    analyze`` / ``smmile agreement``; ``force``: write into a folder an earlier report did not write."""
+    """The flags of ``smmile report`` (``smmile.cli.report``); ``results``: ``[LABEL=]PATH``, the first is the
+    reference; ``datasets``: ``[LABEL=]DATASET``."""
 
     results: tuple[str, ...]
     out: str = "report"
@@ -69,23 +63,11 @@ class Stages:
         log.info(f"{self.command} [{time.monotonic() - self.started:6.1f} s] {text}")
 
 
-def settings_from(req: ReportRequest) -> build.Settings:
-    check_resampling(req.n_boot, req.level)
-    return build.Settings(req.n_boot, req.seed, req.level, req.cluster)
-
-
 def formats_from(text: str) -> tuple[str, ...]:
     formats = tuple(dict.fromkeys(f.strip().lower() for f in text.split(",") if f.strip()))
     if not formats or any(f not in html.MIME for f in formats):
         raise UserError(f"--formats must list png and/or svg, got {text!r}")
     return formats
-
-
-def result_specs(req: ReportRequest) -> list[tuple[str | None, str]]:
-    specs = [(label, str(path)) for label, path in map(parse_spec, req.results)]
-    if req.plusplus:
-        specs.append(("SMMILE++", req.plusplus))
-    return specs
 
 
 def dataset_for(rset, req: ReportRequest) -> str | None:
@@ -97,11 +79,9 @@ def dataset_for(rset, req: ReportRequest) -> str | None:
 
 
 def load_datasets(sets, req: ReportRequest, stage, warnings: list) -> tuple[list, list[list], list]:
-    """Each folder's dataset (``data.load.Source``, None without one; SMMILE++ folders get the SMMILE++
-    counterpart of a plain --dataset), its problems, each image kept as its content hash
-    (``explorer.read_dataset``: read a batch of rows at a time, each dataset once), and what the page says
-    about it. A dataset that cannot be loaded (offline, not found, unreadable) is a warning: that folder's
-    problems are then shown from its result files alone."""
+    """Each folder's dataset (``data.load.Source`` or None; SMMILE++ folders get the SMMILE++ counterpart of a
+    plain --dataset), its problems (``explorer.read_dataset``, each dataset once) and what the page says about
+    it. One that cannot be loaded is a warning: that folder's problems then come from its result files."""
     from smmile.data.load import resolve
 
     sources, found, said, read = [], [], [], {}
@@ -131,47 +111,40 @@ def load_datasets(sets, req: ReportRequest, stage, warnings: list) -> tuple[list
 
 
 def shown_name(dataset: str) -> str:
-    """A --dataset value as the page names it: a hub id or ``demo`` as given, a local path by its last part
-    (no path of this machine on the page)."""
+    """A --dataset value as the page names it: a local path by its last part (no path of this machine)."""
     return os.path.basename(dataset.rstrip("/" + os.sep)) if os.sep in dataset and os.path.exists(dataset) else dataset
 
 
 # -- the page --------------------------------------------------------------------------------------------
-def nav(data, with_explorer: bool = True) -> list[tuple[str, str]]:
+def nav(data) -> list[tuple[str, str]]:
     many = len(data.sets) > 1
     links = [(html.anchor("main", s.slug), f"Main table{' ' + s.label if many else ''}") for s in data.sets]
     links += [("sets", "Side by side")] if many else []
     links += [(html.anchor("gain", s.slug), f"ICL gain{' ' + s.label if many else ''}") for s in data.sets]
     links += [(html.anchor("strat", s.slug), f"Stratified{' ' + s.label if many else ''}") for s in data.sets]
-    links += [("analyses", "Analyses")] + ([("problems", "Problems")] if with_explorer else [])
+    links += [("analyses", "Analyses"), ("problems", "Problems")]
     return links + [(html.anchor("runs", s.slug), f"Runs{' ' + s.label if many else ''}") for s in data.sets]
 
 
 def render(data, figs, page_dir: str) -> str:
-    """The page; with the explorer, its thumbnails are not in it yet: ``IMAGES_SLOT`` stands where
-    ``write_page`` puts them."""
-    payload = data.explorer
-    linked = payload is not None
+    """The page, with ``IMAGES_SLOT`` where ``write_page`` puts the explorer's thumbnails."""
     body = [sections.warnings(data)]
-    body += [sections.main_section(data, s, figs, page_dir, linked) for s in data.sets]
+    body += [sections.main_section(data, s, figs, page_dir) for s in data.sets]
     body.append(data.reviews_html)
     body.append(sections.sets_section(data, figs, page_dir))
     body += [sections.gain_section(data, s, figs, page_dir) for s in data.sets]
     body += [strata.strat_section(data, s, figs, page_dir) for s in data.sets]
     body.append(sections.analyses_section(data, figs, page_dir))
-    body.append(explorer_page.section(payload, IMAGES_SLOT) if linked else "")
+    body.append(explorer_page.section(data.explorer, IMAGES_SLOT))
     body += [sections.runs_section(s) for s in data.sets]
-    return html.page(data.title, sections.header(data), nav(data, linked), "".join(body),
-                     explorer_page.script() if linked else "", html.asset("explorer.css") if linked else "")
+    return html.page(data.title, sections.header(data), nav(data), "".join(body), explorer_page.script(),
+                     html.asset("explorer.css"))
 
 
 def write_page(path: str, text: str, images) -> None:
-    """``text`` (``render``'s) written atomically; with ``images`` (``explorer.Images``) its thumbnails go
-    into the slot one at a time, so the page as one string never holds them."""
+    """``text`` (``render``'s) written atomically, the thumbnails of ``images`` (``explorer.Images``) put into
+    its slot one at a time, so the page as one string never holds them."""
     with fsguard.atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        if images is None:
-            handle.write(text.encode("utf-8"))
-            return
         head, tail = text.split(IMAGES_SLOT)
         handle.write(head.encode("utf-8"))
         for piece in explorer_page.images_json(images.uris()):
@@ -179,31 +152,16 @@ def write_page(path: str, text: str, images) -> None:
         handle.write(tail.encode("utf-8"))
 
 
-def can_draw(warnings: list) -> bool:
-    """matplotlib imported once here, only when there is something to draw (so the forked workers start
-    with it); without it the page is written without figures, with a warning."""
-    try:
-        plotting.pyplot()
-    except MissingDependency as exc:
-        warnings.append(f"figures left out: {exc}")
-        return False
-    return True
-
-
-def check_outputs(req: ReportRequest) -> tuple[str, str]:
-    """The page and figure folders, checked before any work (nothing is created yet)."""
-    out = os.path.abspath(req.out)
-    fsguard.check_output_dir(out, OWNER, req.force)
-    figs = os.path.abspath(req.figures) if req.figures else os.path.join(out, "figures")
-    if req.figures:
-        fsguard.check_output_dir(figs, OWNER, req.force)
-    return out, figs
-
-
 def write_report(req: ReportRequest, stage) -> tuple[str, list]:
-    settings, formats = settings_from(req), formats_from(req.formats)
-    specs = result_specs(req)
-    out, fig_dir = check_outputs(req)
+    check_resampling(req.n_boot, req.level)
+    settings, formats = build.Settings(req.n_boot, req.seed, req.level, req.cluster), formats_from(req.formats)
+    specs = [(label, str(path)) for label, path in map(parse_spec, req.results)]
+    specs += [("SMMILE++", req.plusplus)] if req.plusplus else []
+    out = os.path.abspath(req.out)  # the output folders are checked before any work (nothing is created yet)
+    fsguard.check_output_dir(out, OWNER, req.force)
+    fig_dir = os.path.abspath(req.figures) if req.figures else os.path.join(out, "figures")
+    if req.figures:
+        fsguard.check_output_dir(fig_dir, OWNER, req.force)
     stage(f"statistics for {len(specs)} results folder(s) ({settings.n_boot} resamples)")
     for path in req.reviews:  # an unreadable reviews file: one line, exit 2, before any work
         read_reviews([path])
@@ -217,8 +175,12 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
     if req.figures:
         fsguard.prepare_output_dir(fig_dir, OWNER, req.force)
     planned = figures.plan(data, fig_dir, formats, size=req.figure_size)
-    if planned and not can_draw(data.warnings):
-        planned = []
+    if planned:  # matplotlib imported once here, so the forked workers start with it
+        try:
+            plotting.pyplot()
+        except MissingDependency as exc:
+            data.warnings.append(f"figures left out: {exc}")
+            planned = []
     with fsguard.OutputLock(out, f"the report in {out}"), workers.Pool(max(1, req.jobs)) as pool:
         stage(f"figures: {len(planned)} to draw ({len(planned) * len(formats)} files) on {max(1, req.jobs)} worker(s)")
         submitted = figures.submit(pool, planned)

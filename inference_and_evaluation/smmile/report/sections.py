@@ -18,11 +18,6 @@ def figures_at(figs, place: tuple, page_dir: str) -> str:
     return "".join(figure(f.title, f.files, page_dir) for f in figs if f.place == place)
 
 
-def problems_href(rset_slug: str, **filters) -> str:
-    """Link to the problem explorer with filters set (read by the explorer's script)."""
-    return "#problems?" + urlencode({"set": rset_slug, **filters})
-
-
 # -- header -------------------------------------------------------------------------------------------
 def header(data) -> str:
     s = data.settings
@@ -82,22 +77,21 @@ def _failures_note(cell: dict) -> tuple[str, str]:
     return text, (f' <small class="fail">({total} failed)</small>' if total else "")
 
 
-def _estimate_cell(rset, cell, best, explorer: bool) -> str:
+def _estimate_cell(rset, cell, best) -> str:
     if cell is None or math.isnan(cell["accuracy"]):
         return '<td class="missing">–</td>'
     source = cell["source"]
     status = manifests.summary(rset.runs[source])["status"] if source in rset.runs else manifests.NO_MANIFEST
-    verb = "click for these problems" if explorer else "click for the run"
     failures, marker = _failures_note(cell)
-    tip = f"{_n_tip(cell)}; {failures}; {source}; {status}; {verb}"
+    tip = f"{_n_tip(cell)}; {failures}; {source}; {status}; click for these problems"
     cls = ' class="best"' if best is not None and cell["accuracy"] == best else ""
-    href = (problems_href(rset.slug, model=cell["model"], metric=cell["metric"], mode=cell["mode"]) if explorer
-            else "#" + anchor(f"run-{rset.slug}", source))
+    href = "#problems?" + urlencode({"set": rset.slug, "model": cell["model"], "metric": cell["metric"],
+                                     "mode": cell["mode"]})  # read by the explorer's script
     return (f'<td{cls} title="{esc(tip)}"><a href="{esc(href)}">{fmt_number(cell["accuracy"])} '
             f"{fmt_ci(cell['ci_low'], cell['ci_high'])}</a>{marker}</td>")
 
 
-def main_table(rset, explorer: bool = False) -> str:
+def main_table(rset) -> str:
     columns = columns_present(rset.estimates)
     if not columns:
         return '<p class="note">No scorable result files.</p>'
@@ -110,29 +104,28 @@ def main_table(rset, explorer: bool = False) -> str:
     n_baselines = sum(m in names.BASELINES for m, _ in rows)
     for i, (model, cells) in enumerate(rows):
         rule = ' class="rule"' if i == n_baselines and i > 0 else ""
-        tds = "".join(_estimate_cell(rset, cells.get(c), b, explorer) for c, b in zip(columns, best))
+        tds = "".join(_estimate_cell(rset, cells.get(c), b) for c, b in zip(columns, best))
         body.append(f'<tr{rule}><td class="name">{names.html(model)}</td>{tds}</tr>')
     return table(head, body)
 
 
-def main_section(data, rset, figs, page_dir: str, explorer: bool) -> str:
+def main_section(data, rset, figs, page_dir: str) -> str:
     modes = [mode for mode in names.MODES if any(r["mode"] == mode for r in rset.estimates)]
     what = " vs ".join(modes) if len(modes) > 1 else f"{modes[0]} only" if modes else "no results"
     level = f"{data.settings.level:.0%}"
-    click = ("Click a cell for the problems behind it (problem explorer below); hover for n and the file."
-             if explorer else "Hover a cell for n and the file; click it for the run that produced it.")
     method = rset.estimates[0].get("ci_method", "interval") if rset.estimates else "interval"
     note = (f"Accuracy (%) with its {level} interval ({esc(method)}; for SMMILE++ the design effect of the orders "
-            f"of a base problem). Beside a cell: its failed, refused or empty responses, scored wrong as in the paper. "
-            f"Rows and names as in the paper's table (baselines first); bold = best model per column. "
-            f"{click} LLM-as-a-judge and exact match score the open-format answers, MCQA the letter chosen. The "
-            "point estimate is the raw accuracy (variance_analysis reports the bootstrap mean ± std instead).")
+            "of a base problem). Beside a cell: its failed, refused or empty responses, scored wrong as in the paper. "
+            "Rows and names as in the paper's table (baselines first); bold = best model per column. Click a cell "
+            "for the problems behind it (problem explorer below); hover for n and the file. LLM-as-a-judge and "
+            "exact match score the open-format answers, MCQA the letter chosen. The point estimate is the raw "
+            "accuracy (variance_analysis reports the bootstrap mean ± std instead).")
     faithful = ""
     if rset.variance_table:
         faithful = details(f"{build.VARIANCE_TABLE} as variance_analysis.py wrote it (bootstrap mean ± std)",
                            f"<pre>{esc(rset.variance_table)}</pre>")
     return (f'<h2 id="{anchor("main", rset.slug)}">Main table, {esc(rset.label)}: {esc(what)}</h2>'
-            f'<p class="note">{note}</p>{main_table(rset, explorer)}{markers_note(rset.models())}'
+            f'<p class="note">{note}</p>{main_table(rset)}{markers_note(rset.models())}'
             f"{faithful}{figures_at(figs, ('main', rset.slug), page_dir)}")
 
 
@@ -307,7 +300,7 @@ def view_html(view, figs, page_dir: str) -> str:
     if view.image:
         parts.append(figure(view.title, {view.image.rsplit(".", 1)[1]: view.image}, page_dir))
     for t in view.tables:
-        more = f" (first {len(t.rows)} of {t.n_rows} rows; all are in the file)" if t.truncated else ""
+        more = f" (first {len(t.rows)} of {t.n_rows} rows; all are in the file)" if t.n_rows > len(t.rows) else ""
         note = f" — {t.note}" if t.note else ""
         parts.append(f'<p class="meta"><b>{esc(t.title)}</b>{esc(more + note)}</p>' + typed_table(t.columns, t.rows))
     parts.append(markers_note(_models(view)))

@@ -1,11 +1,7 @@
-"""The stratified-accuracy section: per metric and flag, the heatmap (strata too small for every model
-left out, and named) and a table of every stratum's accuracy with its 95% interval and n.
-
-SMMILE++ strata need each row's strata, which only the dataset knows. With stratify.py's ``_ci.json``
-they are read from it; else, with ``--dataset``, ``cluster_by_rows`` computes them from the result rows
-(counted in base problems, the interval of ``statistics.proportion_interval`` clustered by base problem);
-without either they are counted in rows and shown as such: no interval, no small-stratum mark, and the
-page says so.
+"""The stratified-accuracy section: per metric and flag, the heatmap (strata too small for every model left out,
+and named) and a table of every stratum's accuracy with its 95% interval and n. SMMILE++ strata come from
+stratify's ``_ci.json``, else with ``--dataset`` from the result rows (``cluster_by_rows``), else they are
+counted in rows and the page says so.
 """
 
 from __future__ import annotations
@@ -44,10 +40,8 @@ def _entries(scores, labels: dict, flag: str, level: float) -> dict:
 
 
 def strata_from_rows(rset, problems, level: float = stratify.LEVEL) -> dict | None:
-    """``kind -> {key: {flag: {label: entry}}}`` for the keys of the folder's stratification files, each
-    computed from the result rows of the matching model, metric and mode: every row's strata from
-    ``problems`` (the dataset), n in base problems, the interval ``statistics.proportion_interval`` with
-    the base problems as clusters. None when a row's problem is not in ``problems``."""
+    """``kind -> {key: {flag: {label: entry}}}`` for the folder's stratification keys from the matching result
+    rows, each row's strata from ``problems``, clustered by base problem; None when a row's problem is missing."""
     by_id = {p.problem_id: p for p in problems}
     out: dict = {}
     for kind, plain in rset.stratification.items():
@@ -72,10 +66,8 @@ def _rows_warning_of(warning: str, rset) -> bool:
 
 
 def cluster_by_rows(data, datasets: list) -> None:
-    """For each SMMILE++ folder whose strata are counted in rows (``figures.counted_in_rows``) and that has
-    a dataset (``datasets``, one list of problems per folder): its strata from the result rows
-    (``strata_from_rows``), in place of the row counts, and without the warning that they are row counts.
-    A dataset that lacks some row's problem leaves the row counts, with a warning saying why."""
+    """Each SMMILE++ folder counted in rows (``figures.counted_in_rows``) that has problems in ``datasets`` gets
+    its strata from the result rows, and loses the warning that they are row counts."""
     for rset, problems in zip(data.sets, datasets):
         if not problems or not figures.counted_in_rows(rset):
             continue

@@ -1,11 +1,8 @@
-"""Run picklable jobs (figure drawing, image thumbnails) in worker processes while the caller goes on.
+"""Run picklable jobs (figure drawing, image thumbnails) in forked worker processes while the caller goes on.
 
-Workers are forked (Linux, macOS with fork) and ignore Ctrl-C and SIGTERM: the parent alone handles an interrupt,
-cancels what has not started and leaves no traceback from the workers. They die with their parent however it
-ends (a SIGKILL, the kernel's out-of-memory killer): on Linux the kernel kills them when the parent dies, and
-everywhere each one watches for its parent to disappear. They do not hold the parent's output lock (see
-fsguard.OutputLock). Where fork is unavailable, or with one worker, jobs run in the calling process when their
-results are asked for.
+Workers ignore Ctrl-C and SIGTERM (the parent alone handles an interrupt and cancels what has not started) and die
+with their parent however it ends (SIGKILL, the OOM killer): the kernel kills them on Linux, and each one watches
+for its parent. Without fork, or with one worker, jobs run in the calling process when their results are asked for.
 """
 
 from __future__ import annotations
@@ -60,12 +57,9 @@ def default_workers() -> int:
 
 
 class Pool:
-    """``submit(fn, arg)`` returns a handle whose ``result()`` gives ``fn(arg)``; ``close()`` waits for
-    the workers, ``cancel()`` drops pending work. Used as a context manager: an exception cancels.
-
-    The workers are forked by the first ``submit``. Forked by the main thread, they are also tied to the
-    parent by the kernel (on Linux that ties a child to the thread that forked it, so a pool first used by
-    another thread relies on the workers' watching thread alone)."""
+    """``submit(fn, arg)`` returns a handle whose ``result()`` gives ``fn(arg)``; as a context manager it waits
+    for the workers, or drops pending work on an exception. The first ``submit`` forks the workers; only when
+    that is the main thread does the kernel tie them to the parent (it ties a child to the forking thread)."""
 
     def __init__(self, workers: int):
         self._workers = workers if "fork" in multiprocessing.get_all_start_methods() else 1
