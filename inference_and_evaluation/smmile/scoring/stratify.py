@@ -1,21 +1,14 @@
-"""Stratified accuracy by problem flags (spec §6).
-
-* ``flag_columns`` / ``valid_flags`` — the strata, in the original's order.
-* ``problem_labels`` — the label of every stratum for one problem and mode.
-* ``stratify_accuracies`` — ``{"<flag>_accuracy": {label: mean}, "<flag>_total": ..., "<flag>_correct": ...}``
-  for one ``problem_accuracies`` dict (labels in order of first appearance); the returned ``Strata``
-  also remembers which problem fell in which stratum (not part of the faithful JSON).
-* ``stratum_intervals`` — addition: per stratum ``n_rows``, ``n_problems`` (base problems: the
-  ``<id>_perm_<k>`` rows of SMMILE++ count once), accuracy and a 95% interval — Wilson on the problems
-  for independent problems, the cluster bootstrap by base problem for SMMILE++ (never zero width,
-  ``statistics.percentile_ci``) — and ``small`` when fewer than ``MIN_PROBLEMS`` base problems.
-* ``format_flag_table`` — the console table of one flag (PrettyTable, as the original).
-"""
+"""Stratified accuracy by problem flags (spec §6): the strata of the original, and (addition) an interval per
+stratum with its number of base problems (the ``<id>_perm_<k>`` rows of SMMILE++ count once)."""
 
 from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
+import numpy as np
+from prettytable import PrettyTable
+
+from smmile.data.schema import flag_columns as _flag_columns
 from smmile.scoring import statistics
 
 DERIVED_FLAGS = ("speciality", "flag_num_ICL", "flag_first_ICL_match_problem", "flag_last_ICL_match_problem")
@@ -43,10 +36,8 @@ class Strata(dict):
 
 
 def flag_columns(problems: Sequence) -> list[str]:
-    """Dataset columns whose first ``_``-token is ``flag``, in column order (first row's fields)."""
-    if not problems:
-        return []
-    return [name for name in problems[0].rows[0].fields if name.split("_")[0] == "flag"]
+    """The dataset's ``flag_*`` columns, in column order (first row's fields)."""
+    return _flag_columns(list(problems[0].rows[0].fields)) if problems else []
 
 
 def valid_flags(problems: Sequence) -> list[str]:
@@ -79,13 +70,12 @@ def _group(problem_accuracies: Mapping, labels_by_problem: Mapping, flag: str) -
 
 def stratify_accuracies(problem_accuracies: Mapping, problems_by_id: Mapping, flags: Sequence[str],
                         mode: str) -> dict:
-    """Per flag: mean accuracy, count and number of 100% problems per label (insertion order)."""
+    """``{"<flag>_accuracy": {label: mean}, "<flag>_total": ..., "<flag>_correct": <100% problems>}`` per flag
+    (labels in order of first appearance), as a ``Strata`` that also knows each problem's stratum."""
     missing = [pid for pid in problem_accuracies if pid not in problems_by_id]
     if missing:
         raise StratifyError(f"{len(missing)} problem id(s) not in the dataset (first: {missing[0]}); "
                             "wrong --dataset_id / --dataset?")
-    import numpy as np
-
     labels = {pid: problem_labels(problems_by_id[pid], flags, mode) for pid in problem_accuracies}
     out = Strata(scores=problem_accuracies, labels=labels)
     for flag in flags:
@@ -98,13 +88,9 @@ def stratify_accuracies(problem_accuracies: Mapping, problems_by_id: Mapping, fl
 
 def stratum_interval(scores: Sequence[float], problem_ids: Sequence[str] | None, n_rows: int,
                      accuracy: float) -> dict:
-    """n_rows, n_problems, interval (percent) and ``small`` for one stratum.
-
-    ``problem_ids`` None (a stratification read back from JSON) treats every row as a problem.
-    Independent problems: Wilson on n_rows (today's numbers on SMMILE). Rows in clusters
-    (``<id>_perm_<k>``): cluster bootstrap over base problems (``STRATUM_N_BOOT``, seed 0), which
-    falls back to the Wilson bound on the base problems when they all score the same.
-    """
+    """n_rows, n_problems, interval (percent) and ``small`` for one stratum: Wilson on n_rows for independent
+    problems (``problem_ids`` None: read back from JSON, every row a problem), the cluster bootstrap over base
+    problems for SMMILE++ rows."""
     clustered = problem_ids is not None and statistics.has_permutations(problem_ids)
     if clustered:
         clusters = statistics.base_problem_ids(problem_ids)
@@ -119,8 +105,7 @@ def stratum_interval(scores: Sequence[float], problem_ids: Sequence[str] | None,
 
 def stratum_intervals(strata: Mapping, flags: Sequence[str]) -> dict:
     """``{flag: {label: {n_rows, n_problems, correct, accuracy, ci95_low, ci95_high, method, small}}}``
-    (percent). ``strata`` from ``stratify_accuracies`` knows its problems; a plain dict does not (rows
-    are then taken for independent problems)."""
+    (percent); a plain dict (not ``Strata``) does not know its problems: rows are taken as independent."""
     known = isinstance(strata, Strata)
     out: dict = {}
     for flag in flags:
@@ -144,22 +129,14 @@ def _sorted_labels(labels: Iterable) -> list:
         return sorted(unique, key=lambda x: (type(x).__name__, str(x)))
 
 
-def table_rows_order(keys: Iterable[str]) -> list[str]:
-    """All 0-shot keys sorted, then all ICL keys sorted (other modes are not shown)."""
-    keys = list(keys)
-    return sorted(k for k in keys if "0-shot" in k) + sorted(k for k in keys if "ICL" in k)
-
-
 def format_flag_table(flag: str, results: Mapping[str, Mapping]) -> str:
-    """The console block of one flag: header line and a PrettyTable of accuracies (1 decimal)."""
-    import numpy as np
-    from prettytable import PrettyTable
-
+    """The console block of one flag: header line and a PrettyTable of accuracies (1 decimal); 0-shot keys
+    sorted, then ICL keys sorted (other modes are not shown)."""
     key = f"{flag}_accuracy"
     labels = _sorted_labels(label for strata in results.values() for label in strata[key])
     table = PrettyTable()
     table.field_names = ["Model", "Mode"] + [str(label) for label in labels]
-    for model_key in table_rows_order(results):
+    for model_key in sorted(k for k in results if "0-shot" in k) + sorted(k for k in results if "ICL" in k):
         model, mode = model_key.rsplit(":", 1)
         accs = results[model_key][key]
         table.add_row([model, mode] + [np.round(accs[label], 1) if label in accs else "--" for label in labels])
