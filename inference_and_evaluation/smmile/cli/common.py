@@ -99,8 +99,7 @@ def configure_logging(verbosity: int = 0) -> None:
 
 
 def _at_least(kind: type, minimum: int, strict: bool = False) -> Callable[[str], int | float]:
-    """An argparse type: a whole number (`kind` int) or a finite number (float) of at least (`strict`: above)
-    `minimum`."""
+    """An argparse type: a whole (`kind` int) or finite (float) number of at least `minimum` (`strict`: above)."""
     def parse(text: str) -> int | float:
         try:
             value = kind(text)
