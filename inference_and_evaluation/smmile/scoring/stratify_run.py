@@ -1,12 +1,7 @@
-"""The work of ``stratify.py`` / ``smmile stratify``: accuracy per problem flag (spec §6).
-
-Reads ``*_evaluation.json`` (``--eval_type em``) or ``*_evaluationllm.json`` (``llm``), found and
-identified by ``scoring.results`` (the result's run manifest, else the file name), the dataset's
-flags through ``smmile.data.load.load_problems``, and writes ``model_stratification_<eval_type>.json``
-plus (addition) ``model_stratification_<eval_type>_ci.json`` with intervals per stratum. A JSON that
-cannot be read, does not fit the dataset, or covers another number of problems than the others of its
-dataset is reported and left out (exit 1); an existing output holding a model this run lacks is kept.
-"""
+"""The work of ``stratify.py`` / ``smmile stratify``: accuracy per problem flag (spec §6) of the
+``*_evaluation.json`` (``--eval_type em``) or ``*_evaluationllm.json`` (``llm``) files, written to
+``model_stratification_<eval_type>.json`` and (addition) ``..._ci.json`` with an interval per stratum. A JSON
+that does not fit is reported and left out (exit 1); an output holding a model this run lacks is kept."""
 
 from __future__ import annotations
 
@@ -59,22 +54,11 @@ def stratify_file(result: RunRecord, problems_by_id, flags) -> tuple:
         raise ResultFileError(f"{result.path}: {reason}") from None
 
 
-def stratify_results(found, problems_by_id, flags, outcome: Outcome) -> dict:
-    """``"<scoring name>:<mode>" -> strata`` in discovery order; unknown models are skipped (as the
-    original), unreadable files and problem-count outliers (``scoring.results``) reported."""
-    usable = screened(found, lambda r: stratify_file(r, problems_by_id, flags), lambda d: d[1], outcome)
-    return {result.scoring_key: data[0] for result, data in usable}
-
-
-def _keys(text: str) -> set:
-    return set(json.loads(text))
-
-
 def write_outputs(results: dict, flags, base: str, outcome: Outcome) -> None:
     """``<base>.json`` and ``<base>_ci.json``, each unless an existing one holds a model this run lacks."""
     for path, data in ((base + ".json", results),
                        (base + "_ci.json", {key: stratum_intervals(strata, flags) for key, strata in results.items()})):
-        kept = replace_output(path, json_text(data), set(results), _keys, "model(s)")
+        kept = replace_output(path, json_text(data), set(results), lambda text: set(json.loads(text)), "model(s)")
         if kept:
             outcome.warn(kept)
             return
@@ -98,11 +82,11 @@ def run_stratify(results_dir: str | os.PathLike, eval_type: str, *, model: str |
     problems_by_id = load_dataset_problems(dataset, revision)
     flags = valid_flags(list(problems_by_id.values()))
     outcome = Outcome()
-    results = stratify_results(found, problems_by_id, flags, outcome)
-    for flag in flags:
-        if results:
-            print(format_flag_table(flag, results))
+    usable = screened(found, lambda r: stratify_file(r, problems_by_id, flags), lambda d: d[1], outcome)
+    results = {result.scoring_key: data[0] for result, data in usable}  # "<scoring name>:<mode>" -> strata
     if results:  # never replace an existing file with an empty one
+        for flag in flags:
+            print(format_flag_table(flag, results))
         write_outputs(results, flags, os.path.join(os.fspath(results_dir), f"model_stratification_{eval_type}"),
                       outcome)
     if outcome.summary():
