@@ -165,11 +165,9 @@ def bars_figure(rows: list[dict], series: list[str], title: str, ylabel: str, n_
     if 0 < n_baselines < len(rows):
         ax.axvline(n_baselines - 0.5, color=GREY, lw=0.8, ls=":")
     ax.set_xticks(x, [r["label"] for r in rows], rotation=35, ha="right", rotation_mode="anchor")
-    ax.set_xlim(-0.6, len(rows) - 0.4)
     highs = [v[2] for r in rows for v in r["values"].values() if v[2] == v[2]]
-    ax.set_ylim(0, min(100.0, max(highs + [10.0]) * 1.12))
-    ax.set_ylabel(ylabel)
-    ax.set_title(wrapped(title, max(1.5, fig.get_figwidth() - 0.9), _rc("axes.titlesize")))
+    ax.set(xlim=(-0.6, len(rows) - 0.4), ylim=(0, min(100.0, max(highs + [10.0]) * 1.12)), ylabel=ylabel,
+           title=wrapped(title, max(1.5, fig.get_figwidth() - 0.9), _rc("axes.titlesize")))
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     handles = [Patch(color=MODE_COLOURS.get(s, SERIES_COLOURS[k % 6]), label=s) for k, s in enumerate(present)]
@@ -209,11 +207,9 @@ def forest_figure(rows: list[dict], labels: list[str], panels: list[str], title:
             ax.errorbar(r["estimate"], yy, xerr=xerr, fmt=marker, color=colour, ms=6, capsize=2.5, lw=1.1,
                         mfc=colour if r.get("significant") else "white", mew=1.3)
         ax.axvline(0, color="#444444", lw=0.8)
-        ax.set_title(panel)
-        ax.set_xlabel(xlabel)
+        ax.set(title=panel, xlabel=xlabel)
         ax.grid(axis="x", alpha=0.3)
-    axes[0][0].set_yticks(range(len(labels)), labels)
-    axes[0][0].set_ylim(len(labels) - 0.5, -0.5)
+    axes[0][0].set(yticks=range(len(labels)), yticklabels=labels, ylim=(len(labels) - 0.5, -0.5))
     _suptitle(fig, title)
     handles = [Line2D([], [], color=SERIES_COLOURS[k % 6], marker=SERIES_MARKERS[k % 6], lw=1.1, label=s)
                for k, s in enumerate(series) if s is not None and len(series) > 1]
@@ -249,13 +245,11 @@ def dumbbell_figure(rows: list[dict], labels: list[str], panels: list[str], seri
                 yy = y[r["label"]] + (k - (len(series) - 1) / 2) * step
                 ax.plot([lo, hi], [yy, yy], color=SERIES_COLOURS[k % 6], lw=1.1, zorder=2)
                 ax.plot([e], [yy], marker=SERIES_MARKERS[k % 6], color=SERIES_COLOURS[k % 6], ms=6.5, zorder=3)
-        ax.set_title(panel)
-        ax.set_xlabel(xlabel)
+        ax.set(title=panel, xlabel=xlabel)
         ax.grid(axis="x", alpha=0.3)
         if xlim:
             ax.set_xlim(*xlim)
-    axes[0][0].set_yticks(range(len(labels)), labels)
-    axes[0][0].set_ylim(len(labels) - 0.5, -0.5)
+    axes[0][0].set(yticks=range(len(labels)), yticklabels=labels, ylim=(len(labels) - 0.5, -0.5))
     _suptitle(fig, title)
     handles = [Line2D([], [], color=SERIES_COLOURS[k % 6], marker=SERIES_MARKERS[k % 6], lw=1.1,
                       label=f"{s} (line: 95% CI)" if interval else s) for k, s in enumerate(series)]
@@ -316,8 +310,7 @@ def _heatmap_panel(ax, panel: dict, n_rows: int):
         elif not small[i, j]:
             ax.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=font,
                     color="white" if value < 55 else "black")
-    ax.set_xlim(-0.5, values.shape[1] - 0.5)
-    ax.set_ylim(n_rows - 0.5, -0.5)
+    ax.set(xlim=(-0.5, values.shape[1] - 0.5), ylim=(n_rows - 0.5, -0.5))
     ax.set_xticks(range(len(panel["columns"])), panel["columns"], rotation=40, ha="right", rotation_mode="anchor")
     ax.tick_params(length=0)
     ax.spines[:].set_visible(False)
