@@ -50,7 +50,7 @@ def test_manifest_identity_first_file_name_rules_otherwise(tmp_path):
     manifest(csv, "ICL", "open", **MY_MODEL)
     (found,) = load_results(tmp_path)
     assert found.known and found.identity.key == found.identity.scoring_name == "my-model"
-    assert (found.mode, found.fmt, found.dataset, found.tag) == ("ICL", "open", "demo", "my-model")
+    assert (found.mode, found.fmt, found.tag) == ("ICL", "open", "my-model")
     assert found.csv == csv and found.manifest["model"]["tag"] == "my-model"
     # a manifest of today's runner (no model.identity yet): identity from the preset/tag
     manifest(csv, "ICL", "open", preset="my-model", tag="my-model", model_id="my-model")

@@ -18,8 +18,9 @@ INTERRUPTED = ("interrupted: replies received so far are kept in the judge's jou
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = fd.parser("LLM-as-a-judge evaluation of SMMILE open-format results (spec §5): one request per row to a judge "
-                  "model, reply exactly 1 (correct) or 0; writes <stem>_evaluationllm.json and model_comparison_llm.txt")
+    p = fd.parser("LLM-as-a-judge evaluation of SMMILE open-format results (spec §5): one request per row to a "
+                  "judge model, reply exactly 1 (correct) or 0; writes <stem>_evaluationllm.json and "
+                  "model_comparison_llm.txt")
     p.add_argument("results_dir", nargs="?", default="../results", help="directory with result_*.csv files")
     p.add_argument("--model", default=None, help="file-name model token, e.g. qwen72B")
     p.add_argument("--inference-mode", default=None, help="0-shot or ICL: only files of this mode")
@@ -30,9 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ollama (the original); openai (OpenAI's endpoint, OPENAI_API_KEY); openai-compatible (any "
                         "server at --judge-base-url: vLLM, llama.cpp, ollama /v1; key OPENAI_COMPATIBLE_API_KEY, "
                         "optional); azure (AZURE_OPENAI_API_KEY, AZURE_OPENAI_ENDPOINT; --judge-model = deployment); "
-                        "anthropic (ANTHROPIC_API_KEY). "
-                        "openai with a --judge-base-url that is not api.openai.com is treated as openai-compatible, unless "
-                        "--allow-key-for-host (or OPENAI_BASE_URL) lets OPENAI_API_KEY go to its host")
+                        "anthropic (ANTHROPIC_API_KEY). openai with a --judge-base-url that is not api.openai.com is "
+                        "treated as openai-compatible, unless --allow-key-for-host (or OPENAI_BASE_URL) lets "
+                        "OPENAI_API_KEY go to its host")
     g.add_argument("--judge-base-url", default=None,
                    help="server URL (ollama: default $OLLAMA_HOST or http://127.0.0.1:11434; openai-compatible: "
                         "e.g. http://127.0.0.1:8000/v1)")
@@ -41,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="paper: no sampling options sent, the server's own (as published); corrected: temperature 0 "
                         "and --judge-seed")
     g.add_argument("--judge-seed", type=int, default=0, help="seed sent under --protocol corrected (default: 0)")
-    g.add_argument("--judge-max-tokens", type=fd.positive_int, default=None, help="cap on reply tokens (unset: the server decides)")
+    g.add_argument("--judge-max-tokens", type=fd.positive_int, default=None,
+                   help="cap on reply tokens (unset: the server decides)")
     g.add_argument("--judge-concurrency", type=concurrency, default=None, metavar="N|auto",
                    help="judge requests in flight at once; auto (the default, ollama: 8) adapts as inference's "
                         "--concurrency auto does (climbs while requests succeed, backs off on 429/503 and "
@@ -122,5 +124,4 @@ def _run(a: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point (``smmile judge``); returns the exit status."""
     return fd.guarded(lambda: fd.parsed_main(build_parser(), argv, _run), interrupted=INTERRUPTED)

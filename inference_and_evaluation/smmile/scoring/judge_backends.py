@@ -1,9 +1,5 @@
-"""The judge on the inference API stack: which backend, built how, asked what.
-
-The judge's requests go through the same async backends as inference (``smmile/models/api``): their
-retries (jitter, Retry-After), concurrency, circuit breaker, secret scrubbing and key rules are the
-judge's. This module only maps the judge's flags onto them.
-"""
+"""The judge on the inference API backends (``smmile/models/api``: retries, concurrency, circuit breaker, secret
+scrubbing and key rules): this module only maps the judge's flags onto them."""
 
 from __future__ import annotations
 
@@ -17,8 +13,7 @@ log = logging.getLogger(__name__)
 
 
 def judge_backends() -> tuple[str, ...]:
-    """`--judge-backend` choices: one short name per API backend of `presets_api.BACKENDS` (aliases left out),
-    so that a provider added there is a judge too."""
+    """`--judge-backend` choices: one name per API backend of `presets_api.BACKENDS` (aliases left out)."""
     from smmile.models.presets_api import BACKENDS
 
     first: dict[str, str] = {}
@@ -28,9 +23,8 @@ def judge_backends() -> tuple[str, ...]:
 
 
 def checked_settings(settings: JudgeSettings, warn=log.warning) -> JudgeSettings:
-    """``openai`` with a ``--judge-base-url`` that is not OpenAI's own endpoint is an OpenAI-compatible
-    server: its key is ``OPENAI_COMPATIBLE_API_KEY``; ``OPENAI_API_KEY`` is not sent there unless the
-    inference backends' rule lets it go (``--allow-key-for-host`` that host, or ``OPENAI_BASE_URL`` naming it)."""
+    """``openai`` with a ``--judge-base-url`` that is not OpenAI's own endpoint is an OpenAI-compatible server
+    (key ``OPENAI_COMPATIBLE_API_KEY``) unless the inference backends' key rule lets ``OPENAI_API_KEY`` go there."""
     from smmile.errors import UserError
     from smmile.models.api.secrets import key_may_go_to, url_has_credentials
 
@@ -48,7 +42,7 @@ def checked_settings(settings: JudgeSettings, warn=log.warning) -> JudgeSettings
 
 
 def build_backend(settings: JudgeSettings):
-    """The API backend for ``settings`` (a missing SDK or key is a one-line UserError here, before work)."""
+    """A missing SDK or key is a one-line UserError here, before work."""
     from smmile.generation import GenerationSettings
     from smmile.models.presets_api import BACKENDS
     from smmile.models.registry import load_symbol
@@ -65,8 +59,7 @@ def build_backend(settings: JudgeSettings):
 
 
 def judge_request(prompt: str, settings: JudgeSettings):
-    """One user message sending ``settings.options()``, the options its cache key holds (``paper``: none, the
-    server's defaults; ``corrected``: temperature 0 and the seed)."""
+    """One user message sending ``settings.options()``, the options its key holds."""
     from smmile.generation import GenerationSettings
     from smmile.models.api.request import ChatRequest
 

@@ -1,13 +1,8 @@
-"""A jury of LLM judges (``--jury BACKEND:MODEL[@BASE_URL] ...``): N judges, each with its own journal.
+"""A jury of LLM judges (``--jury BACKEND:MODEL[@BASE_URL] ...``), each with its own journal.
 
-* ``parse_judge`` — one ``BACKEND:MODEL[@BASE_URL]`` spec as ``JudgeSettings`` (the other settings shared).
-* ``combine`` — per row, the jury's verdict: the strict majority of the parseable verdicts
-  (``scoring.kappa.majority``). A row with no strict majority (a tie, or no parseable verdict) is never
-  broken by the order of the judges: it is scored as the original scores an unparseable reply (0, counted in
-  ``llm_err_count``) and counted as a tie or as "no verdict".
-* ``jury_identity`` — who judged: recorded in ``<stem>_evaluationllm.manifest.json``.
-
-A jury of one is not a jury: ``judge_run`` then behaves exactly as a single ``--judge-*`` judge.
+A row's verdict is the strict majority of the parseable verdicts; a row without one (a tie, or no parseable
+verdict) is never broken by the order of the judges: it is scored as the original scores an unparseable reply
+(0, counted in ``llm_err_count``). A jury of one is that judge alone.
 """
 
 from __future__ import annotations
@@ -26,13 +21,11 @@ MAJORITY, TIE, NO_VERDICT = "majority", "tie", "no verdict"
 
 
 def label(settings: JudgeSettings) -> str:
-    """A judge's name in tables and in reviews.json: ``BACKEND:MODEL``."""
     return f"{settings.backend}:{settings.model}"
 
 
 def parse_judge(spec: str, base: JudgeSettings, backends: tuple[str, ...]) -> JudgeSettings:
-    """``BACKEND:MODEL[@BASE_URL]`` (the model may hold ``:``, e.g. ``ollama:llama3.3:70b``) → ``base`` with
-    that backend, model and URL. A malformed spec is a UserError naming it."""
+    """``base`` with the spec's backend, model (which may hold ``:``, e.g. ``ollama:llama3.3:70b``) and URL."""
     backend, colon, rest = spec.partition(":")
     model, at, url = rest.partition("@")
     if not colon or not backend or not model.strip() or (at and not url.strip()):
@@ -45,16 +38,16 @@ def parse_judge(spec: str, base: JudgeSettings, backends: tuple[str, ...]) -> Ju
 
 def check_panel(panel: list[JudgeSettings]) -> None:
     """Two members with the same backend and model would share a journal and vote twice: refused."""
-    seen: dict[str, JudgeSettings] = {}
+    seen = set()
     for s in panel:
         if label(s) in seen:
             raise UserError(f"--jury names {label(s)} twice; each judge votes once (a model served at two URLs is "
                             "the same judge)")
-        seen[label(s)] = s
+        seen.add(label(s))
 
 
 def outcome(values: list[int]) -> tuple[int | None, str]:
-    """(verdict, how): the strict majority of the parseable ``values`` (0/1), else (None, tie | no verdict)."""
+    """(verdict, how) of the parseable ``values`` (0/1)."""
     if not values:
         return None, NO_VERDICT
     verdict = majority(values)
@@ -62,7 +55,7 @@ def outcome(values: list[int]) -> tuple[int | None, str]:
 
 
 def combine(per_judge: list[list[Judgement]], labels: list[str]) -> list[Judgement]:
-    """One Judgement per row: the jury's verdict, each judge's reply, value and status kept under ``jury``."""
+    """One Judgement per row: the jury's verdict, each judge's reply, value and status under ``jury``."""
     out = []
     for row in zip(*per_judge):
         first = row[0]
@@ -73,18 +66,16 @@ def combine(per_judge: list[list[Judgement]], labels: list[str]) -> list[Judgeme
         out.append(Judgement(first.row, first.problem_id, first.prompt_sha256, digest([j.cache_key for j in row]),
                              value=0 if verdict is None else verdict, status=OK if verdict is not None else NO_MAJORITY,
                              cached=all(j.cached for j in row),
-                             meta={"backend": "jury", "model": ", ".join(labels), "protocol": first.meta.get("protocol"),
-                                   "jury_outcome": how, "jury": members}))
+                             meta={"backend": "jury", "model": ", ".join(labels),
+                                   "protocol": first.meta.get("protocol"), "jury_outcome": how, "jury": members}))
     return out
 
 
 def verdicts(per_judge: list[list[Judgement]], labels: list[str]) -> list[Judgement]:
-    """One judge's verdicts, or a jury's (``combine``)."""
     return per_judge[0] if len(per_judge) == 1 else combine(per_judge, labels)
 
 
 def tally(judged: list[Judgement]) -> dict:
-    """Rows by outcome: ``majority``, ``tie``, ``no verdict``."""
     counts = {MAJORITY: 0, TIE: 0, NO_VERDICT: 0}
     for j in judged:
         counts[j.meta.get("jury_outcome", MAJORITY)] += 1

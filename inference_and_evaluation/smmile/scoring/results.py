@@ -54,7 +54,6 @@ class RunRecord:
     mode: str  # "0-shot" | "ICL" (or "unknown" for a file-name-identified file without a mode marker)
     fmt: str  # "open" | "mcqa"
     manifest: dict | None = None
-    dataset: str | None = None  # the manifest's dataset id
     tag: str = ""  # the model token of its file name (manifest: model.tag)
 
     @property
@@ -165,17 +164,8 @@ def _name_fmt(name: str) -> str:
 
 
 def _manifest_tag(manifest: dict) -> str | None:
-    model = manifest.get("model")
-    if isinstance(model, dict):
-        return next((model[k] for k in ("tag", "preset") if isinstance(model.get(k), str) and model[k]), None)
-    return None
-
-
-def _manifest_dataset(manifest: dict) -> str | None:
-    dataset = manifest.get("dataset")
-    if isinstance(dataset, dict) and dataset.get("id") is not None:
-        return str(dataset["id"])
-    return dataset if isinstance(dataset, str) else None
+    model = manifest.get("model") if isinstance(manifest.get("model"), dict) else {}
+    return next((model[k] for k in ("tag", "preset") if isinstance(model.get(k), str) and model[k]), None)
 
 
 def result_for_path(path: str | os.PathLike, rules: str = "scoring",
@@ -190,13 +180,12 @@ def result_for_path(path: str | os.PathLike, rules: str = "scoring",
         warn(f"warning: {naming.manifest_path(path)}: unreadable manifest ({reason}); {name} is identified by its "
              "file name")
     identity = identity_from_manifest(manifest) if manifest else None
-    dataset = _manifest_dataset(manifest) if manifest else None
     if identity is None:
         return RunRecord(path, naming.identity_from_name(name), _name_mode(name, rules), _name_fmt(name),
-                         manifest, dataset, naming.file_tag(name))
+                         manifest, naming.file_tag(name))
     mode, fmt = manifest.get("inference_mode"), manifest.get("task_format")
     return RunRecord(path, identity, mode if mode in MODES else _name_mode(name, rules),
-                     fmt if fmt in FORMATS else _name_fmt(name), manifest, dataset,
+                     fmt if fmt in FORMATS else _name_fmt(name), manifest,
                      _manifest_tag(manifest) or naming.file_tag(name))
 
 
