@@ -35,7 +35,8 @@ def add_api_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--base-url", default=None,
                    help="server URL (OpenAI-compatible: e.g. http://127.0.0.1:8000/v1; ollama: http://host:11434); "
                         "keys come from the environment, never from flags")
-    g.add_argument("--api-model", default=None, help="model / deployment name sent to the server (default: the preset's)")
+    g.add_argument("--api-model", default=None,
+                   help="model / deployment name sent to the server (default: the preset's)")
     g.add_argument("--max-image-side", type=fd.positive_int, default=None,
                    help="--protocol corrected only: downscale images whose longer side exceeds this (default: "
                         "1568 for Claude, 2048 for OpenAI); provider size limits are checked before sending")
@@ -148,8 +149,9 @@ def format_estimate(est: dict, planned: int, unit: str) -> str:
     price, capped = est["price"], None not in est["max_tokens"]
     lines = [
         f"dry run: nothing sent. {est['model']} ({est['provider']}) at {est['endpoint']}",
-        f"  requests: {est['requests']} ({planned} {unit} planned, {planned - est['requests'] - est['not_sent_too_large']} "
-        f"already journaled" + (f", {est['not_sent_too_large']} too large to send" if est["not_sent_too_large"] else "") + ")",
+        f"  requests: {est['requests']} ({planned} {unit} planned, "
+        f"{planned - est['requests'] - est['not_sent_too_large']} already journaled"
+        + (f", {est['not_sent_too_large']} too large to send" if est["not_sent_too_large"] else "") + ")",
         f"  images: {est['images']}, {est['image_b64_bytes'] / 1e6:.1f} MB as base64; sizes as sent: {sizes or '-'}"
         + (f" and {more} more" if more > 0 else ""),
         f"  estimated input tokens: {est['input_tokens']:,} (text {est['text_tokens']:,} at ~4 characters a token; "
@@ -163,11 +165,6 @@ def format_estimate(est: dict, planned: int, unit: str) -> str:
            "or --price)" if price else ""),
     ]
     return "\n".join(lines)
-
-
-def _hf_cache(path: str | None) -> None:
-    if path:  # as the original scripts: exported before the dataset is loaded
-        os.environ.update(HF_HOME=path, TRANSFORMERS_CACHE=f"{path}/transformers", HF_DATASETS_CACHE=f"{path}/datasets")
 
 
 def _parser(description: str, *, fmt_default: str, fmt_choices=("open", "mcqa"), output_dir_flag: str = "smmile"):
@@ -184,7 +181,10 @@ def _parser(description: str, *, fmt_default: str, fmt_choices=("open", "mcqa"),
 def _go(p, argv, preset: str, *, open_suffix=True, summary=None, backend=None, pre=None):
     def go() -> int:
         a = p.parse_args(argv)
-        _hf_cache(getattr(a, "hf_cache_dir", None))
+        path = getattr(a, "hf_cache_dir", None)
+        if path:  # as the original scripts: exported before the dataset is loaded
+            os.environ.update(HF_HOME=path, TRANSFORMERS_CACHE=f"{path}/transformers",
+                              HF_DATASETS_CACHE=f"{path}/datasets")
         dataset, augmented, out = fd.dataset_and_output(a.dataset, a.output_dir)
         spec = RunSpec(model=preset, mode=a.inference_mode, fmt=getattr(a, "task_format", "open"), dataset=dataset,
                        revision=a.revision, augmented=augmented, output_dir=out, protocol=a.protocol,
@@ -213,10 +213,9 @@ def openai_main(argv: list[str] | None = None) -> int:
     _fixed_output(p)
 
     def backend(a) -> str:
-        provider = openai_provider() if a.provider == "auto" else a.provider
         from ..models.presets_api import BACKENDS
 
-        return BACKENDS[provider]
+        return BACKENDS[openai_provider() if a.provider == "auto" else a.provider]
 
     return _go(p, argv, "gpt-4o", backend=backend)
 

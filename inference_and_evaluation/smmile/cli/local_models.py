@@ -57,25 +57,21 @@ def add_local_flags(p: argparse.ArgumentParser, *, qwen_pixels: bool = False, vl
 
 
 def settings_from(a: argparse.Namespace) -> dict:
-    keys = {"dtype": "dtype", "device_map": "device_map", "attn_implementation": "attn_implementation",
-            "min_pixels": "min_pixels", "max_pixels": "max_pixels", "hf_cache_dir": "cache_dir",
-            "model_revision": "model_revision", "image_backend": "image_backend"}
-    out = {dst: getattr(a, src) for src, dst in keys.items() if getattr(a, src, None) is not None}
+    keys = ("dtype", "device_map", "attn_implementation", "min_pixels", "max_pixels", "hf_cache_dir", "model_revision",
+            "image_backend")
+    out = {("cache_dir" if k == "hf_cache_dir" else k): getattr(a, k) for k in keys if getattr(a, k, None) is not None}
     out["max_new_tokens"] = a.max_new_tokens
     if getattr(a, "backend", "hf") == "vllm":
         out["tensor_parallel_size"] = a.tensor_parallel_size
     return out
 
 
-def export_gpus(value: str | None) -> None:
-    """The originals exported their GPU flag as CUDA_VISIBLE_DEVICES."""
-    if value:
-        os.environ["CUDA_VISIBLE_DEVICES"] = value
-
-
 def preflight_checks(a: argparse.Namespace, script: str) -> None:
-    """Before any work: a variant the script cannot represent, the libraries, the --model-path folder, and CUDA
-    where the original required it (on this machine; with --engine ray, in the cluster)."""
+    """Before any work: the GPU flag exported as CUDA_VISIBLE_DEVICES (as the originals did), a variant the script
+    cannot represent, the libraries, the --model-path folder, and CUDA where the original required it (on this
+    machine; with --engine ray, in the cluster)."""
+    if a.gpu_devices:
+        os.environ["CUDA_VISIBLE_DEVICES"] = a.gpu_devices
     refuse_dropped_images(getattr(a, "dataset", None), script)
     preflight.require_stack(script)
     preflight.check_model_path(a.model_path)
@@ -89,13 +85,13 @@ def spec_for(a: argparse.Namespace, model: str, fmt: str, *, dataset=None, augme
              summary=None, extra: dict | None = None) -> RunSpec:
     dataset, augmented, out = fd.dataset_and_output(dataset, a.output_dir, augmented_flag)
     settings = {**settings_from(a), **(extra or {})}
+    vllm = getattr(a, "backend", "hf") == "vllm"
     return RunSpec(model=model, mode=a.inference_mode, fmt=fmt, dataset=dataset, revision=a.revision,
                    augmented=augmented, output_dir=out, protocol=a.protocol, open_suffix=open_suffix,
                    model_path=a.model_path, image_dir=Path(getattr(a, "image_dir", "../missing_images")),
                    shard=parse_shard(a.shard), batch_size=a.batch_size,
-                   backend=VLLM if getattr(a, "backend", "hf") == "vllm" else None,
-                   settings=settings, summary=summary,
-                   **engine_fields(a, settings, vllm=getattr(a, "backend", "hf") == "vllm"))
+                   backend=VLLM if vllm else None, settings=settings, summary=summary,
+                   **engine_fields(a, settings, vllm=vllm))
 
 
 def _common(p, *, mode_default="ICL", fmt_default="open", fmt=True) -> None:
@@ -104,7 +100,6 @@ def _common(p, *, mode_default="ICL", fmt_default="open", fmt=True) -> None:
         p.add_argument("--task_format", choices=FORMATS, default=fmt_default, help=fd.FORMAT_HELP)
 
 
-# -- inference_qwen.py ----------------------------------------------------------------------------------------------
 def qwen_main(argv: list[str] | None = None) -> int:
     p = fd.parser("Qwen2.5-VL 3B/7B/32B/72B on SMMILE (spec §3.1).")
     _common(p)
@@ -118,7 +113,6 @@ def qwen_main(argv: list[str] | None = None) -> int:
 
     def go() -> int:
         a = p.parse_args(argv)
-        export_gpus(a.gpu_devices)
         preflight_checks(a, "inference_qwen.py")
         sizes = ["3B", "7B", "32B", "72B"] if "all" in a.models else a.models
         rngs, code = Rngs(), 0
@@ -129,7 +123,6 @@ def qwen_main(argv: list[str] | None = None) -> int:
     return fd.guarded(go)
 
 
-# -- inference_llama32v.py / inference_medr1.py / inference_medgemma.py ---------------------------------------------
 def _fixed_dir_main(argv, *, script: str, description: str, model: str, mode_default="ICL", fmt_default="open",
                     gpu_default="0,1", vllm=True, vllm_note="", qwen_pixels=False) -> int:
     p = fd.parser(description + vllm_note)
@@ -143,7 +136,6 @@ def _fixed_dir_main(argv, *, script: str, description: str, model: str, mode_def
 
     def go() -> int:
         a = p.parse_args(argv)
-        export_gpus(a.gpu_devices)
         preflight_checks(a, script)
         return run(spec_for(a, model, a.task_format, dataset=a.dataset)).exit_code
 
@@ -170,7 +162,6 @@ def medgemma_main(argv: list[str] | None = None) -> int:
                            gpu_default="0")
 
 
-# -- inference_llava.py / inference_llava_mcqa.py ----------------------------------------------------------------------
 def _llava_parser(description: str, *, mcqa_script: bool, llava: bool) -> argparse.ArgumentParser:
     p = fd.parser(description)
     _common(p, fmt_default="mcqa", fmt=mcqa_script)
@@ -203,7 +194,6 @@ def _llava_main(argv, *, script: str, description: str, mcqa_script: bool, llava
 
     def go() -> int:
         a = p.parse_args(argv)
-        export_gpus(a.gpu_devices)
         preflight_checks(a, script)
         model = "llavamed" if llavamed else a.model_name
         fmt = a.task_format if mcqa_script else "open"
@@ -232,7 +222,6 @@ def llava_mcqa_main(argv: list[str] | None = None) -> int:
                        description="LLaVA family on SMMILE, open + MCQA (spec §3.6).")
 
 
-# -- inference_llavamed.py / inference_llavamed_mcqa.py --------------------------------------------------------------
 def llavamed_main(argv: list[str] | None = None) -> int:
     return _llava_main(argv, script="inference_llavamed.py", mcqa_script=False, llavamed=True,
                        description="LLaVA-Med v1.5 on SMMILE, open format (spec §3.7).")
@@ -243,7 +232,7 @@ def llavamed_mcqa_main(argv: list[str] | None = None) -> int:
                        description="LLaVA-Med v1.5 on SMMILE, open + MCQA (spec §3.8).")
 
 
-# -- `smmile run` additions ------------------------------------------------------------------------------------------
+# `smmile run`
 LOCAL_BACKENDS = {"hf": HF, "vllm": VLLM}
 
 
@@ -270,7 +259,6 @@ def local_model_settings(a: argparse.Namespace) -> dict:
     return {k: getattr(a, k) for k in keys if getattr(a, k, None) is not None}
 
 
-# -- --engine ray (runner/ray_engine.py) ----------------------------------------------------------------------------
 def add_engine_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("scale-out on Ray (docs/scale-out.md)")
     g.add_argument("--engine", choices=["local", "ray"], default="local",
