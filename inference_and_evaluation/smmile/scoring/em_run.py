@@ -1,12 +1,7 @@
-"""The work of ``evaluate_EM.py`` / ``smmile em``: exact-match scoring of every open-format result CSV (spec §4).
-
-Files are found by ``scoring.results`` (the original's glob patterns; identity from the run manifest,
-else the file name). Per file: ``<stem>_evaluation.json`` and a console report; with more than one
-result also ``model_comparison.txt`` (``model_comparison_model-<m>_mode-<m>.txt`` for a filtered run).
-A file that cannot be scored or is not whole (``scoring.results``) is reported on one stderr line and
-skipped (the original exited at the first bad file); an existing output holding results this run lacks
-is kept with a warning (``results.replace_output``); the exit status is then 1.
-"""
+"""The work of ``evaluate_EM.py`` / ``smmile em``: exact-match scoring of every open-format result CSV (spec §4):
+per file ``<stem>_evaluation.json`` and a console report, with more than one result ``model_comparison*.txt``.
+A file that cannot be scored is reported on one stderr line and skipped (the original exited at the first);
+an existing output holding results this run lacks is kept with a warning; the exit status is then 1."""
 
 from __future__ import annotations
 
@@ -21,10 +16,6 @@ from smmile.scoring.results import (Outcome, RunRecord, check_results_dir, find_
                                     replace_output, result_for_path, screened)
 
 
-def _problem_ids(text: str) -> set:
-    return set(json.loads(text)["problem_accuracies"])
-
-
 def score_file(result: RunRecord, strict: bool, outcome: Outcome, frame=None) -> dict | None:
     """Score one result, print its report, write its JSON; ``None`` if it was skipped (or its existing
     JSON, made from more problems, was kept)."""
@@ -37,7 +28,7 @@ def score_file(result: RunRecord, strict: bool, outcome: Outcome, frame=None) ->
     out = evaluation_json_path(result.path)
     try:
         kept = replace_output(out, json_text(stats), {str(pid) for pid in stats["problem_accuracies"]},
-                              _problem_ids, "problem(s)")
+                              lambda text: set(json.loads(text)["problem_accuracies"]), "problem(s)")
     except OSError as exc:
         outcome.fail(f"{result.path}: cannot write results ({exc.strerror or exc})")
         return None
@@ -50,10 +41,8 @@ def score_file(result: RunRecord, strict: bool, outcome: Outcome, frame=None) ->
 
 
 def score_files(files, strict: bool = False, outcome: Outcome | None = None) -> dict[str, dict]:
-    """Score ``files`` (``RunRecord``s or paths, identified by their manifest or name) in the given
-    order; ``"<scoring name>:<mode>" -> stats`` (a later file with the same key overwrites the earlier
-    one but keeps its position, like the original's dict). Files that are not whole
-    (``scoring.results``) are reported and skipped."""
+    """Score ``files`` (``RunRecord``s or paths) in the given order; ``"<scoring name>:<mode>" -> stats`` (a
+    later file with the same key overwrites the earlier one but keeps its position, like the original's dict)."""
     outcome = outcome if outcome is not None else Outcome()
     found = [f if isinstance(f, RunRecord) else result_for_path(f) for f in files]
     results: dict[str, dict] = {}
