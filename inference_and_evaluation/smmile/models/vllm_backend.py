@@ -174,17 +174,22 @@ class VLLMBackend(Backend):
                            "prompts": len(requests)})
         t0 = time.time()
         self.llm = self.llm or self._engine(vllm, engine)
+        self.deliver(work, on_done, t0, lambda: self.llm.generate(requests, vllm.SamplingParams(**params)),
+                     lambda ids: processor.tokenizer.decode(ids, skip_special_tokens=True))
+
+    def deliver(self, work, on_done, t0: float, call, full_text=None, extra: dict | None = None) -> None:
+        """Hand each output of `call()` (one engine call for the whole run) to `on_done`; if the call fails, every
+        problem fails with its error."""
         try:
-            outputs = self.llm.generate(requests, vllm.SamplingParams(**params))
+            outputs = call()
         except Exception as exc:  # noqa: BLE001 - every problem of the call failed
             for item, req in work:
                 on_done(item, Response(error=req.errors["other"].format(e=exc)))
             return
         seconds = (time.time() - t0) / len(work)
-        tok = processor.tokenizer
         for (item, _), out in zip(work, outputs):
             gen = out.outputs[0]
-            ids = list(out.prompt_token_ids or []) + list(gen.token_ids)
-            on_done(item, Response(text=gen.text, full_text=tok.decode(ids, skip_special_tokens=True), seconds=seconds,
-                                   usage={"input_tokens": len(out.prompt_token_ids or []),
-                                          "output_tokens": len(gen.token_ids)}))
+            prompt = list(out.prompt_token_ids or [])
+            on_done(item, Response(text=gen.text, full_text=full_text(prompt + list(gen.token_ids)) if full_text
+                                   else None, seconds=seconds, extra=dict(extra or {}),
+                                   usage={"input_tokens": len(prompt), "output_tokens": len(gen.token_ids)}))

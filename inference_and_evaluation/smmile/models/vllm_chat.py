@@ -13,7 +13,6 @@ from dataclasses import asdict
 from typing import Any
 
 from ..errors import UserError
-from .base import Response
 from .hf.generic import probe_inputs
 from .hf.probe import first_line, run_probe, template_and_limits
 from .vllm_backend import VLLMBackend
@@ -53,20 +52,9 @@ class VLLMChatBackend(VLLMBackend):
         conversations = [chat_messages(layout.apply(req.messages), req.load_images()) for _, req in work]
         self.calls.append({"engine": {k: v for k, v in engine.items() if k != "model"}, "sampling": params,
                            "prompts": len(conversations), "api": "LLM.chat"})
-        t0 = time.time()
-        try:
-            outputs = self.llm.chat(conversations, vllm.SamplingParams(**params), chat_template=template,
-                                    add_generation_prompt=True, use_tqdm=False)
-        except Exception as exc:  # noqa: BLE001 - every problem of the call failed
-            for item, req in work:
-                on_done(item, Response(error=req.errors["other"].format(e=exc)))
-            return
-        seconds = (time.time() - t0) / len(work)
-        for (item, _), out in zip(work, outputs):
-            gen = out.outputs[0]
-            on_done(item, Response(text=gen.text, seconds=seconds, extra={"layout": asdict(layout)},
-                                   usage={"input_tokens": len(out.prompt_token_ids or []),
-                                          "output_tokens": len(gen.token_ids)}))
+        self.deliver(work, on_done, time.time(), lambda: self.llm.chat(
+            conversations, vllm.SamplingParams(**params), chat_template=template, add_generation_prompt=True,
+            use_tqdm=False), extra={"layout": asdict(layout)})
 
     def prepare(self, work, processor, template: str, vllm, n_images: int):
         """The capability probe on the run's problem with the most images; the layout, or one line for ICL."""
