@@ -12,7 +12,6 @@ seed, so results do not depend on file order.
 from __future__ import annotations
 
 import logging
-import math
 import os
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -45,10 +44,6 @@ def clusters_for(ids, cluster: str):
     if cluster == "base" or (cluster == "auto" and statistics.has_permutations(ids)):
         return statistics.base_problem_ids(ids)
     return None
-
-
-def _pct(value: float) -> float:
-    return value * 100 if not math.isnan(value) else float("nan")
 
 
 def _estimand(weight: str, clusters) -> str:
@@ -84,11 +79,10 @@ def estimate(record: Record, n_boot: int, seed: int, cluster: str, level: float,
     ci = statistics.proportion_interval(scores.to_numpy(), clusters, weight, level)
     se_boot = statistics.bootstrap_se(scores.to_numpy(), clusters, weight, n_boot, seed)
     return {"model": record.model, "metric": record.metric, "mode": record.mode,
-            "estimand": _estimand(weight, clusters),
-            "weight": weight, "n_rows": ci.n, "n_problems": ci.n_clusters, "clustered": clusters is not None,
-            "accuracy": _pct(ci.estimate), "ci_low": _pct(ci.low), "ci_high": _pct(ci.high),
-            "ci_method": ci.method, "n_eff": ci.n_eff, "icc": ci.icc, "se": _pct(ci.se),
-            "se_bootstrap": _pct(se_boot), **counts, "failures": failures, "level": level, "n_boot": n_boot,
+            "estimand": _estimand(weight, clusters), "weight": weight, "n_rows": ci.n, "n_problems": ci.n_clusters,
+            "clustered": clusters is not None, "accuracy": 100 * ci.estimate, "ci_low": 100 * ci.low,
+            "ci_high": 100 * ci.high, "ci_method": ci.method, "n_eff": ci.n_eff, "icc": ci.icc, "se": 100 * ci.se,
+            "se_bootstrap": 100 * se_boot, **counts, "failures": failures, "level": level, "n_boot": n_boot,
             "seed": seed, "source": os.path.basename(record.source)}
 
 
@@ -215,17 +209,16 @@ def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto",
     result = statistics.paired_score(left, right, clusters, weight, level)
     diff = result.interval
     se_boot = statistics.bootstrap_se(left - right, clusters, weight, n_boot, seed)
-    row = {"estimand": _estimand(weight, clusters),
-           "weight": weight, "n_a": len(a.scores), "n_b": len(b.scores), "n_pairs": diff.n,
-           "n_problems": diff.n_clusters, "clustered": clusters is not None,
+    row = {"estimand": _estimand(weight, clusters), "weight": weight, "n_a": len(a.scores), "n_b": len(b.scores),
+           "n_pairs": diff.n, "n_problems": diff.n_clusters, "clustered": clusters is not None,
            "gold_mismatches": len(pairing.gold_mismatches), "gold_mismatches_included": bool(include_gold_mismatch),
            "n_failed_a": None if a.failures is None else int(failed_a.sum()),
            "n_failed_b": None if b.failures is None else int(failed_b.sum()),
            "failures": failures, "failure_pairs_excluded": dropped,
-           "accuracy_a": _pct(weighted_mean(left, clusters, weight)),
-           "accuracy_b": _pct(weighted_mean(right, clusters, weight)),
-           "difference": _pct(diff.estimate), "ci_low": _pct(diff.low), "ci_high": _pct(diff.high),
-           "ci_method": diff.method, "se": _pct(diff.se), "se_bootstrap": _pct(se_boot),
+           "accuracy_a": 100 * weighted_mean(left, clusters, weight),
+           "accuracy_b": 100 * weighted_mean(right, clusters, weight),
+           "difference": 100 * diff.estimate, "ci_low": 100 * diff.low, "ci_high": 100 * diff.high,
+           "ci_method": diff.method, "se": 100 * diff.se, "se_bootstrap": 100 * se_boot,
            "only_a_correct": result.only_a, "only_b_correct": result.only_b, "statistic": result.statistic,
            "p_value": result.p_value, "p_method": result.method, "p_holm": float("nan"), "significant": False,
            "level": level, "n_boot": n_boot, "seed": seed}

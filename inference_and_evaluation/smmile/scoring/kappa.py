@@ -30,16 +30,20 @@ def cohen_kappa(a, b) -> float:
     return (p_o - p_e) / (1 - p_e) if p_e < 1 else NAN
 
 
+def _rated(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The items with at least 2 ratings: their counts, n_i and P_i."""
+    n = counts.sum(axis=1)
+    counts, n = counts[n >= 2], n[n >= 2]
+    return counts, n, ((counts ** 2).sum(axis=1) - n) / (n * (n - 1))
+
+
 def fleiss_kappa(counts) -> float:
     """Fleiss' kappa from an items × categories matrix of rating counts, n_i raters per item (items with
     fewer than 2 left out): P_i = (Σ_j n_ij² − n_i) / (n_i(n_i − 1)), p_j = Σ_i n_ij / Σ_i n_i,
     P_e = Σ_j p_j²; κ = (mean P_i − P_e) / (1 − P_e), the textbook formula for a constant n."""
-    counts = np.asarray(counts, dtype=np.float64)
-    n = counts.sum(axis=1)
-    counts, n = counts[n >= 2], n[n >= 2]
+    counts, n, p_items = _rated(np.asarray(counts, dtype=np.float64))
     if len(n) == 0:
         return NAN
-    p_items = ((counts ** 2).sum(axis=1) - n) / (n * (n - 1))
     p_cat = counts.sum(axis=0) / n.sum()
     p_e = float((p_cat ** 2).sum())
     return (float(p_items.mean()) - p_e) / (1 - p_e) if p_e < 1 else NAN
@@ -58,10 +62,7 @@ def cohen_from_means(means) -> np.ndarray:
 
 def fleiss_columns(counts) -> np.ndarray:
     """Per item with ≥ 2 ratings (rows of an items × [zeros, ones] count matrix): ``[P_i, ones_i, n_i]``."""
-    counts = np.asarray(counts, dtype=np.float64).reshape(-1, 2)
-    n = counts.sum(axis=1)
-    counts, n = counts[n >= 2], n[n >= 2]
-    p_items = ((counts ** 2).sum(axis=1) - n) / (n * (n - 1)) if len(n) else np.empty(0)
+    counts, n, p_items = _rated(np.asarray(counts, dtype=np.float64).reshape(-1, 2))
     return np.column_stack([p_items, counts[:, 1], n])
 
 
