@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -251,53 +252,39 @@ def members_of(panel: list[JudgeSettings]) -> tuple[list[Member], dict]:
     return members, identity
 
 
-def _journal(m: Member, results_dir, cache: bool) -> Journal | None:
-    return Journal(m.settings.journal_path(results_dir), version=RESPONSES_FORMAT) if cache else None
-
-
-def estimate_judging(found: list[ResultFile], results_dir, settings: JudgeSettings, outcome: Outcome, *,
-                     cache: bool = True, overwrite: bool = False,
-                     panel: list[JudgeSettings] | None = None) -> list[tuple[Member, dict, int]]:
-    """``--dry-run``: per judge, ``ApiBackend.estimate`` of the requests ``judge_files`` would send and how many
-    it plans; sends nothing, writes nothing."""
-    from smmile.runner.executor import Executor
-
-    members, identity = members_of(panel or [settings])
-    jobs = check_existing(plan_files(found, members[0].settings, outcome), identity, overwrite, outcome)
-    out = []
-    for m in members:
-        work = judge_work(jobs, m.settings)
-        journal = _journal(m, results_dir, cache)
-        pending = Executor(journal, work).pending
-        if journal is not None and pending:
-            earlier = {r["key"] for r in earlier_replies(journal, work, results_dir, m.settings)}
-            pending = [k for k in pending if k not in earlier]
-        out.append((m, m.backend.estimate([work[k].request for k in pending]), len(work)))
-    return out
-
-
 def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, outcome: Outcome, *,
-                cache: bool = True, overwrite: bool = False, panel: list[JudgeSettings] | None = None) -> dict:
+                cache: bool = True, overwrite: bool = False, panel: list[JudgeSettings] | None = None,
+                estimates: list | None = None) -> dict:
     """Plan every file, refuse to replace another judge's results, send each distinct request once per judge
-    (``panel``: a jury, judged one judge after the other)."""
+    (``panel``: a jury, one judge after the other). ``estimates`` (``--dry-run``): filled per judge with (member,
+    ``ApiBackend.estimate`` of the requests it would send, requests planned); nothing is sent or written."""
     from smmile.runner.executor import Executor
 
     members, identity = members_of(panel or [settings])
-    for folder in sorted({str(results_dir)} | {str(r.path.parent) for r in found}):
+    dry = estimates is not None
+    for folder in [] if dry else sorted({str(results_dir)} | {str(r.path.parent) for r in found}):
         check_writable_dir(folder, "results folder")
-    with OutputLock(results_dir, f"LLM-judge scoring in {results_dir}"):
+    with nullcontext() if dry else OutputLock(results_dir, f"LLM-judge scoring in {results_dir}"):
         jobs = check_existing(plan_files(found, members[0].settings, outcome), identity, overwrite, outcome)
         for m in members:
             work = judge_work(jobs, m.settings)
-            journal = _journal(m, results_dir, cache)
-            if journal is not None and work:
-                for record in earlier_replies(journal, work, results_dir, m.settings):
-                    journal.append(record)
-                journal.close()
+            journal = Journal(m.settings.journal_path(results_dir), version=RESPONSES_FORMAT) if cache else None
             m.executor = Executor(journal, work)
+            journaled = journal is not None and m.executor.pending
+            earlier = earlier_replies(journal, work, results_dir, m.settings) if journaled else []
+            if dry:
+                adopted = {r["key"] for r in earlier}
+                pending = [work[k].request for k in m.executor.pending if k not in adopted]
+                estimates.append((m, m.backend.estimate(pending), len(work)))
+                continue
+            for record in earlier:
+                journal.append(record)
+            if earlier:
+                journal.close()
+                m.executor = Executor(journal, work)
             m.executor.run(m.backend)
         results = {}
-        for job in jobs:
+        for job in [] if dry else jobs:
             stats = finish_file(job, members, identity, outcome)
             if stats is not None:
                 results[f"{stats['model']}:{stats['inference_mode']}"] = stats
@@ -333,17 +320,16 @@ def visualize_file(result: ResultFile, outcome: Outcome) -> dict | None:
 def run_judge(results_dir: str | os.PathLike, settings: JudgeSettings, *, model: str | None = None,
               mode: str | None = None, visualize_only: bool = False, cache: bool = True,
               overwrite: bool = False, panel: list[JudgeSettings] | None = None, estimates: list | None = None) -> int:
-    """Judge the results in ``results_dir`` (the command's flags); ``panel``: a jury's judges; ``estimates``: a
-    list to fill with ``estimate_judging``'s instead (``--dry-run``). 0 when every file was judged, 1 when none
-    was found or some were skipped or kept."""
+    """Judge the results in ``results_dir`` (the command's flags; ``estimates``: ``judge_files``'). 0 when every
+    file was judged, 1 when none was found or some were skipped or kept."""
     check_results_dir(results_dir)
     found = find_result_files(results_dir, judge_patterns(model, mode), model, mode)
     if not found:
         return 1
     outcome = Outcome()
     if estimates is not None:
-        estimates += estimate_judging(found, results_dir, settings, outcome, cache=cache, overwrite=overwrite,
-                                      panel=panel)
+        judge_files(found, results_dir, settings, outcome, cache=cache, overwrite=overwrite, panel=panel,
+                    estimates=estimates)
         return outcome.exit_code
     if visualize_only:
         refuse_if_none_known(found)

@@ -351,9 +351,9 @@ class Outcome:
         return 1 if self.failed else 0
 
     def summary(self) -> str | None:
-        if not self.failed:
-            return None
-        return f"{len(self.failed)} file(s) skipped or output(s) kept because of errors (see above)."
+        if self.failed:
+            return f"{len(self.failed)} file(s) skipped or output(s) kept because of errors (see above)."
+        return None
 
 
 def refuse_if_none_known(found: list[RunRecord]) -> None:
@@ -413,17 +413,11 @@ def _per_problem(scores: pd.Series, path, warn) -> pd.Series:
     return scores.groupby(level=0, sort=False).mean()
 
 
-def _gold(frame: pd.DataFrame) -> pd.Series | None:
-    if "true_answer" not in frame.columns:
-        return None
-    ids = frame["problem_id"].astype(str)
-    return pd.Series(frame["true_answer"].to_numpy(), index=ids).groupby(level=0, sort=False).first()
-
-
 def result_records(result: RunRecord, frame: pd.DataFrame, warn=None) -> list[Record]:
     """The records of one result: MCQA, or EM plus the judge when it was run."""
     warn = warn or log.warning
-    gold = _gold(frame)
+    gold = None if "true_answer" not in frame.columns else pd.Series(
+        frame["true_answer"].to_numpy(), index=frame["problem_id"].astype(str)).groupby(level=0, sort=False).first()
     failures = metrics.failure_series(frame, result).groupby(level=0, sort=False).first()
     records = []
     for metric in metrics.metrics_for(result.fmt):
@@ -444,7 +438,7 @@ def result_records(result: RunRecord, frame: pd.DataFrame, warn=None) -> list[Re
     return records
 
 
-def judge_only_records(directory: str, found: list[RunRecord], warn, inform=None) -> list[Record]:
+def judge_only_records(directory: str, found: list[RunRecord], warn, inform) -> list[Record]:
     """Judge JSONs whose result CSV is missing, scored from their ``problem_accuracies`` with a warning (failures
     and gold answers unknown); one without them is named as left out."""
     have = {os.path.abspath(naming.evaluationllm_json_path(r.csv)) for r in found}
@@ -464,7 +458,7 @@ def judge_only_records(directory: str, found: list[RunRecord], warn, inform=None
             warn(f"warning: {json_path}: judge results without their result CSV "
                  f"({'no 0-shot/ICL mode' if result.mode not in MODES else 'no problem_accuracies'}); left out")
             continue
-        (inform or warn)(f"warning: {json_path}: no result CSV ({os.path.basename(csv_path)}); the judge metric is "
+        inform(f"warning: {json_path}: no result CSV ({os.path.basename(csv_path)}); the judge metric is "
                          f"scored from the JSON's problem_accuracies ({len(scores)} problems); failures and gold "
                          "answers unknown")
         scores = _per_problem(scores, json_path, warn)
@@ -508,7 +502,6 @@ class ResultSet:
         return os.fspath(self.path)
 
     def index(self) -> dict[tuple[str, str, str], Record]:
-        """(model, metric, mode) -> record."""
         return {(r.model, r.metric, r.mode): r for r in self.records}
 
 
