@@ -29,9 +29,8 @@ OnDone = Callable[[Item, Response], None]
 
 def resolve_settings(preset, spec, family_default: GenerationSettings | None = None
                      ) -> tuple[dict, GenerationSettings]:
-    """The run's settings, merged in this one place: (loading/transport/family settings, generation settings).
-
-    Precedence: flags (`spec.settings`) over the preset over the family's faithful generation default."""
+    """(loading/transport/family settings, generation settings), merged in this one place: flags (`spec.settings`)
+    over the preset over the family's faithful generation default."""
     gen_preset, rest_preset = split_settings(preset.settings if preset else {})
     gen_flags, rest_flags = split_settings(spec.settings if spec else {})
     generation = resolve_generation(family_default or GenerationSettings(), gen_preset, gen_flags)
@@ -39,10 +38,8 @@ def resolve_settings(preset, spec, family_default: GenerationSettings | None = N
 
 
 class Backend:
-    """Runs requests. `generate` must call `on_done` once per item, as each completes.
-
-    `settings` (loading, transport) and `generation` come resolved from the runner (`resolve_settings`);
-    a backend built on its own (tests, tools) resolves them the same way."""
+    """Runs requests. `generate` must call `on_done` once per item, as each completes. `settings` and `generation`
+    come resolved from the runner; a backend built on its own (tests, tools) resolves them the same way."""
 
     name = "backend"
 

@@ -32,13 +32,6 @@ def names() -> list[str]:
     return sorted(PRESETS)
 
 
-def _registered_preset(name: str) -> Preset | None:
-    try:
-        return get(name)
-    except UserError:
-        return None
-
-
 def identity_from_manifest(manifest: dict) -> ModelIdentity | None:
     """A run manifest's model identity, or None when it names no model.
 
@@ -52,9 +45,11 @@ def identity_from_manifest(manifest: dict) -> ModelIdentity | None:
     if found:
         return found
     preset = model.get("preset")
-    registered = _registered_preset(preset) if isinstance(preset, str) and preset else None
-    if registered is not None:
-        return registered.identity
+    if isinstance(preset, str) and preset:
+        try:
+            return get(preset).identity
+        except UserError:
+            pass
     model_id = model.get("model_id") if isinstance(model.get("model_id"), str) else None
     tag = model.get("tag")
     if isinstance(tag, str) and tag:

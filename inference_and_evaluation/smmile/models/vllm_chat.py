@@ -13,18 +13,12 @@ from dataclasses import asdict
 from typing import Any
 
 from ..errors import UserError
+from .hf.encode import with_images
 from .hf.generic import probe_inputs
 from .hf.probe import first_line, run_probe, template_and_limits
 from .vllm_backend import VLLMBackend
 
 PROBE_LOGPROBS = 20
-
-
-def chat_messages(messages: list[dict], images: list) -> list[dict]:
-    """OpenAI-shaped messages for `LLM.chat`: each image placeholder becomes the next PIL image."""
-    it = iter(images)
-    return [{**m, "content": [{"type": "image_pil", "image_pil": next(it)} if p.get("type") == "image" else p
-                              for p in m["content"]]} for m in messages]
 
 
 class VLLMChatBackend(VLLMBackend):
@@ -49,7 +43,7 @@ class VLLMChatBackend(VLLMBackend):
                             f"{first_line(exc)}{hint}") from None
         layout = self.prepare(work, processor, template, vllm, n_images)
         params = self.sampling(work[0][1].gen)
-        conversations = [chat_messages(layout.apply(req.messages), req.load_images()) for _, req in work]
+        conversations = [with_images(layout.apply(req.messages), req.load_images(), "image_pil") for _, req in work]
         self.calls.append({"engine": {k: v for k, v in engine.items() if k != "model"}, "sampling": params,
                            "prompts": len(conversations), "api": "LLM.chat"})
         self.deliver(work, on_done, time.time(), lambda: self.llm.chat(
@@ -67,7 +61,7 @@ class VLLMChatBackend(VLLMBackend):
 
         def score(messages, images):
             params = vllm.SamplingParams(max_tokens=1, temperature=0.0, logprobs=PROBE_LOGPROBS)
-            out = self.llm.chat([chat_messages(messages, images)], params, chat_template=template,
+            out = self.llm.chat([with_images(messages, images, "image_pil")], params, chat_template=template,
                                 add_generation_prompt=True, use_tqdm=False)[0]
             return {tok: lp.logprob for tok, lp in out.outputs[0].logprobs[0].items()}
 

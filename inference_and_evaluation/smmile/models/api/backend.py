@@ -77,7 +77,6 @@ class ApiBackend(Backend):
 
             supported(self)  # --batch on a backend without a batch API: refused before any work
 
-    # -- provider hooks -------------------------------------------------------------------------
     def client_args(self) -> dict:
         return {}
 
@@ -113,7 +112,6 @@ class ApiBackend(Backend):
             if asyncio.iscoroutine(result):
                 await result
 
-    # -- request preparation --------------------------------------------------------------------
     def encode(self, req: ChatRequest) -> dict[int, Encoded]:
         refs = req.images()
         side = self.max_image_side
@@ -155,16 +153,14 @@ class ApiBackend(Backend):
         """The output-token cap sent with `req` (None: none, the server decides)."""
         return req.max_tokens or self.default_max_tokens
 
-    # -- messages: one line each, through the run's progress when it has one
     def _note(self, text: str) -> None:
         (self.note or log.warning)(text)
 
-    note = None  # set by the runner to its progress' line writer
+    note = None  # set by the runner to its progress' line writer: messages go with the progress
 
     def progress_detail(self) -> str:
         return self.limiter.describe()
 
-    # -- one request with retries
     async def call(self, client: Any, wire: dict, budget: float | None = None) -> tuple[str, dict, Failure | None, int]:
         """`budget`: the request's estimated cost, reserved against --max-cost when its first attempt is launched
         (a request that no longer fits raises OverBudget before anything is sent)."""
@@ -244,7 +240,6 @@ class ApiBackend(Backend):
             return Response(error=req.error_format.format(e=failure.message), usage=usage, seconds=seconds, extra=extra)
         return Response(text=text, usage=usage, seconds=seconds, extra=extra)
 
-    # -- the run
     def count_journaled(self, records) -> None:
         """Called by the executor with the journal's records of this output: the budget counts what they cost."""
         self.meter.count_journaled(records)

@@ -38,20 +38,16 @@ def encode_chat(processor, model, reqs: list[HFRequest]) -> dict:
     return processor(text=texts, padding=True, return_tensors="pt", **kwargs, **reqs[0].processor_kwargs)
 
 
-def _with_images(messages: list[dict], images: list) -> list[dict]:
+def with_images(messages: list[dict], images: list, kind: str = "image") -> list[dict]:
+    """Each image placeholder replaced by the next image, as the part `{"type": kind, kind: image}`."""
     it = iter(images)
-    out = []
-    for m in messages:
-        content = m["content"]
-        if isinstance(content, list):
-            content = [{"type": "image", "image": next(it)} if p.get("type") == "image" else p for p in content]
-        out.append({**m, "content": content})
-    return out
+    return [{**m, "content": [{"type": kind, kind: next(it)} if p.get("type") == "image" else p for p in m["content"]]
+             if isinstance(m["content"], list) else m["content"]} for m in messages]
 
 
 def encode_chat_tokenize(processor, model, reqs: list[HFRequest]) -> dict:
     """apply_chat_template(tokenize=True) with the images inside the messages (MedGemma)."""
-    convs = [_with_images(r.messages, r.load_images()) for r in reqs]
+    convs = [with_images(r.messages, r.load_images()) for r in reqs]
     return processor.apply_chat_template(convs, add_generation_prompt=True, tokenize=True, return_dict=True,
                                          return_tensors="pt", processor_kwargs=dict(reqs[0].processor_kwargs))
 

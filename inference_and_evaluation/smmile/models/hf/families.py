@@ -54,8 +54,7 @@ class LocalFamily(Family):
         return converter(self.protocol, self.pinned_rgb)
 
 
-# -- Qwen2.5-VL (§3.1) -------------------------------------------------------------------------------------------
-class QwenFamily(LocalFamily):
+class QwenFamily(LocalFamily):  # spec §3.1
     name = "qwen2.5-vl"
     output_key = "qwen"
     mcqa_template = "A"
@@ -66,8 +65,7 @@ class QwenFamily(LocalFamily):
         return super().image_step() if self.corrected else qwen_4_51_step
 
 
-# -- Llama-3.2-Vision (§3.2) --------------------------------------------------------------------------------------
-class Llama32VFamily(LocalFamily):
+class Llama32VFamily(LocalFamily):  # spec §3.2
     name = "llama-3.2-vision"
     output_key = "llama32v"
     mcqa_template = "B"
@@ -76,8 +74,7 @@ class Llama32VFamily(LocalFamily):
     nested_images = True
 
 
-# -- MedGemma (§3.4) ----------------------------------------------------------------------------------------------
-class MedGemmaFamily(LocalFamily):
+class MedGemmaFamily(LocalFamily):  # spec §3.4
     name = "medgemma"
     output_key = "medgemma"
     mcqa_template = "C"
@@ -90,8 +87,7 @@ class MedGemmaFamily(LocalFamily):
         return req
 
 
-# -- MedVLM-R1 (§3.3) ---------------------------------------------------------------------------------------------
-class MedR1Family(LocalFamily):
+class MedR1Family(LocalFamily):  # spec §3.3
     name = "medvlm-r1"
     output_key = "medr1"
 
@@ -113,8 +109,7 @@ class MedR1Family(LocalFamily):
                          single_bos=self.corrected)
 
 
-# -- LLaVA family (§3.5 open script, §3.6 _mcqa script) -----------------------------------------------------------
-class LlavaFamily(LocalFamily):
+class LlavaFamily(LocalFamily):  # spec §3.5, §3.6
     """`script="open"`: inference_llava.py; `script="mcqa"`: inference_llava_mcqa.py."""
 
     SETTINGS = ("protocol", "script")

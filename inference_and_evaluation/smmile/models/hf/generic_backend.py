@@ -39,14 +39,12 @@ class GenericHFBackend(HFBackend):
         self.layout = None
         self.info.update(chat_template=None, capabilities=None, image_limits=None)
 
-    # -- loading ----------------------------------------------------------------------------------------------------
     def model_class(self, **hub):
         """The chat template is checked here, before any weight is read; then the class that loads the weights."""
         self.template, record = template_and_limits(self.processor, str(self.path))
         self.info.update(record)
         return model_class_for(self.path, **hub)
 
-    # -- probe, then generation -------------------------------------------------------------------------------------
     def generate(self, work, on_done) -> None:
         if not work:
             return

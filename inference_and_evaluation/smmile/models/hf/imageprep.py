@@ -14,10 +14,6 @@ DROP_ALPHA = "drop-alpha"  # transformers <= 4.51 convert_to_rgb / load_image: c
 WHITE = "white"  # composited on white: Mllama's converter in 4.51, transformers 5, `--protocol corrected`
 
 
-def has_transparency(img) -> bool:
-    return "A" in img.getbands() or img.info.get("transparency") is not None
-
-
 def drop_alpha(img):
     """convert("RGB") as transformers <= 4.51 did; the transparency note PIL keeps is dropped, as 4.x ignored it."""
     out = img if img.mode == "RGB" else img.convert("RGB")
@@ -31,7 +27,7 @@ def on_white(img):
     """Transparent pixels composited onto white (transformers 5's convert_to_rgb); other images unchanged."""
     from PIL import Image
 
-    if not has_transparency(img):
+    if "A" not in img.getbands() and img.info.get("transparency") is None:
         return img
     rgba = img.convert("RGBA")
     return Image.alpha_composite(Image.new("RGBA", rgba.size, (255, 255, 255, 255)), rgba).convert("RGB")
@@ -62,14 +58,10 @@ def converter(protocol: str, pinned: str):
     return on_white_step if protocol == "corrected" or pinned == WHITE else drop_alpha_step
 
 
-# -- qwen-vl-utils 0.0.11 (MedVLM-R1) -------------------------------------------------------------------------------
-QWEN_VL_UTILS = {"factor": 28, "min_pixels": 4 * 28 * 28, "max_pixels": 16384 * 28 * 28, "max_ratio": 200}
-
-
 def smart_resize(height: int, width: int, factor: int = 28, min_pixels: int = 4 * 28 * 28,
                  max_pixels: int = 16384 * 28 * 28) -> tuple[int, int]:
     """qwen-vl-utils 0.0.11: sides to multiples of `factor`, pixel count within [min_pixels, max_pixels]."""
-    if max(height, width) / min(height, width) > QWEN_VL_UTILS["max_ratio"]:
+    if max(height, width) / min(height, width) > 200:
         ratio = max(height, width) / min(height, width)
         raise ValueError(f"absolute aspect ratio must be smaller than 200, got {ratio}")
     h_bar = max(factor, round(height / factor) * factor)

@@ -14,10 +14,6 @@ log = logging.getLogger("smmile.hf")
 _warned: set[str] = set()
 
 
-def _is_torchvision_error(exc: BaseException) -> bool:
-    return "torchvision" in str(exc).lower()
-
-
 IMAGE_BACKENDS = ("pil", "torchvision", "auto")
 
 
@@ -39,18 +35,17 @@ def load_processor(path: str, *, image_backend: str = "auto", min_pixels: int | 
     backend (AutoProcessor cannot take it: transformers 5 would hand it to the tokenizer and the video processor)."""
     from transformers import AutoProcessor
 
-    kwargs = {k: v for k, v in dict(min_pixels=min_pixels, max_pixels=max_pixels).items() if v}
     try:
         proc = AutoProcessor.from_pretrained(path, **hub)
     except (ImportError, ValueError) as exc:
-        if not _is_torchvision_error(exc):
+        if "torchvision" not in str(exc).lower():
             raise
         proc = image_only_processor(path, image_backend, **hub)
     else:
         if image_backend != "auto":
             proc.image_processor = load_image_processor(path, image_backend, **hub)
-    if kwargs:
-        set_pixel_limits(proc.image_processor, **kwargs)
+    if min_pixels or max_pixels:
+        set_pixel_limits(proc.image_processor, min_pixels, max_pixels)
     return proc
 
 
@@ -60,9 +55,8 @@ def load_image_processor(path: str, image_backend: str, **hub):
 
     if image_backend == "auto":
         return AutoImageProcessor.from_pretrained(path, **hub)
-    if transformers_major() >= 5:
-        return AutoImageProcessor.from_pretrained(path, backend=image_backend, **hub)
-    return AutoImageProcessor.from_pretrained(path, use_fast=image_backend == "torchvision", **hub)
+    pick = {"backend": image_backend} if transformers_major() >= 5 else {"use_fast": image_backend == "torchvision"}
+    return AutoImageProcessor.from_pretrained(path, **pick, **hub)
 
 
 def backend_of(image_processor) -> str:
@@ -113,14 +107,6 @@ def _read_json(path: str, name: str, **hub) -> dict:
         return {}
 
 
-def _chat_template(path: str, tokenizer, **hub) -> str | None:
-    local = Path(path) / "chat_template.jinja"
-    if local.is_file():
-        return local.read_text()
-    data = _read_json(path, "chat_template.json", **hub)
-    return data.get("chat_template") or getattr(tokenizer, "chat_template", None)
-
-
 def image_only_processor(path: str, image_backend: str = "auto", **hub):
     """The checkpoint's processor class built without its (torchvision-only) video processor."""
     from unittest import mock
@@ -139,6 +125,9 @@ def image_only_processor(path: str, image_backend: str = "auto", **hub):
              if k not in ("processor_class", "image_processor", "video_processor", "chat_template")}
     tokenizer = AutoTokenizer.from_pretrained(path, **hub)
     image_processor = load_image_processor(path, image_backend, **hub)
+    jinja = Path(path) / "chat_template.jinja"
+    template = jinja.read_text() if jinja.is_file() else (
+        _read_json(path, "chat_template.json", **hub).get("chat_template") or getattr(tokenizer, "chat_template", None))
     with mock.patch.object(ProcessorMixin, "check_argument_for_proper_class", lambda self, name, arg: None):
-        return cls(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
-                   chat_template=_chat_template(path, tokenizer, **hub), **extra)
+        return cls(image_processor=image_processor, tokenizer=tokenizer, video_processor=None, chat_template=template,
+                   **extra)

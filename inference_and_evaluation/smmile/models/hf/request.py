@@ -29,11 +29,7 @@ class HFRequest:
     errors: dict = field(default_factory=lambda: dict(ERRORS_PLAIN))
 
     def load_images(self) -> list:
-        out = []
-        for i, ref in enumerate(self.images):
-            img = ref.load()
-            out.append(self.prep(i, img) if self.prep else img)
-        return out
+        return [self.prep(i, ref.load()) if self.prep else ref.load() for i, ref in enumerate(self.images)]
 
     def size_hint(self) -> int:
         """Cheap prompt-length estimate for sorting a batch window (text chars + per-image weight)."""
