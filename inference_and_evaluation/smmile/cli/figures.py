@@ -10,6 +10,7 @@ from ..report.workers import default_workers
 from ..report.figures_only import FiguresRequest, write_figures
 from ..plotting import SIZES
 from . import common as fd
+from .report import FIGURE_SIZE_HELP
 
 INTERRUPTED = "interrupted: figure files already written are complete; run the same command again for the rest"
 
@@ -23,9 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     fd.add_resampling_flags(parser)
     parser.add_argument("--flags", nargs="*", help="stratification flags to plot (default: all)")
     parser.add_argument("--formats", default="png,svg", help="comma-separated: png and/or svg")
-    parser.add_argument("--figure-size", choices=list(SIZES), default="page",
-                        help="page: as the report shows them (text at least 9 pt); paper: one column, 3.3 in "
-                             "wide, 7-8 pt text; slide: 16:9 (10 x 5.6 in, 13-16 pt text)")
+    parser.add_argument("--figure-size", choices=list(SIZES), default="page", help=FIGURE_SIZE_HELP)
     parser.add_argument("--jobs", type=int, default=default_workers(), help="worker processes")
     parser.add_argument("--force", action="store_true",
                         help="write into an existing folder that an earlier `smmile figures` did not write")

@@ -10,6 +10,8 @@ from ..report.page import ReportRequest, run_report
 from ..plotting import SIZES
 from . import common as fd
 
+FIGURE_SIZE_HELP = ("page: as the report shows them (text at least 9 pt); paper: one column, 3.3 in wide, 7-8 pt text; "
+                    "slide: 16:9 (10 x 5.6 in, 13-16 pt text)")
 INTERRUPTED = ("interrupted: the report was not written (figure files already written are complete); "
                "run the same command again to build it")
 
@@ -43,9 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     fd.add_resampling_flags(parser, "interval level; significance is Holm-adjusted p < 1 - level with the "
                                     "interval excluding 0")
     parser.add_argument("--formats", default="png,svg", help="figure formats, comma-separated: png and/or svg")
-    parser.add_argument("--figure-size", choices=list(SIZES), default="page",
-                        help="page: as the report shows them (text at least 9 pt); paper: one column, 3.3 in "
-                             "wide, 7-8 pt text; slide: 16:9 (10 x 5.6 in, 13-16 pt text)")
+    parser.add_argument("--figure-size", choices=list(SIZES), default="page", help=FIGURE_SIZE_HELP)
     parser.add_argument("--jobs", type=int, default=default_workers(),
                         help="worker processes for figures and thumbnails (1: draw in this process)")
     parser.add_argument("--force", action="store_true",

@@ -18,9 +18,7 @@ from smmile.report import manifests, names
 from smmile.scoring import estimates as est, statistics, stratify, tables
 from smmile.scoring.results import ResultSet, load_records, load_results
 
-STRAT_KINDS = ("em", "llm")
 VARIANCE_TABLE = "evaluation_results.txt"  # variance_analysis.py's default --output
-DEFAULT_LABELS = ("SMMILE", "SMMILE++")
 
 
 @dataclass
@@ -108,7 +106,7 @@ def load_stratification(results_dir: str, warnings: list, permuted: bool = False
     """stratify's ``model_stratification_<kind>.json`` and an interval per stratum: from its complete ``_ci``
     file, else from the plain file, which counts rows (for SMMILE++ a warning says so)."""
     plain, with_ci = {}, {}
-    for kind in STRAT_KINDS:
+    for kind in ("em", "llm"):
         path = os.path.join(results_dir, f"model_stratification_{kind}.json")
         data = _read_json(path, warnings) if os.path.exists(path) else None
         if not data or not all(isinstance(v, dict) for v in data.values()):
@@ -127,7 +125,7 @@ def load_stratification(results_dir: str, warnings: list, permuted: bool = False
 
 def default_label(records: list, taken: set, results_dir: str) -> str:
     permuted = any(statistics.has_permutations(r.scores.index) for r in records)
-    label = DEFAULT_LABELS[1] if permuted else DEFAULT_LABELS[0]
+    label = "SMMILE++" if permuted else "SMMILE"
     if label in taken:
         label = os.path.basename(os.path.abspath(results_dir)) or label
     while label in taken:

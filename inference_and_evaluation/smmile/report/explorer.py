@@ -94,17 +94,16 @@ class Images:
     def index(self, ref) -> int:
         return -1 if ref is None else self._index[ref.digest]
 
-    def make(self, sources: list, pool, full_dir: str | None = None) -> None:
+    def make(self, sources: list, pool, full_dir: str) -> None:
         """The thumbnails, made on ``pool`` while ``sources`` are read again (at most IN_FLIGHT chunks wait at
-        once); with ``full_dir``, the full-resolution images written there and stale files there removed."""
+        once), and the full-resolution images in ``full_dir`` (stale files there removed)."""
         from smmile.data.load import iter_records
         from smmile.data.schema import image_of
 
         pending: deque = deque()
         chunk: dict[bytes, bytes] = {}
         queued: set = set()
-        if full_dir is not None:
-            os.makedirs(full_dir, exist_ok=True)
+        os.makedirs(full_dir, exist_ok=True)
 
         def send() -> None:
             pending.append((list(chunk), pool.submit(partial(thumbnails, full_dir=full_dir), list(chunk.items()))))
@@ -126,8 +125,7 @@ class Images:
             send()
         while pending:
             self._collect(*pending.popleft())
-        if full_dir is not None:
-            remove_unnamed(full_dir, set(self._full.values()))
+        remove_unnamed(full_dir, set(self._full.values()))
 
     def _collect(self, digests: list, handle) -> None:
         for digest, (uri, full) in zip(digests, handle.result()):
@@ -163,7 +161,7 @@ def _upright(img, orientation):
     return img.transpose(method) if method is not None else img
 
 
-def thumbnails(chunk: list[tuple[bytes, bytes]], full_dir: str | None = None) -> list[tuple[str, str]]:
+def thumbnails(chunk: list[tuple[bytes, bytes]], full_dir: str) -> list[tuple[str, str]]:
     """Per ``(digest, encoded image)``: its JPEG thumbnail's data URI and the name of its full-resolution file
     in ``full_dir`` ("" when the image is no larger than its thumbnail)."""
     from PIL import Image
@@ -183,7 +181,7 @@ def thumbnails(chunk: list[tuple[bytes, bytes]], full_dir: str | None = None) ->
             out.append(("", ""))
             continue
         full = ""
-        if full_dir is not None and max(size) > THUMB_SIZE:
+        if max(size) > THUMB_SIZE:
             try:
                 full = full_image(digest, data, size, fmt, full_dir)
             except Exception:  # the thumbnail is still shown
@@ -377,11 +375,10 @@ def result_entries(rset, set_index: int, models: dict, strings: Strings, problem
     for record in rset.records:
         by_source.setdefault(record.source, (record, {}))[1][record.metric] = record.scores
     results, answers, from_csv, prompts = [], {}, {}, {}
-    runs = getattr(rset, "runs", {}) or {}
     for source in sorted(by_source):
         record, scores = by_source[source]
         fmt = record.result.fmt if record.result is not None else ("mcqa" if "MCQA" in scores else "open")
-        info = runs.get(os.path.basename(source))
+        info = rset.runs.get(os.path.basename(source))
         if fmt == "mcqa":
             found, judges = mcqa_answers(record.frame, scores, strings), []
         else:

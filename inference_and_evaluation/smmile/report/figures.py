@@ -40,10 +40,6 @@ def _n_text(rows: list[dict], clustered: bool) -> str:
     return f"n = {span(r.get('n_problems', r.get('n_rows')) for r in rows)} problems"
 
 
-def _job(kind: str, spec: dict, out: str, name: str, formats) -> dict:
-    return {"kind": kind, "spec": spec, "out": out, "name": name, "formats": list(formats)}
-
-
 def heatmap_panels(panels: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
     """The heatmap's panels without the strata too small to read (or empty) for every model, and the
     ``(panel title, column)`` left out (the table under the figure lists them)."""
@@ -60,7 +56,7 @@ def heatmap_panels(panels: list[dict]) -> tuple[list[dict], list[tuple[str, str]
 
 
 # -- per results folder -----------------------------------------------------------------------------
-def accuracy_jobs(rset, prefix: str, level: float, out: str, formats) -> list[tuple[Figure, dict]]:
+def accuracy_jobs(rset, level: float) -> list[tuple[Figure, str, dict]]:
     found = []
     for metric in names.METRICS:
         rows = [r for r in rset.estimates if r["metric"] == metric and not math.isnan(r["accuracy"])]
@@ -77,12 +73,11 @@ def accuracy_jobs(rset, prefix: str, level: float, out: str, formats) -> list[tu
                 "series": series, "title": title, "ylabel": "accuracy (%)",
                 "n_baselines": sum(m in names.BASELINES for m in models),
                 "ci_label": f"{_pct_level(level)} CI" + (" (cluster bootstrap by base problem)" if clustered else "")}
-        key = f"{prefix}accuracy_{metric.lower()}"
-        found.append((Figure(key, ("main", rset.slug), title), _job("bars", spec, out, key, formats)))
+        found.append((Figure(f"{rset.slug}_accuracy_{metric.lower()}", ("main", rset.slug), title), "bars", spec))
     return found
 
 
-def gain_jobs(rset, prefix: str, level: float, out: str, formats) -> list[tuple[Figure, dict]]:
+def gain_jobs(rset, level: float) -> list[tuple[Figure, str, dict]]:
     if not rset.gains:
         return []
     rows = [{"label": names.display(g["model_a"]), "panel": names.metric(g["metric"]), "estimate": g["difference"],
@@ -92,8 +87,7 @@ def gain_jobs(rset, prefix: str, level: float, out: str, formats) -> list[tuple[
     title = f"ICL − 0-shot per model, paired {_pct_level(level)} CI ({rset.label})"
     spec = {"rows": rows, "labels": models, "panels": panels, "title": title, "xlabel": "difference (pp)",
             "significance": f"significant (Holm p < {1 - level:g} and CI excludes 0)"}
-    key = f"{prefix}icl_gain"
-    return [(Figure(key, ("gain", rset.slug), title), _job("forest", spec, out, key, formats))]
+    return [(Figure(f"{rset.slug}_icl_gain", ("gain", rset.slug), title), "forest", spec)]
 
 
 def _label_order(labels: list, counts: dict) -> list:
@@ -162,7 +156,7 @@ def strata_unit(rset) -> str:
     return "rows" if counted_in_rows(rset) else "base problems" if rset.permuted else "problems"
 
 
-def strata_jobs(rset, prefix: str, out: str, formats) -> list[tuple[Figure, dict]]:
+def strata_jobs(rset) -> list[tuple[Figure, str, dict]]:
     """A heatmap per metric and flag, without the strata too small for every model (none when all are)."""
     found = []
     unit = strata_unit(rset)
@@ -178,13 +172,13 @@ def strata_jobs(rset, prefix: str, out: str, formats) -> list[tuple[Figure, dict
             spec = {"panels": shown, "rows": [names.display(m) for m in models], "title": title,
                     "small_label": f"fewer than {stratify.MIN_PROBLEMS} {unit} for this model: too few to read, "
                                    "value in the table"}
-            key = f"{prefix}stratification_{kind}_{flag}"
-            found.append((Figure(key, ("strat", rset.slug, kind, flag), title), _job("heatmap", spec, out, key, formats)))
+            key = f"{rset.slug}_stratification_{kind}_{flag}"
+            found.append((Figure(key, ("strat", rset.slug, kind, flag), title), "heatmap", spec))
     return found
 
 
 # -- across folders and analyses ---------------------------------------------------------------------
-def sets_jobs(data, out: str, formats) -> list[tuple[Figure, dict]]:
+def sets_jobs(data) -> list[tuple[Figure, str, dict]]:
     """Per metric, each later folder's change from the first as the side-by-side table gives it, one panel per
     mode; a model missing from a folder gets a "no result" mark."""
     if len(data.sets) < 2:
@@ -214,12 +208,11 @@ def sets_jobs(data, out: str, formats) -> list[tuple[Figure, dict]]:
         spec = {"rows": rows, "labels": [names.display(m) for m in models], "panels": modes,
                 "series": later if len(later) > 1 else [], "title": title, "xlabel": "paired change (pp)",
                 "significance": "significant (shaded in the table)"}
-        key = f"sets_{metric.lower()}"
-        found.append((Figure(key, ("sets", metric), title), _job("forest", spec, out, key, formats)))
+        found.append((Figure(f"sets_{metric.lower()}", ("sets", metric), title), "forest", spec))
     return found
 
 
-def analysis_jobs(views, level: float, out: str, formats) -> list[tuple[Figure, dict]]:
+def analysis_jobs(views, level: float) -> list[tuple[Figure, str, dict]]:
     found = []
     for i, view in enumerate(views):
         spec = (forest_spec(view, level) if view.figure == "forest" else
@@ -227,8 +220,7 @@ def analysis_jobs(views, level: float, out: str, formats) -> list[tuple[Figure, 
         if spec is None:
             continue
         key = f"analysis_{i + 1}_{os.path.splitext(os.path.basename(view.path))[0]}"
-        found.append((Figure(key, ("analysis", view.path), spec["title"]),
-                      _job(view.figure, spec, out, key, formats)))
+        found.append((Figure(key, ("analysis", view.path), spec["title"]), view.figure, spec))
     return found
 
 
@@ -274,16 +266,13 @@ def plan(data, out: str, formats=plotting.FORMATS, size: str = "page") -> list[t
     """Every figure of the report, heatmaps first (the longest to draw), drawn at ``size`` (``plotting.SIZES``)."""
     if size not in plotting.SIZES:
         raise ValueError(f"figure size {size!r}: one of {', '.join(plotting.SIZES)}")
-    level, jobs = data.settings.level, []
+    level = data.settings.level
+    planned = [job for rset in data.sets for job in strata_jobs(rset)]
     for rset in data.sets:
-        jobs += strata_jobs(rset, f"{rset.slug}_", out, formats)
-    for rset in data.sets:
-        prefix = f"{rset.slug}_"
-        jobs += accuracy_jobs(rset, prefix, level, out, formats) + gain_jobs(rset, prefix, level, out, formats)
-    jobs += sets_jobs(data, out, formats) + analysis_jobs(data.analysis_views, level, out, formats)
-    for _, job in jobs:
-        job["size"] = size
-    return jobs
+        planned += accuracy_jobs(rset, level) + gain_jobs(rset, level)
+    planned += sets_jobs(data) + analysis_jobs(data.analysis_views, level)
+    return [(fig, {"kind": kind, "spec": spec, "out": out, "name": fig.key, "formats": list(formats), "size": size})
+            for fig, kind, spec in planned]
 
 
 def submit(pool, planned: list[tuple[Figure, dict]]) -> list[tuple[Figure, object]]:
