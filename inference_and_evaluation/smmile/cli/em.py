@@ -1,5 +1,4 @@
-"""``evaluate_EM.py`` / ``smmile em``: exact-match scoring of open-format results (the work is
-``smmile.scoring.em_run``)."""
+"""``evaluate_EM.py`` / ``smmile em``: the command line of ``smmile.scoring.em_run``."""
 
 from __future__ import annotations
 
@@ -24,6 +23,5 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point (``smmile em``); returns the exit status."""
     return fd.guarded(lambda: fd.parsed_main(build_parser(), argv, lambda a: run_em(
         a.results_dir, model=a.model, mode=a.inference_mode, strict=a.strict_match)))

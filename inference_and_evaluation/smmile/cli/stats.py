@@ -1,5 +1,4 @@
-"""``smmile stats``: point estimates with percentile CIs and paired comparisons (the work is
-``smmile.scoring.stats_run``)."""
+"""``smmile stats``: the command line of ``smmile.scoring.stats_run``; prints its console report."""
 
 from __future__ import annotations
 
@@ -42,7 +41,6 @@ def add_estimand_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``smmile stats``; returns the exit status (2 on bad input)."""
     a = build_parser().parse_args(argv)
     return fd.guarded(lambda: _run(a), interrupted="interrupted: smmile stats stopped; nothing half-written")
 

@@ -1,4 +1,4 @@
-"""``stratify.py`` / ``smmile stratify``: accuracy per problem flag (the work is ``smmile.scoring.stratify_run``)."""
+"""``stratify.py`` / ``smmile stratify``: the command line of ``smmile.scoring.stratify_run``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from . import common as fd
 
 def build_parser() -> argparse.ArgumentParser:
     p = fd.parser("Stratified accuracy of SMMILE results by problem flags")
-    p.add_argument("results_dir", nargs="?", default="../results", help="directory with the *_evaluation(llm).json files")
+    p.add_argument("results_dir", nargs="?", default="../results",
+                   help="directory with the *_evaluation(llm).json files")
     p.add_argument("--eval_type", choices=sorted(EXTENSIONS), required=True,
                    help="em: *_evaluation.json, llm: *_evaluationllm.json")
     p.add_argument("--model", default=None, help="file-name model token, e.g. qwen72B")
@@ -23,7 +24,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point (``smmile stratify``); returns the exit status."""
     return fd.guarded(lambda: fd.parsed_main(build_parser(), argv, lambda a: run_stratify(
         a.results_dir, a.eval_type, model=a.model, mode=a.inference_mode, dataset=a.dataset or a.dataset_id,
         revision=a.revision)))

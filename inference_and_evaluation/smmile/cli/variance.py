@@ -1,5 +1,4 @@
-"""``variance_analysis.py`` / ``smmile variance``: bootstrap mean ± std per model, metric and mode and the paper's
-tables (the work is ``smmile.scoring.variance``)."""
+"""``variance_analysis.py`` / ``smmile variance``: the command line of ``smmile.scoring.variance``."""
 
 from __future__ import annotations
 
@@ -32,7 +31,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``variance_analysis.py``; returns the exit status."""
     args = build_parser().parse_args(argv)
     return fd.guarded(lambda: run_variance(args.directory, output=args.output, mean_only=args.mean_only,
                                            generate_table=args.generate_table, latex_output=args.latex_output,

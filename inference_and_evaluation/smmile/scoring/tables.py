@@ -21,12 +21,11 @@ Results = Mapping[str, Mapping[str, Mapping[str, tuple]]]
 
 
 def priority_rows(results: Results) -> list[str]:
-    """majority, random, text only — those present, in this fixed order."""
     return [m for m in PRIORITY_MODELS if m in results]
 
 
 def other_rows(results: Results) -> list[str]:
-    """All other model keys in Python's default string order (uppercase first)."""
+    """The other model keys in Python's default string order (uppercase first)."""
     return [m for m in sorted(results) if m not in PRIORITY_MODELS]
 
 
@@ -62,20 +61,14 @@ def table_entries(text: str) -> set[tuple[str, tuple[str, str]]]:
     """(row name, (metric, mode)) of every filled cell of a §7.3 text table or a §7.4 LaTeX table (what a
     replacement must not lose)."""
     entries = set()
-    for line in text.split("\n"):
-        if " & " not in line:
-            continue
-        name, *cells = line.removesuffix(" \\\\").split(" & ")
+    for name, *cells in (line.removesuffix(" \\\\").split(" & ") for line in text.split("\n") if " & " in line):
         entries.update((name, column) for column, cell in zip(COLUMNS, cells) if cell != "-")
     return entries
 
 
 def latex_name(model: str, names: Mapping[str, str] | None = None) -> str:
-    """§7.4 name of a row key: ``names[model]`` (e.g. the LaTeX names of the run manifests' identities),
-    else ``smmile.identity.latex_for_key`` (the paper's names; other keys with ``_`` -> ``-``)."""
-    if names and model in names:
-        return names[model]
-    return latex_for_key(model)
+    """§7.4 name of a row key: ``names[model]`` (e.g. from the run manifests' identities), else the paper's."""
+    return names[model] if names and model in names else latex_for_key(model)
 
 
 def _latex_layout(models: Mapping, line: Callable[[str], str]) -> str:
