@@ -78,9 +78,7 @@ def get_model_info(filename: str | os.PathLike) -> ModelInfo:
     """Spec §4.3; no rule → model and mode ``unknown``."""
     basename = os.path.basename(os.fspath(filename))
     rule = next((r for r in MODEL_RULES if r.matches(basename)), None)
-    if rule is None:
-        return ModelInfo(UNKNOWN, UNKNOWN)
-    return ModelInfo(rule.display_name(basename), rule.mode(basename))
+    return ModelInfo(rule.display_name(basename), rule.mode(basename)) if rule else ModelInfo(UNKNOWN, UNKNOWN)
 
 
 _VARIANCE_REGEX = re.compile(r"result_(.+?)_(0-shot|ICL|few-shot)")
@@ -117,19 +115,13 @@ def identity_from_name(filename: str | os.PathLike) -> ModelIdentity:
     """``key`` from §7.2, ``scoring_name`` from §4.3 (either may be ``unknown``), ``display`` from the paper's
     table for a known key, else the key."""
     key = extract_model_info(filename).model
-    scoring_name = get_model_info(filename).model
-    known = BY_KEY.get(key)
-    display = known.display if known else key
-    return ModelIdentity(key, scoring_name, display, latex_for_key(key))
+    display = BY_KEY[key].display if key in BY_KEY else key
+    return ModelIdentity(key, get_model_info(filename).model, display, latex_for_key(key))
 
 
 # §4.2 / §5 / §6 glob patterns: suffixes after ``result_<model>_``, per filter combination
 _SUFFIXES_MODEL_ONLY = ("0-shot", "0-shot_open", "ICL", "ICL_open", "few-shot")
 _SUFFIXES_ALL = ("0-shot", "0-shot_open", "ICL", "ICL_open", "few-shot", "with_answers")
-
-
-def _mode_suffixes(mode: str) -> tuple[str, ...]:
-    return (mode, f"{mode}_open") + (("few-shot",) if mode == "ICL" else ())
 
 
 def _suffixes(model: str | None, mode: str | None, both: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -138,7 +130,7 @@ def _suffixes(model: str | None, mode: str | None, both: tuple[str, ...]) -> lis
     if model:
         return [(model, s) for s in _SUFFIXES_MODEL_ONLY]
     if mode:
-        return [("*", s) for s in _mode_suffixes(mode)]
+        return [("*", s) for s in (mode, f"{mode}_open") + (("few-shot",) if mode == "ICL" else ())]
     return [("*", s) for s in _SUFFIXES_ALL]
 
 
