@@ -1,18 +1,15 @@
-"""The work of `smmile analyze noise|order|permutation RESULTS...`: accuracy on the original vs dataset variants.
-
-Each RESULTS is a folder (or one CSV) of result files, written LABEL=PATH or labelled from its run
-manifests (see smmile.analysis.results). Outputs go to --out (docs/analyses.md lists every field).
-"""
+"""The work of `smmile analyze`: each model's accuracy on the original against the dataset variants
+(``analysis.variants``) or the ICL diagnostics (``analysis.diagnostics``); outputs in docs/analyses.md."""
 
 from __future__ import annotations
 
-
 import logging
+
 import pandas as pd
 
 from .. import fsguard
-from ..scoring.statistics import DEFAULT_LEVEL, DEFAULT_N_BOOT
 from ..scoring.estimates import check_resampling
+from ..scoring.statistics import DEFAULT_LEVEL, DEFAULT_N_BOOT
 from . import diagnostics
 from .results import fmt, load_sets, write_tables
 from .variants import Report, analyse
@@ -20,84 +17,71 @@ from .variants import Report, analyse
 log = logging.getLogger(__name__)
 
 
+def _ci(r: dict) -> str:
+    return f"[{fmt(r['ci_low'], '+.1f')}, {fmt(r['ci_high'], '+.1f')}]" + ("*" if r["significant"] else "")
+
+
 def console(report: Report) -> str:
+    first = report.summary[0]
+    significant = (f"* significant: Holm-adjusted p below 1 - level ({first['p_method']}; the interval inverts the "
+                   f"same test). Estimand: {first['estimand']}")
     if report.kind in diagnostics.KINDS:
-        return diagnostics_console(report)
+        lines = [f"{'comparison':<36} {'model':<20} {'metric':<5} {'A %':>6} {'B %':>6} {'A-B pp':>8} {'CI':<17} "
+                 f"{'pairs':>5}"]
+        lines += [f"{r['comparison']:<36} {r['model']:<20} {r['metric']:<5} {fmt(r['accuracy_variant'], '.1f'):>6} "
+                  f"{fmt(r['accuracy_reference'], '.1f'):>6} {fmt(r['difference'], '+.2f'):>8} {_ci(r):<17} "
+                  f"{r['n_pairs']:>5}" for r in report.summary]
+        return "\n".join(lines + [f"comparison A − B (A %, B %: the two sides); {significant}"])
     lines = [f"{'variant':<16} {'vs':<12} {'model':<20} {'metric':<5} {'mode':<7} {'ref %':>6} {'var %':>6} "
              f"{'diff pp':>8} {'95% CI':<17} {'rel %':>7} {'+/-':>7} {'pairs':>5} {'probl.':>6}"]
-    for r in report.summary:
-        ci = f"[{fmt(r['ci_low'], '+.1f')}, {fmt(r['ci_high'], '+.1f')}]" + ("*" if r["significant"] else "")
-        lines.append(f"{r['variant']:<16} {r['reference']:<12} {r['model']:<20} {r['metric']:<5} {r['mode']:<7} "
-                     f"{fmt(r['accuracy_reference'], '.1f'):>6} {fmt(r['accuracy_variant'], '.1f'):>6} "
-                     f"{fmt(r['difference'], '+.2f'):>8} {ci:<17} {fmt(r['relative_change'], '+.1f'):>7} "
-                     f"{r['gained']:>3}/{r['lost']:<3} {r['n_pairs']:>5} {r['n_problems']:>6}")
-    if report.summary:
-        first = report.summary[0]
-        lines.append(f"* significant: Holm-adjusted p below 1 - level ({first['p_method']}; the interval inverts the "
-                     f"same test). Estimand: {first['estimand']}; failed/refused/empty rows: {first['failures']}")
-    for a in report.averages:
-        lines.append(f"mean over {a['n_models']} model(s): {a['variant']} vs {a['reference']} {a['metric']} {a['mode']}: "
-                     f"{fmt(a['mean_difference'], '+.2f')} pp, relative change of the mean accuracy "
-                     f"{fmt(a['relative_change'], '+.1f')}% (mean of per-model relative changes over "
-                     f"{a['n_models_relative']} of {a['n_models']} model(s))")
-    return "\n".join(lines)
-
-
-def diagnostics_console(report: Report) -> str:
-    lines = [f"{'comparison':<36} {'model':<20} {'metric':<5} {'A %':>6} {'B %':>6} {'A-B pp':>8} {'CI':<17} "
-             f"{'pairs':>5}"]
-    for r in report.summary:
-        ci = f"[{fmt(r['ci_low'], '+.1f')}, {fmt(r['ci_high'], '+.1f')}]" + ("*" if r["significant"] else "")
-        lines.append(f"{r['comparison']:<36} {r['model']:<20} {r['metric']:<5} {fmt(r['accuracy_variant'], '.1f'):>6} "
-                     f"{fmt(r['accuracy_reference'], '.1f'):>6} {fmt(r['difference'], '+.2f'):>8} {ci:<17} "
-                     f"{r['n_pairs']:>5}")
-    first = report.summary[0]
-    lines.append(f"comparison A − B (A %, B %: the two sides); * significant: Holm-adjusted p below 1 - level "
-                 f"({first['p_method']}; the interval inverts the same test). Estimand: {first['estimand']}")
+    lines += [f"{r['variant']:<16} {r['reference']:<12} {r['model']:<20} {r['metric']:<5} {r['mode']:<7} "
+              f"{fmt(r['accuracy_reference'], '.1f'):>6} {fmt(r['accuracy_variant'], '.1f'):>6} "
+              f"{fmt(r['difference'], '+.2f'):>8} {_ci(r):<17} {fmt(r['relative_change'], '+.1f'):>7} "
+              f"{r['gained']:>3}/{r['lost']:<3} {r['n_pairs']:>5} {r['n_problems']:>6}" for r in report.summary]
+    lines.append(f"{significant}; failed/refused/empty rows: {first['failures']}")
+    lines += [f"mean over {a['n_models']} model(s): {a['variant']} vs {a['reference']} {a['metric']} {a['mode']}: "
+              f"{fmt(a['mean_difference'], '+.2f')} pp, relative change of the mean accuracy "
+              f"{fmt(a['relative_change'], '+.1f')}% (mean of per-model relative changes over "
+              f"{a['n_models_relative']} of {a['n_models']} model(s))" for a in report.averages]
     return "\n".join(lines)
 
 
 def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", force: bool = False,
                 n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL,
                 include_gold_mismatch: bool = False, weight: str = "row", failures: str = "wrong") -> str:
-    """Compare each model's accuracy on the original and on its variants (``analysis``: one of ``KINDS``;
-    ``results``: ``[LABEL=]PATH`` folders or CSVs) and write the tables to ``out`` (made by this command,
+    """Compare each model's accuracy on the original and on its variants (``analysis``: a variants or diagnostics
+    kind; ``results``: ``[LABEL=]PATH`` folders or CSVs) and write the tables to ``out`` (made by this command,
     or new/empty; ``force``: any allowed folder), holding the folder's lock. Returns the console text."""
     check_resampling(n_boot, level)
     folder = fsguard.prepare_output_dir(out, "smmile analyze", force=force)
     settings = {"n_boot": n_boot, "seed": seed, "level": level, "include_gold_mismatch": include_gold_mismatch,
                 "weight": weight, "failures": failures}
-    with fsguard.OutputLock(folder, f"the analysis folder {folder}"):
-        return _analyse_into(analysis, results, settings, folder)
-
-
-def _analyse_into(analysis: str, results: list[str], settings: dict, out) -> str:
     warnings: list[str] = []
 
     def warn(message: str) -> None:
         log.warning(message)
         warnings.append(message)
 
-    sets = load_sets(results, warn)
-    notes: list[str] = []
-    if analysis in diagnostics.KINDS:
-        report = diagnostics.analyse(analysis, sets, settings, notes)
-    else:
-        report = analyse(analysis, sets, settings["n_boot"], settings["seed"], settings["level"],
-                         settings["include_gold_mismatch"], notes, settings["weight"], settings["failures"])
-    for note in notes:
-        warn(f"warning: {note}")
-    flips = pd.concat(report.flips, ignore_index=True)
-    averages = {} if analysis in diagnostics.KINDS else {"averages": report.averages}
-    tables = {"summary": report.summary, **averages, **report.extra, "flips": flips}
-    missing = diagnostics.missing_quantities(list(sets)) if analysis == "diagnostics" else []
-    for line in missing:
-        warn(f"note: not computed (missing runs): {line}")
-    meta = {"analysis": analysis, "settings": settings, **({"missing": missing} if missing else {}),
-            "sets": [{"label": s.label, "path": str(s.path.resolve()),
-                      "files": sorted({r.source for r in s.records})} for s in sets.values()],
-            "warnings": warnings}
-    written = write_tables(out, analysis, tables, meta)
-    if analysis == "shots":
-        written += diagnostics.draw_curve(report.extra["curve"], out, settings["level"])
-    return console(report) + "\nWritten: " + ", ".join(str(p) for p in written)
+    with fsguard.OutputLock(folder, f"the analysis folder {folder}"):
+        sets = load_sets(results, warn)
+        notes: list[str] = []
+        diagnosing = analysis in diagnostics.KINDS
+        if diagnosing:
+            report = diagnostics.analyse(analysis, sets, settings, notes)
+        else:
+            report = analyse(analysis, sets, n_boot, seed, level, include_gold_mismatch, notes, weight, failures)
+        for note in notes:
+            warn(f"warning: {note}")
+        tables = {"summary": report.summary, **({} if diagnosing else {"averages": report.averages}), **report.extra,
+                  "flips": pd.concat(report.flips, ignore_index=True)}
+        missing = diagnostics.missing_quantities(list(sets)) if analysis == "diagnostics" else []
+        for line in missing:
+            warn(f"note: not computed (missing runs): {line}")
+        meta = {"analysis": analysis, "settings": settings, **({"missing": missing} if missing else {}),
+                "sets": [{"label": s.label, "path": str(s.path.resolve()),
+                          "files": sorted({r.source for r in s.records})} for s in sets.values()],
+                "warnings": warnings}
+        written = write_tables(folder, analysis, tables, meta)
+        if analysis == "shots":
+            written += diagnostics.draw_curve(report.extra["curve"], folder, settings["level"])
+        return console(report) + "\nWritten: " + ", ".join(str(p) for p in written)

@@ -1,25 +1,17 @@
-"""The ICL diagnostics: what in the examples does a model use? (``smmile analyze shots|flip|images|diagnostics``).
+"""The ICL diagnostics ``smmile analyze shots|flip|images|diagnostics``: what in the examples does a model use?
+(docs/analyses.md §5 says what each compares and what it can tell.)
 
-Result sets are labelled as their datasets (``smmile data variant``): ``original`` (its 0-shot and ICL runs),
+Sets are labelled as their datasets (``smmile data variant``): ``original`` (its 0-shot and ICL runs),
 ``k-shot-<k>``, ``flip-answers[-<fraction>]``, ``no-example-images``, ``no-query-image``. Every comparison is
-one record against another, paired by problem id, through ``analysis.paired.compare`` (= ``estimates.paired``: the
-estimand, its inverted-score interval and the cluster score test); Holm's family is every comparison of one run
-(``estimates.apply_holm``). Differences are A − B in percentage points.
-
-* ``shots``: each k-shot ICL run and the original ICL run against the original 0-shot run, and each k-shot run
-  against the original ICL run (models without a 0-shot run, e.g. the baselines, have only these); the curve table has
-  each point's accuracy with its interval (``estimates.estimate``) and ``shots_curve.png`` draws it per model.
-* ``flip``: each flipped-answers ICL run against the original ICL run and against the original 0-shot run.
-* ``images``: without example images (ICL) against the original ICL; the blind query against the original, per mode.
-* ``diagnostics``: per model the gain from examples (ICL − 0-shot), the gain left with flipped answers and without
-  example images (variant ICL − 0-shot, with the share of the gain), and the query image's weight (full − blind);
-  a quantity whose runs are missing is named in ``missing``.
+one record against another through ``variants.compare``, A − B in percentage points; Holm's family is every
+comparison of one run.
 """
 
 from __future__ import annotations
 
 import re
 
+from .. import plotting
 from ..errors import UserError
 from ..identity import display
 from ..scoring.estimates import apply_holm, estimate
@@ -31,15 +23,15 @@ ZERO, ICL = "0-shot", "ICL"
 KSHOT = re.compile(r"^k-shot-(\d+)$")
 FLIP = re.compile(r"^flip-answers(-[0-9.]+)?$")
 NO_EXAMPLE_IMAGES, NO_QUERY_IMAGE = "no-example-images", "no-query-image"
-QUANTITIES = (  # diagnostics: (name, A, B, what is needed to compute it)
-    ("gain from examples", (ORIGINAL, ICL), (ORIGINAL, ZERO), "the original 0-shot and ICL runs"),
-    ("gain with flipped answers", ("flip-answers", ICL), (ORIGINAL, ZERO),
+QUANTITIES = (  # diagnostics: (name, its column, A, B, what is needed to compute it)
+    ("gain from examples", "gain", (ORIGINAL, ICL), (ORIGINAL, ZERO), "the original 0-shot and ICL runs"),
+    ("gain with flipped answers", "flipped", ("flip-answers", ICL), (ORIGINAL, ZERO),
      "an ICL run on `smmile data variant flip-answers` (flip-answers=PATH) and the original 0-shot run"),
-    ("gain without example images", (NO_EXAMPLE_IMAGES, ICL), (ORIGINAL, ZERO),
+    ("gain without example images", "no_example_images", (NO_EXAMPLE_IMAGES, ICL), (ORIGINAL, ZERO),
      "an ICL run on `smmile data variant no-example-images` and the original 0-shot run"),
-    ("query image (full − blind), ICL", (ORIGINAL, ICL), (NO_QUERY_IMAGE, ICL),
+    ("query image (full − blind), ICL", "query_image_icl", (ORIGINAL, ICL), (NO_QUERY_IMAGE, ICL),
      "an ICL run on `smmile data variant no-query-image` and the original ICL run"),
-    ("query image (full − blind), 0-shot", (ORIGINAL, ZERO), (NO_QUERY_IMAGE, ZERO),
+    ("query image (full − blind), 0-shot", "query_image_0shot", (ORIGINAL, ZERO), (NO_QUERY_IMAGE, ZERO),
      "a 0-shot run on `smmile data variant no-query-image` and the original 0-shot run"),
 )
 Side = tuple[str, str]  # (set label, mode)
@@ -57,7 +49,8 @@ def plan(kind: str, labels: list[str]) -> list[tuple[str, Side, Side]]:
     if kind == "shots":
         ks = sorted((k_of(x), x) for x in labels if k_of(x) is not None)
         if not ks:
-            raise UserError("the shots analysis needs k-shot-<k> result sets (runs on `smmile data variant k-shot --k N`)")
+            raise UserError("the shots analysis needs k-shot-<k> result sets (runs on "
+                            "`smmile data variant k-shot --k N`)")
         return [(f"k={k} − 0-shot", (x, ICL), (ORIGINAL, ZERO)) for k, x in ks] + \
                [("all examples − 0-shot", (ORIGINAL, ICL), (ORIGINAL, ZERO))] + \
                [(f"k={k} − all examples", (x, ICL), (ORIGINAL, ICL)) for k, x in ks]
@@ -73,13 +66,11 @@ def plan(kind: str, labels: list[str]) -> list[tuple[str, Side, Side]]:
             raise UserError("the images analysis needs a no-example-images and/or no-query-image result set")
         modes = {NO_EXAMPLE_IMAGES: (ICL,), NO_QUERY_IMAGE: (ZERO, ICL)}
         return [(f"{x} − original ({m})", (x, m), (ORIGINAL, m)) for x in found for m in modes[x]]
-    if kind == "diagnostics":
-        return [(name, a, b) for name, a, b, _ in QUANTITIES if a[0] in labels and b[0] in labels]
-    raise UserError(f"unknown analysis {kind!r}; choose one of {', '.join(KINDS)}")
+    return [(name, a, b) for name, _, a, b, _ in QUANTITIES if a[0] in labels and b[0] in labels]
 
 
 def missing_quantities(labels: list[str]) -> list[str]:
-    return [f"{name}: needs {need}" for name, a, b, need in QUANTITIES if a[0] not in labels or b[0] not in labels]
+    return [f"{name}: needs {need}" for name, _, a, b, need in QUANTITIES if a[0] not in labels or b[0] not in labels]
 
 
 def _models(sets: dict[str, ResultSet]) -> list[tuple[str, str]]:
@@ -96,8 +87,7 @@ def analyse(kind: str, sets: dict[str, ResultSet], settings: dict, notes: list) 
     """Every comparison of ``kind`` per (model, metric) of the original; pairs that cannot be formed are noted."""
     if kind == "diagnostics":  # the flip quantity reads the full flip (fraction 1) only
         sets = {label: s for label, s in sets.items() if not FLIP.match(label) or label == "flip-answers"}
-    comparisons, report = plan(kind, list(sets)), Report(kind)
-    s = settings
+    comparisons, report, s = plan(kind, list(sets)), Report(kind), settings
     for model, metric in _models(sets):
         for name, a, b in comparisons:
             rec_a, rec_b = _record(sets, a, model, metric), _record(sets, b, model, metric)
@@ -107,8 +97,8 @@ def analyse(kind: str, sets: dict[str, ResultSet], settings: dict, notes: list) 
                 continue
             row, table = compare(rec_b, rec_a, False, s["n_boot"], s["seed"], s["level"], s["include_gold_mismatch"],
                                  notes, s["weight"], s["failures"])
-            row = {"analysis": kind, "comparison": name, "variant": " ".join(a), "reference": " ".join(b), **row}
-            report.summary.append(row)
+            report.summary.append({"analysis": kind, "comparison": name, "variant": " ".join(a),
+                                   "reference": " ".join(b), **row})
             report.flips.append(table.assign(model=model, metric=metric, comparison=name))
     notes[:] = list(dict.fromkeys(notes))
     if not report.summary:
@@ -141,15 +131,13 @@ def curve(sets: dict[str, ResultSet], s: dict) -> list[dict]:
 def diagnostics_table(summary: list[dict]) -> list[dict]:
     """One row per (model, metric): each quantity with its interval; the gain left as a share of the gain."""
     table: dict[tuple, dict] = {}
+    keys = {name: key for name, key, *_ in QUANTITIES}
     for r in summary:
         row = table.setdefault((r["model"], r["metric"]), {"model": r["model"], "metric": r["metric"]})
-        key = {"gain from examples": "gain", "gain with flipped answers": "flipped",
-               "gain without example images": "no_example_images", "query image (full − blind), ICL": "query_image_icl",
-               "query image (full − blind), 0-shot": "query_image_0shot"}[r["comparison"]]
+        key = keys[r["comparison"]]
         row.update({key: r["difference"], f"{key}_ci_low": r["ci_low"], f"{key}_ci_high": r["ci_high"]})
-    keys = ("gain", "flipped", "no_example_images", "query_image_icl", "query_image_0shot")
     for row in table.values():
-        row["not_computed"] = ", ".join(name for (name, *_), key in zip(QUANTITIES, keys) if key not in row)
+        row["not_computed"] = ", ".join(name for name, key in keys.items() if key not in row)
         for key in ("flipped", "no_example_images"):
             gain = row.get("gain")
             row[f"{key}_share"] = row[key] / gain * 100 if key in row and gain else None
@@ -159,8 +147,6 @@ def diagnostics_table(summary: list[dict]) -> list[dict]:
 def draw_curve(rows: list[dict], out, level: float) -> list:
     """``shots_curve.png``: accuracy against the number of examples, one line per model and metric, with the
     intervals of the curve table ("all" is drawn one step past the largest k)."""
-    from .. import plotting
-
     plt = plotting.pyplot()
     ks = sorted({r["k"] for r in rows if r["k"] is not None})
     x_all = (max(ks) + 1) if ks else 1
