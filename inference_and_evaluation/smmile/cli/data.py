@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..data.demo import demo_root, make_demo
+from ..data.variant_datasets import variant_summary, write_variant
+from ..data.variants import ALL_KINDS, NOISY_FLAGS
 from . import common as fd
 
 FORCE_HELP = ("write into a non-empty folder smmile did not make (files of the same names are replaced, nothing "
@@ -22,13 +25,6 @@ def build_parser():
                       "reads it, $SMMILE_DEMO_DIR or ~/.cache/smmile/demo-v<version>)")
     demo.add_argument("--seed", type=int, default=42, help="generator seed; same seed, same bytes")
     demo.add_argument("--force", action="store_true", help=FORCE_HELP)
-    _add_variant_parser(sub)
-    return p
-
-
-def _add_variant_parser(sub) -> None:
-    from ..data.variants import ALL_KINDS, NOISY_FLAGS
-
     v = sub.add_parser("variant", formatter_class=fd.HelpFormatter,
                        help="write a seeded variant of a dataset (permute, noise, order, ICL diagnostics) as a local dataset",
                        description="Write a deterministic variant of an SMMILE-schema dataset as a local parquet "
@@ -45,28 +41,19 @@ def _add_variant_parser(sub) -> None:
     v.add_argument("--out", required=True, help="output folder: new, empty, or an earlier variant (replaced whole)")
     v.add_argument("--seed", type=int, default=42, help="variant seed; same seed and source, same bytes")
     v.add_argument("--force", action="store_true", help=FORCE_HELP)
-
-
-def _variant(args) -> int:
-    from ..data.variant_datasets import variant_summary, write_variant
-
-    out = write_variant(args.dataset, args.kind, Path(args.out), seed=args.seed, revision=args.revision,
-                        augmented=args.augmented, force=args.force, k=args.k, fraction=args.fraction)
-    print(variant_summary(out, args.seed))
-    return 0
-
-
-def _demo(args) -> int:
-    from ..data.demo import demo_root, make_demo
-
-    for name, path in make_demo(args.out or demo_root(), seed=args.seed, force=args.force).items():
-        print(f"{name}: {path}")
-    return 0
+    return p
 
 
 def main(argv: list[str] | None = None) -> int:
     def go() -> int:
         args = build_parser().parse_args(argv)
-        return _demo(args) if args.action == "demo" else _variant(args)
+        if args.action == "demo":
+            for name, path in make_demo(args.out or demo_root(), seed=args.seed, force=args.force).items():
+                print(f"{name}: {path}")
+        else:
+            out = write_variant(args.dataset, args.kind, Path(args.out), seed=args.seed, revision=args.revision,
+                                augmented=args.augmented, force=args.force, k=args.k, fraction=args.fraction)
+            print(variant_summary(out, args.seed))
+        return 0
 
     return fd.guarded(go, interrupted=INTERRUPTED)

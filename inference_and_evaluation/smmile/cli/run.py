@@ -7,8 +7,8 @@ from pathlib import Path
 from ..errors import UserError
 from ..models import presets_api, registry
 from ..runner.run import RunSpec, parse_shard, run
-from . import common as fd
 from . import api_models
+from . import common as fd
 from .api_models import add_api_flags, api_settings
 from .local_models import LOCAL_BACKENDS, add_engine_flags, add_local_model_flags, engine_fields, local_model_settings
 
@@ -41,15 +41,12 @@ def build_parser():
 
 
 def _bool(text: str) -> bool:
-    if text.lower() in ("true", "yes", "1"):
-        return True
-    if text.lower() in ("false", "no", "0"):
-        return False
-    raise ValueError(text)
+    if text.lower() not in ("true", "yes", "1", "false", "no", "0"):
+        raise ValueError(text)
+    return text.lower() in ("true", "yes", "1")
 
 
 def add_generation_flags(p) -> None:
-    """Generation settings beyond the length limits (unset = the original script's, i.e. not passed)."""
     g = p.add_argument_group("generation (unset: what the original script passed; recorded in the manifest)")
     g.add_argument("--temperature", type=float, default=None, help="sampling temperature")
     g.add_argument("--top-p", type=float, default=None, help="nucleus sampling probability mass")
@@ -65,10 +62,6 @@ def add_generation_flags(p) -> None:
 GENERATION_FLAGS = ("temperature", "top_p", "top_k", "do_sample", "repetition_penalty", "seed", "stop")
 
 
-def generation_settings(args) -> dict:
-    return {k: getattr(args, k) for k in GENERATION_FLAGS if getattr(args, k, None) is not None}
-
-
 def main(argv: list[str] | None = None) -> int:
     def go() -> int:
         args = build_parser().parse_args(argv)
@@ -76,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UserError(f"--backend is not used with --model {args.model.split(':')[0]}:<id> "
                             "(the prefix names the backend: hf: transformers, vllm: vLLM)")
         dataset, augmented, out = fd.dataset_and_output(args.dataset, args.output_dir)
-        settings = {**api_settings(args), **local_model_settings(args), **generation_settings(args)}
+        settings = {**api_settings(args), **local_model_settings(args),
+                    **{k: getattr(args, k) for k in GENERATION_FLAGS if getattr(args, k) is not None}}
         vllm = args.model.startswith("vllm:") or args.backend == "vllm"
         spec = RunSpec(model=args.model, mode=args.inference_mode, fmt=args.task_format, dataset=dataset,
                        revision=args.revision, augmented=augmented, output_dir=out, protocol=args.protocol,
@@ -95,6 +89,6 @@ def main(argv: list[str] | None = None) -> int:
 def _preset_backend(model: str) -> str | None:
     """`--model gpt-4o` without --backend picks Azure or OpenAI as inference_openai.py does."""
     preset = registry.PRESETS.get(model)
-    if preset is None or preset.backend != presets_api.BACKENDS["azure"]:
-        return None
-    return api_models.auto_backend(preset.backend)
+    if preset is not None and preset.backend == presets_api.BACKENDS["azure"]:
+        return api_models.auto_backend(preset.backend)
+    return None

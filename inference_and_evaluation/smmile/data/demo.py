@@ -103,21 +103,16 @@ def generate_records(seed: int = 42, n_problems: int = 24) -> list[dict]:
         kind = list(KINDS)[i % len(KINDS)]
         question, vocab, fmt, cognitive = KINDS[kind]
         pid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
-        flags = {
-            "flag_answer_format": fmt,
-            "flag_image_type": rng.choice(FLAG_VOCABULARY["flag_image_type"]),
-            "flag_cognitive_process": cognitive,
-            "flag_rarity": rng.choice(FLAG_VOCABULARY["flag_rarity"]),
-            "flag_difficulty_llms": rng.choice(FLAG_VOCABULARY["flag_difficulty_llms"]),
-            "speciality": rng.choice(SPECIALITIES),
-        }
+        flags = {"flag_answer_format": fmt, "flag_image_type": rng.choice(FLAG_VOCABULARY["flag_image_type"]),
+                 "flag_cognitive_process": cognitive, "flag_rarity": rng.choice(FLAG_VOCABULARY["flag_rarity"]),
+                 "flag_difficulty_llms": rng.choice(FLAG_VOCABULARY["flag_difficulty_llms"]),
+                 "speciality": rng.choice(SPECIALITIES)}
         rows = []
         for order, answer in enumerate(_answers(vocab, n_icl + 1, rng)):
-            mode = MODES[(i + order) % len(MODES)]
-            image = _draw(kind, answer, rng, mode)
-            url = f"https://example.org/smmile-demo/{pid[:8]}_{order}.png"
+            image = _draw(kind, answer, rng, MODES[(i + order) % len(MODES)])
             rows.append({"problem_id": pid, "order": order, "question": question, "answer": answer,
-                         "image": {"bytes": image, "path": f"{pid[:8]}_{order}.png"}, "image_url": url, **flags})
+                         "image": {"bytes": image, "path": f"{pid[:8]}_{order}.png"},
+                         "image_url": f"https://example.org/smmile-demo/{pid[:8]}_{order}.png", **flags})
         rng.shuffle(rows)  # physical row order differs from `order`: loaders must sort
         problems.append((pid, rows))
     problems.sort(key=lambda p: p[0])  # SMMILE lists problems in ascending problem_id

@@ -154,12 +154,10 @@ def iter_records(source: Source, batch_rows: int = 64) -> Iterator[list[dict]]:
     for f in _parquet_files(Path(source.ref)):
         try:  # a buffered stream without pre-buffering: a row group is read a page at a time, not whole
             handle = pq.ParquetFile(f, pre_buffer=False, buffer_size=1 << 20)
-            check_columns(handle.schema_arrow.names, str(f))
-            batches = handle.iter_batches(batch_size=batch_rows)
-        except UserError:
-            raise
         except Exception as exc:  # pyarrow raises several types for corrupt files
             raise UserError(f"cannot read parquet file {f}: {str(exc).splitlines()[0]}") from None
+        check_columns(handle.schema_arrow.names, str(f))
+        batches = handle.iter_batches(batch_size=batch_rows)
         while True:
             try:
                 batch = next(batches, None)

@@ -22,12 +22,6 @@ class Work:
     item: Any
 
 
-def response_record(response: Response) -> dict:
-    record = asdict(response)
-    record["seconds"] = round(response.seconds, 4)
-    return record
-
-
 class Executor:
     """`work`: key -> Work. `empty_is_answer`: whether an ok record with an empty reply is reused (a local
     model's empty answer is its answer; a judge's empty reply is asked again)."""
@@ -56,7 +50,7 @@ class Executor:
             key = by_item[id(item)]
             record = {"v": RESPONSES_FORMAT, "key": key, **self.work[key].planned,
                       "status": "error" if response.error is not None else "ok",
-                      "response": response_record(response), "time": time.time()}
+                      "response": {**asdict(response), "seconds": round(response.seconds, 4)}, "time": time.time()}
             if self.journal is not None:
                 self.journal.append(record)
             self.records[key] = record
@@ -65,9 +59,9 @@ class Executor:
                 on_record(record)
 
         try:
-            if pending and hasattr(backend, "count_journaled"):
-                backend.count_journaled(self.journaled)
             if pending:
+                if hasattr(backend, "count_journaled"):
+                    backend.count_journaled(self.journaled)
                 bind = getattr(backend, "bind_journal", None)  # --batch: custom_ids are keys, batches journaled
                 if bind is not None:
                     bind(self.journal, by_item)

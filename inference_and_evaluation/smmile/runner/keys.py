@@ -1,10 +1,6 @@
-"""Journal keys: a hash of everything that changes what a backend is asked for one problem.
-
-The key covers the run's identity (model, revision/path, backend, protocol, generation settings, answer-changing
-backend settings), the problem id, the planned item (inputs, options, draws from the seeded streams) and the
-rendered request itself (messages, prompt, images, generate arguments). A change to any of them, including a
-change to the prompt-rendering code, gives a new key and a new model call; a change to how rows are derived from
-responses (answer cut, extraction, columns) does not.
+"""Journal keys: a hash of everything that changes what a backend is asked for one problem (the run's identity,
+the problem id, the planned item, the rendered request). A change to prompt rendering gives a new key and a new
+model call; a change to how rows are derived from responses does not.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ import json
 import re
 from pathlib import Path
 
+from .. import fsguard
 from ..errors import UserError
+from . import manifest as mf
 from .outputs import allow_csv_fields, write_csv, write_json
 
 SHARD = re.compile(r"^(?P<stem>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.csv$")
@@ -59,9 +61,8 @@ def _flatten(data: dict, prefix: str = "") -> dict[str, object]:
 
 def check_same_run(shards: list[tuple[Path, dict]]) -> None:
     """Refuse shards whose manifests differ in anything but the shard (protocol, model, data, settings...)."""
-    flat = [(p, _flatten(m)) for p, m in shards]
-    first_path, first = flat[0]
-    for path, other in flat[1:]:
+    first_path, first = shards[0][0], _flatten(shards[0][1])
+    for path, other in ((p, _flatten(m)) for p, m in shards[1:]):
         differ = sorted(k for k in first.keys() | other.keys() if first.get(k) != other.get(k))
         if differ:
             shown = "; ".join(f"{k}: {first.get(k)!r} in {first_path.name}, {other.get(k)!r} in {path.name}"
@@ -71,8 +72,6 @@ def check_same_run(shards: list[tuple[Path, dict]]) -> None:
 
 
 def merge(paths: list[Path], out: Path | None = None, force: bool = False) -> Path:
-    from .. import fsguard
-
     shards = [(p, *_read_shard(p)) for p in paths]
     stems = {SHARD.match(p.name)["stem"] for p, *_ in shards}
     counts = {m["shard"]["count"] for _, m, _, _ in shards}
@@ -106,11 +105,7 @@ def merge(paths: list[Path], out: Path | None = None, force: bool = False) -> Pa
 
 
 def _check_out(out: Path, force: bool) -> None:
-    """The merged CSV can be written, and does not replace a CSV that no merge wrote (the result of an
-    unsharded run has the same name)."""
-    from .. import fsguard
-    from . import manifest as mf
-
+    """The merged CSV can be written, and does not replace a CSV that no merge wrote (an unsharded run's result)."""
     fsguard.check_writable_file(out, "merged CSV")
     if out.exists() and not force and "merged_from" not in mf.read(out.with_name(f"{out.stem}.manifest.json")):
         raise UserError(f"{out} exists and was not written by `smmile merge` (an unsharded run's result?); "

@@ -12,29 +12,21 @@ from pathlib import Path
 from ..fsguard import atomic_write_text
 
 
-def _cell(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float) and value != value:
-        return ""
-    return str(value)
-
-
 def csv_text(columns: list[str], rows: list[dict]) -> str:
     """What `pandas.DataFrame.to_csv(index=False)` writes for string/bool cells."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
     writer.writerow(columns)
     for row in rows:
-        writer.writerow([_cell(row.get(c)) for c in columns])
+        # None and NaN as empty cells
+        writer.writerow(["" if v is None or (isinstance(v, float) and v != v) else str(v)
+                         for v in (row.get(c) for c in columns)])
     return buf.getvalue()
 
 
 def allow_csv_fields(size: int) -> None:
-    """Let the ``csv`` module read back a field of ``size`` characters. Its default limit (131,072) is
-    not ours: ``csv_text`` writes answers of any length (a runaway or reasoning model) and pandas reads
-    them, so every ``csv`` reader of a result must too. The limit is process-wide, so it is only ever
-    raised, never lowered (no race between threads)."""
+    """Let the ``csv`` module read back a field of ``size`` characters (``csv_text`` writes answers of any length;
+    the default limit is 131,072). The limit is process-wide, so it is only ever raised (no race between threads)."""
     if csv.field_size_limit() < size:
         csv.field_size_limit(min(size, sys.maxsize))
 

@@ -1,8 +1,5 @@
-"""Progress on stderr: a bar on a terminal; plain lines in a log (a Slurm job's stderr is a file).
-
-In a log, a line is printed when the run starts, then at most once per 30 s and once per 10 % of the
-problems (both must have passed since the last line, so a log gets about ten lines however long the run),
-and when it ends: done/total, rate, ETA and failures so far.
+"""Progress on stderr: a bar on a terminal; in a log (a Slurm job's stderr), a line when the run starts, then when
+both 30 s and 10 % of the problems have passed since the last (about ten lines however long the run), and at the end.
 """
 
 from __future__ import annotations
@@ -31,15 +28,14 @@ class Progress:
         self.first = self.last_done = done
         if interactive is None:
             interactive = getattr(self.stream, "isatty", lambda: False)()
-        self.bar = self._bar() if interactive else None
-        if self.bar is None and done < total:
+        self.bar = None
+        if interactive:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=done, desc=desc, unit="problem", file=self.stream,
+                            dynamic_ncols=True, smoothing=0.1)
+        elif done < total:
             self._line(f"{done}/{total} problems done, {total - done} to run")
-
-    def _bar(self):
-        from tqdm import tqdm
-
-        return tqdm(total=self.total, initial=self.done, desc=self.desc, unit="problem", file=self.stream,
-                    dynamic_ncols=True, smoothing=0.1)
 
     def update(self, failed: bool = False) -> None:
         self.done += 1
@@ -75,7 +71,7 @@ class Progress:
         self.last_time, self.last_done = now, self.done
 
     def note(self, text: str) -> None:
-        """A line at once (e.g. a long wait the server asked for), above the bar on a terminal."""
+        """A line at once (e.g. a long wait the server asked for), above the bar."""
         if self.bar is not None:
             self.bar.write(f"{self.desc}: {text}", file=self.stream)
         else:

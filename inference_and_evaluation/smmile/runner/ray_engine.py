@@ -1,14 +1,9 @@
 """`--engine ray`: the run's pending requests answered by a pool of Ray actors, each holding the real backend.
 
-The driver plans, keys and journals exactly as with the local engine; `RayEngine` stands where the backend stands
-(`generate(work, on_done)`, `describe()`, `close()`), so the Executor journals every response as it streams back
-and resume, manifests and CSVs are unchanged. Ray Data does the distribution: the pending requests become a
-dataset of pickled requests, one block per chunk (`batch_size` problems for transformers, a large share for vLLM,
-which wants all prompts at once), mapped by `map_batches` over an actor pool of `workers` actors; each actor builds
-its backend once, from the preset, spec, settings and generation settings the Runner resolved. A worker that dies
-is restarted by Ray and its chunk run again (Ray Data's actor defaults: unlimited restarts and retries); the
-driver delivers the first response per problem only, so nothing is journaled twice. Ray is imported only here, and
-only when a run uses it.
+`RayEngine` stands where the backend stands (`generate(work, on_done)`, `describe()`, `close()`): the driver plans,
+keys and journals as with the local engine. The requests become a Ray dataset, one block per chunk, mapped by
+`map_batches` over `workers` actors that each build the backend once. A dead worker is restarted by Ray and its
+chunk run again; the driver delivers the first response per problem only, so nothing is journaled twice.
 """
 
 from __future__ import annotations
@@ -43,16 +38,6 @@ def _ray():
     return ray
 
 
-def chunk_size(backend_cls: type, batch_size: int, pending: int, workers: int) -> int:
-    """Problems per Ray task: the backend's batch (transformers), or an even share of four per worker for vLLM,
-    whose throughput comes from many prompts per call. A dead worker costs at most one chunk's compute."""
-    from ..models.vllm_backend import VLLMBackend  # imports no vLLM
-
-    if issubclass(backend_cls, VLLMBackend):
-        return max(batch_size, math.ceil(pending / (4 * workers)))
-    return max(1, batch_size)
-
-
 class RayEngine:
     """A backend to the Executor; the backend named by `backend_path` runs in `ray.workers` Ray actors."""
 
@@ -61,12 +46,14 @@ class RayEngine:
     def __init__(self, backend_path: str, preset, spec, settings: dict, generation, ray: RaySettings):
         from ..models.api.backend import ApiBackend
         from ..models.baselines import BaselineBackend
+        from ..models.vllm_backend import VLLMBackend  # imports no vLLM
 
         self.cls = registry.load_symbol(backend_path)
         if issubclass(self.cls, ApiBackend):
             raise UserError("--engine ray runs local models and baselines; an API model scales with --concurrency")
         self.ray_settings = ray
         self.needs_gpu = not issubclass(self.cls, BaselineBackend)
+        self.vllm = issubclass(self.cls, VLLMBackend)  # its throughput comes from many prompts per call
         # built here to check flags and paths before Ray starts (its model is never loaded on the driver)
         self.local: Backend = self.cls(preset, spec, settings, generation)
         self.args = (backend_path, preset, spec, settings, generation)
@@ -75,7 +62,7 @@ class RayEngine:
         self.started = False  # whether this engine started Ray (and so shuts it down)
 
     def describe(self) -> dict:
-        """The workers' backend entry (as the last worker reported it) plus `engine`."""
+        """The backend entry as the last worker reported it, plus `engine`."""
         return self.info
 
     def close(self) -> None:
@@ -83,7 +70,6 @@ class RayEngine:
             self.started = False
             _ray().shutdown()
 
-    # -- the cluster ---------------------------------------------------------------------------------------------
     def connect(self):
         ray = _ray()
         if not ray.is_initialized():
@@ -111,7 +97,6 @@ class RayEngine:
             raise UserError(f"the Ray cluster has {cpus:g} CPU(s); --workers {s.workers} needs one CPU per worker")
         return per_gpu
 
-    # -- generation ----------------------------------------------------------------------------------------------
     def generate(self, work: list[tuple[Any, Any]], on_done: OnDone) -> None:
         if not work:
             return
@@ -127,7 +112,9 @@ class RayEngine:
         ctx.print_on_execution_start = False
         logging.getLogger("ray.data").setLevel(logging.WARNING)  # not a line per dataset execution
         logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)  # nor "progress bars disabled"
-        chunk = chunk_size(self.cls, self.batch_size, len(work), s.workers)
+        chunk = self.batch_size  # problems per Ray task; a dead worker costs at most one chunk's compute
+        if self.vllm:
+            chunk = max(chunk, math.ceil(len(work) / (4 * s.workers)))
         dumps = ray.cloudpickle.dumps  # requests may carry closures (an image step)
         rows = [{"index": i, "request": dumps(pair)} for i, pair in enumerate(work)]
         problem = getattr(work[0][0], "problem", None)  # the runner's Items (a problem's rows include the query)
@@ -159,10 +146,9 @@ class RayEngine:
 class Worker:
     """One Ray actor: builds the backend once, answers chunks of (index, pickled (item, request)).
 
-    `lead`: the run's first pending problem with the most rows (images). The local engine hands the backend all of the
-    run at once, and a backend may size itself on it (vLLM's images per prompt) or probe the model on it (`hf:` and
-    `vllm:` models' capability probe); so the worker's first call (every call, for vLLM, which probes per call)
-    starts with the lead, whose answer is dropped: the backend decides as it would locally."""
+    `lead`: the run's first pending problem with the most rows. The local engine hands the backend the whole run,
+    and a backend may size itself (vLLM's images per prompt) or probe the model on it (`hf:` / `vllm:`); so the
+    worker's first call (every call for vLLM, which probes per call) starts with the lead, whose answer is dropped."""
 
     def __init__(self, blob: bytes, lead: bytes):
         from ..models.vllm_backend import VLLMBackend

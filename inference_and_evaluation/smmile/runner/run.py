@@ -1,8 +1,7 @@
 """The run loop: plan every problem, skip what the journal has, run the rest, derive and write the outputs.
 
-The journal holds what the backend returned for each problem (raw text, new-token text, usage, timing, error)
-and the planned item; CSV rows are derived from it by the current code each time the CSV is written, so a fix
-to an answer cut, an extractor or a column re-derives every row on the next run without a model call.
+The journal holds what the backend returned per problem and the planned item; CSV rows are derived from it by the
+current code each time the CSV is written, so a fix to an extractor re-derives every row without a model call.
 """
 
 from __future__ import annotations
@@ -22,18 +21,18 @@ from ..errors import UserError
 from ..models import registry
 from ..models.base import Backend, Family, Response, resolve_settings
 from ..protocol.items import SEED, Item, Rngs
+from ..fsguard import OutputLock, atomic_write_text, check_writable_dir
 from . import manifest as mf
 from .executor import Executor, Work
 from .journal import RESPONSES_FORMAT, Journal
 from .keys import digest
-from ..fsguard import OutputLock, atomic_write_text, check_writable_dir
 from .outputs import accuracy_summary, write_csv, write_json
 from .progress import Progress
 
-log = logging.getLogger(__name__)
-
 if TYPE_CHECKING:
     from .ray_engine import RaySettings
+
+log = logging.getLogger(__name__)
 
 PROTOCOLS = ("paper", "corrected")
 ENGINES = ("local", "ray")
@@ -112,7 +111,6 @@ class Runner:
         self.journal = Journal(Path(spec.output_dir) / ".smmile" / f"{self.stem}.journal.jsonl",
                                version=RESPONSES_FORMAT)
 
-    # -- planning -------------------------------------------------------------------------------
     def plan(self, loaded: Loaded) -> list[Item]:
         items = []
         for i, problem in enumerate(loaded.problems):
@@ -135,11 +133,9 @@ class Runner:
                 "settings": {k: v for k, v in self.settings.items() if k not in run_only}}
 
     def keys(self, items: list[Item], requests: dict[int, object]) -> dict[int, str]:
-        identity = self.run_identity
-        return {it.index: digest({"run": identity, "problem_id": it.problem_id, "item": it.fingerprint(),
+        return {it.index: digest({"run": self.run_identity, "problem_id": it.problem_id, "item": it.fingerprint(),
                                   "request": requests[it.index]}) for it in items}
 
-    # -- execution ------------------------------------------------------------------------------
     def build_backend(self) -> Backend:
         path = self.spec.backend or self.preset.backend
         if self.spec.engine == "ray":  # the same backend, built once in each Ray worker
@@ -206,10 +202,8 @@ class Runner:
         return RunResult(self.csv_path, rows, failures, loaded.skipped, len(pending), 1 if failures else 0)
 
     def _set_aside_foreign_csv(self, previous: dict) -> None:
-        """A CSV already at the result's name that no smmile run wrote (no manifest naming it beside it:
-        e.g. a published result copied into the folder) is not replaced: it is renamed to
-        ``<stem>.replaced-<time>.csv`` (which no scoring command reads) with a note on stderr. Its rows are in
-        no journal, so replacing it would lose them for good."""
+        """A CSV at the result's name that no smmile run wrote (no manifest names it; e.g. a published result) is in
+        no journal: it is renamed ``<stem>.replaced-<time>.csv`` (no scoring command reads it), not replaced."""
         if not self.csv_path.exists() or previous.get("result_file") == self.csv_path.name:
             return
         stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -223,9 +217,8 @@ class Runner:
                     f"{aside.name} and this run's results take its name")
 
     def _note_replaced_run(self, previous: dict) -> None:
-        """Say so when the CSV about to be written replaces one of a differently configured run (another
-        protocol, backend, generation settings...; `previous` is its manifest): its responses stay in the
-        journal, so rerunning that command brings it back without a model call."""
+        """Say so when the CSV about to be written replaces one of a differently configured run (`previous`: its
+        manifest); its responses stay in the journal."""
         before = (previous.get("journal") or {}).get("run_key")
         if before and self.csv_path.exists() and before != digest(self.run_identity):
             was = previous.get("command") or []
@@ -246,7 +239,6 @@ class Runner:
                 failures.append((it.problem_id, response.error or "unknown error"))
         return rows, failures
 
-    # -- reporting ------------------------------------------------------------------------------
     def _write_manifest(self, loaded, items, records, failures, computed, seconds, previous: dict) -> None:
         """`records`: the journal records of `items`, in order; `previous`: the manifest already there ({})."""
         s = self.spec
@@ -280,9 +272,8 @@ class Runner:
             "rows_derived_by": {"smmile_version": mf.smmile_version(), "git_revision": revision},
         }
         if not computed:  # nothing was run: the manifest still describes the run that computed the answers
-            for key in ("command", "created", "seconds_this_run", "backend"):
-                if key in previous:
-                    data[key] = previous[key]
+            kept = ("command", "created", "seconds_this_run", "backend")
+            data.update({k: v for k, v in previous.items() if k in kept})
             if "counts" in previous:
                 data["counts"]["computed_this_run"] = previous["counts"].get("computed_this_run", 0)
             if previous == json.loads(json.dumps(data, default=str)):
