@@ -13,19 +13,19 @@ n >= 1: with no spread to measure, an interval is the Wilson bound on the units 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Sequence
 
 import numpy as np
 
+from smmile.data.schema import PERM_SUFFIX, base_id
+
 LEGACY_N_BOOT = 1000
 DEFAULT_N_BOOT = 10_000
 DEFAULT_LEVEL = 0.95
 _CHUNK_ELEMENTS = 4_000_000  # at most this many indices are materialised at once
 _MAX_CATEGORIES = 64  # data with at most this many distinct values uses the multinomial shortcut
-_PERM_SUFFIX = re.compile(r"_perm_\d+$")
 
 
 def _chunks(n_boot: int, row_size: int):
@@ -130,11 +130,11 @@ def bound_interval(estimate: float, units: int, value_range: tuple[float, float]
 # -- seeded bootstrap ----------------------------------------------------------------------------------
 def base_problem_ids(problem_ids: Sequence[str]) -> list[str]:
     """SMMILE++ rows ``<uuid>_perm_<k>`` are permutations of one base problem: strip ``_perm_<k>``."""
-    return [_PERM_SUFFIX.sub("", str(pid)) for pid in problem_ids]
+    return [base_id(str(pid)) for pid in problem_ids]
 
 
 def has_permutations(problem_ids: Sequence[str]) -> bool:
-    return any(_PERM_SUFFIX.search(str(pid)) for pid in problem_ids)
+    return any(PERM_SUFFIX.search(str(pid)) for pid in problem_ids)
 
 
 def _codes(clusters: Sequence) -> np.ndarray:
