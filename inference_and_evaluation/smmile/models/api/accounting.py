@@ -4,7 +4,7 @@ budget across reruns of one output. Prices: prices.py (dated) or --price IN:OUT.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .prices import BATCH_DISCOUNT, PRICES, PRICES_DATE
 
@@ -64,7 +64,7 @@ class CostMeter:
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
-    stopped: bool = field(default=False)
+    stopped: bool = False
     spent_before: float = 0.0
     reserved: float = 0.0
     estimated_input_tokens: int = 0  # of the requests sent, before sending

@@ -16,12 +16,12 @@ IMAGE_TOKEN_INDEX = -200  # LLaVA's placeholder id, replaced by the checkpoint's
 def mistral_instruct(turns) -> str:
     """LLaVA's conv_templates['mistral_instruct'].get_prompt(): LLAMA_2 style, empty system, sep '', sep2 '</s>'."""
     ret = ""
-    for i, turn in enumerate(turns):
+    for turn in turns:
         if turn.role == "user":
-            text = (IMAGE_PLACEHOLDER + "\n" + turn.text) if turn.image is not None else turn.text
-            ret += f"[INST] {text} [/INST]"
+            image = IMAGE_PLACEHOLDER + "\n" if turn.image is not None else ""
+            ret += f"[INST] {image}{turn.text} [/INST]"
         else:
-            ret += " " + turn.text + " " + "</s>"
+            ret += f" {turn.text} </s>"
     return ret  # the final assistant slot is empty -> adds nothing
 
 
@@ -38,11 +38,6 @@ def tokenizer_image_token(prompt: str, tokenizer, image_token_index: int = IMAGE
             ids.append(image_token_index)  # the separator [IMG] * (offset + 1), sliced like every chunk
         ids.extend(chunk[offset:])
     return ids
-
-
-def pad_offset(size: tuple[int, int]) -> int | None:
-    w, h = size
-    return None if w == h else (max(w, h) - min(w, h)) // 2
 
 
 def pad_colour(mode: str, image_mean) -> int | tuple[int, ...]:
@@ -88,7 +83,8 @@ class LlavaMedFamily(LocalFamily):
         super().plan(item, rngs)  # the problem's shuffle comes first, then one draw per non-square image
         offsets = []
         for ref in item.problem.images(item.mode):
-            off = pad_offset(ref.size)
+            w, h = ref.size
+            off = None if w == h else (max(w, h) - min(w, h)) // 2  # centred paste offset of a non-square image
             if off is not None and not self.corrected:
                 off = rngs.py.randint(off, off + 1)
             offsets.append(off)

@@ -76,19 +76,15 @@ class Probe:
                 f"prompt: run it with --inference_mode 0-shot")
 
     def run_layout(self, mode: str, model: str) -> Layout:
-        """The layout of a run in `mode`, with `warn()`; ICL on a checkpoint that takes one image per prompt stops
-        here with `refusal()` as its one line."""
+        """The layout of a run in `mode`; ICL on a checkpoint that takes one image per prompt stops here with
+        `refusal()` as its one line. A query image that does not reach the model: a warning, the run goes on."""
         layout = self.layout(mode)
         if layout is None:
             raise UserError(self.refusal(model))
-        self.warn()
-        return layout
-
-    def warn(self) -> None:
-        """One line on stderr when the query image does not reach the model: the run goes on, text only."""
         if self.checks["one_image"].ok is False:
             log.warning(f"[smmile] warning: the query image does not reach the model "
                         f"({self.checks['one_image'].detail}); its answers come from the text alone")
+        return layout
 
     def as_dict(self, mode: str) -> dict:
         layout = self.layout(mode)
