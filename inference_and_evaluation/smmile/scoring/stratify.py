@@ -91,8 +91,7 @@ def stratum_interval(scores: Sequence[float], problem_ids: Sequence[str] | None,
     """n_rows, n_problems, interval (percent) and ``small`` for one stratum: Wilson on n_rows for independent
     problems (``problem_ids`` None: read back from JSON, every row a problem), the cluster bootstrap over base
     problems for SMMILE++ rows."""
-    clustered = problem_ids is not None and statistics.has_permutations(problem_ids)
-    if clustered:
+    if problem_ids is not None and statistics.has_permutations(problem_ids):
         clusters = statistics.base_problem_ids(problem_ids)
         ci = statistics.percentile_ci([s / 100 for s in scores], clusters, STRATUM_N_BOOT, 0, LEVEL)
         n_problems, (low, high), method = ci.n_clusters, (ci.low, ci.high), f"cluster {ci.method}"
@@ -121,19 +120,15 @@ def stratum_intervals(strata: Mapping, flags: Sequence[str]) -> dict:
     return out
 
 
-def _sorted_labels(labels: Iterable) -> list:
-    unique = list(dict.fromkeys(labels))
-    try:
-        return sorted(unique)
-    except TypeError:  # mixed label types: the original would crash here
-        return sorted(unique, key=lambda x: (type(x).__name__, str(x)))
-
-
 def format_flag_table(flag: str, results: Mapping[str, Mapping]) -> str:
     """The console block of one flag: header line and a PrettyTable of accuracies (1 decimal); 0-shot keys
     sorted, then ICL keys sorted (other modes are not shown)."""
     key = f"{flag}_accuracy"
-    labels = _sorted_labels(label for strata in results.values() for label in strata[key])
+    unique = list(dict.fromkeys(label for strata in results.values() for label in strata[key]))
+    try:
+        labels = sorted(unique)
+    except TypeError:  # mixed label types: the original would crash here
+        labels = sorted(unique, key=lambda x: (type(x).__name__, str(x)))
     table = PrettyTable()
     table.field_names = ["Model", "Mode"] + [str(label) for label in labels]
     for model_key in sorted(k for k in results if "0-shot" in k) + sorted(k for k in results if "ICL" in k):
