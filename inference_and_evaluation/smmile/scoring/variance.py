@@ -47,7 +47,6 @@ class Analysis:
     results: dict = field(default_factory=dict)  # {model: {metric: {mode: (mean, std)}}}
     names: dict = field(default_factory=dict)  # row key -> LaTeX name (from the results' identities)
     problems: list = field(default_factory=list)  # one-line messages that make the exit status 1
-    notes: list = field(default_factory=list)  # one-line messages that do not
 
 
 def _warn(sink: list, message: str) -> None:
@@ -72,7 +71,6 @@ def _score(result: RunRecord, metric: Metric, screened: tuple[dict, dict], mean_
         path = evaluationllm_json_path(result.path)
         meaning = (f"note: 'inf ± inf' above is the original's way of printing \"no judge result\": {path.name} "
                    f"not found (evaluate_LLMJudge.py not run on it); its {metric.name} cell shows '-'")
-        analysis.notes.append(meaning)
         return Cell(metric.name, INF, INF, INF, meaning)
     values = scores.to_numpy()
     if mean_only:
@@ -82,7 +80,7 @@ def _score(result: RunRecord, metric: Metric, screened: tuple[dict, dict], mean_
 
 
 def analyse_file(result: RunRecord, screened: tuple[dict, dict], mean_only: bool, rng,
-                 analysis: Analysis) -> list[Cell]:
+                 analysis: Analysis) -> None:
     """Score one result: MCQA for ``_mcqa`` files, else EM then LLM (this order consumes the stream)."""
     key, kind = result.identity.key, "Closed" if result.fmt == "mcqa" else "Open"
     print(f"Processing {result.path.name}: {key}, {result.mode}, {kind}")
@@ -97,7 +95,6 @@ def analyse_file(result: RunRecord, screened: tuple[dict, dict], mean_only: bool
         if cell.meaning:
             sys.stdout.flush()
             log.warning(cell.meaning)
-    return cells
 
 
 # -- a directory -------------------------------------------------------------------------------------
@@ -130,8 +127,7 @@ def _write_table(path: str, text: str, analysis: Analysis, what: str) -> None:
 
 
 def _report(analysis: Analysis, mean_only: bool, output_path: str, latex_path: str | None) -> None:
-    """Write and print the final tables (the original rewrote them after every file; same end state);
-    the LaTeX table only with a ``latex_path``."""
+    """Write and print the final tables (the original rewrote them after every file; same end state)."""
     table = tables.text_table(analysis.results, mean_only)
     print()
     _write_table(output_path, table, analysis, "Results saved to")
@@ -145,9 +141,8 @@ def _report(analysis: Analysis, mean_only: bool, output_path: str, latex_path: s
 def run_variance(directory: str, *, output: str = "evaluation_results.txt", mean_only: bool = False,
                  generate_table: bool = False, latex_output: str = "latex_table.tex", sort: bool = False,
                  ci: bool = False) -> int:
-    """Analyse the result CSVs of ``directory`` and write ``output`` (and, with ``generate_table``,
-    ``latex_output``) into it; ``sort``: sorted file order instead of glob order; ``ci``: also the
-    ``smmile stats`` estimates. 0 when every cell was scored, 1 otherwise or when no CSV was found."""
+    """Analyse the result CSVs of ``directory`` and write ``output`` (and ``latex_output``) into it; ``sort``:
+    sorted file order instead of glob order. 0 when every cell was scored, 1 otherwise or when no CSV was found."""
     if not os.path.isdir(directory):
         raise UserError(f"Directory {directory} not found")
     output_path = os.path.join(directory, output)
