@@ -24,12 +24,7 @@ class AnthropicBackend(ApiBackend):
     default_max_tokens = 512  # the Messages API requires max_tokens
 
     def client_args(self) -> dict:
-        key = os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise UserError("ANTHROPIC_API_KEY environment variable not set")
-        self.scrub.add(key)
-        self.guard_key("ANTHROPIC_API_KEY", ("api.anthropic.com",), "ANTHROPIC_BASE_URL")
-        return {"api_key": key, **({"base_url": self.base_url} if self.base_url else {})}
+        return self.keyed_args("ANTHROPIC_API_KEY", ("api.anthropic.com",), "ANTHROPIC_BASE_URL")
 
     def endpoint(self) -> str | None:
         return public_url(self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com")

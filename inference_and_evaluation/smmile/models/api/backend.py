@@ -80,15 +80,19 @@ class ApiBackend(Backend):
     def client_args(self) -> dict:
         return {}
 
-    def guard_key(self, var: str, official: tuple[str, ...], named_by: str | None = None, hint: str = "") -> None:
-        """Refuse to send the key in `var` to a --base-url that `secrets.key_may_go_to` does not allow."""
+    def keyed_args(self, var: str, official: tuple[str, ...], named_by: str, hint: str = "") -> dict:
+        """Client arguments with the key in `var`; refused for a --base-url that `secrets.key_may_go_to` does not
+        allow."""
+        key = os.environ.get(var)
+        if not key:
+            raise UserError(f"{var} environment variable not set")
+        self.scrub.add(key)
         allowed = self.settings.get("allow_key_for_host") or ()
-        if key_may_go_to(self.base_url, official, allowed, os.environ.get(named_by) if named_by else None):
-            return
-        host = host_of(self.base_url)
-        raise UserError(f"{var} is sent only to {official[0].lstrip('.')}, not to {public_url(self.base_url)}: "
-                        f"to send it there, add --allow-key-for-host {host}"
-                        + (f" or set {named_by} to that URL" if named_by else "") + hint)
+        if not key_may_go_to(self.base_url, official, allowed, os.environ.get(named_by)):
+            raise UserError(f"{var} is sent only to {official[0].lstrip('.')}, not to {public_url(self.base_url)}: "
+                            f"to send it there, add --allow-key-for-host {host_of(self.base_url)} or set {named_by} "
+                            f"to that URL{hint}")
+        return {"api_key": key, **({"base_url": self.base_url} if self.base_url else {})}
 
     def endpoint(self) -> str | None:
         """Where requests go, without credentials (for messages, manifests and the judge's record)."""

@@ -31,13 +31,8 @@ class OpenAIChatBackend(ApiBackend):
     detail = "high"  # the image detail level sent (the original's)
 
     def client_args(self) -> dict:
-        key = os.environ.get("OPENAI_API_KEY")
-        if not key:
-            raise UserError("OPENAI_API_KEY environment variable not set")
-        self.scrub.add(key)
-        self.guard_key("OPENAI_API_KEY", ("api.openai.com",), "OPENAI_BASE_URL",
-                       " (or use --backend openai-compatible: its key is OPENAI_COMPATIBLE_API_KEY)")
-        return {"api_key": key, **({"base_url": self.base_url} if self.base_url else {})}
+        return self.keyed_args("OPENAI_API_KEY", ("api.openai.com",), "OPENAI_BASE_URL",
+                               " (or use --backend openai-compatible: its key is OPENAI_COMPATIBLE_API_KEY)")
 
     def make_client(self):
         openai = import_sdk("openai", f"the {self.provider} backend")
