@@ -71,7 +71,8 @@ def _files_in_published_order(order):
     for csv in PUBLISHED.glob("result_*.csv"):
         if not csv.name.endswith("_mcqa.csv"):
             from smmile.scoring.naming import get_model_info
-            by_key[get_model_info(csv).key] = csv
+            info = get_model_info(csv)
+            by_key[f"{info.model}:{info.mode}"] = csv
     return [by_key[f"{m}:{mode}"] for mode in ("0-shot", "ICL") for m in order[mode]]
 
 

@@ -21,8 +21,6 @@ SUMMARY_WIDTH = 80
 FILE_RULE_WIDTH = 70
 EM_TITLE = "EXACT MATCH"
 EM_LABEL = "Exact Match"
-PER_PROBLEM_MODES = ("0-shot", "ICL")
-_FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 # -- per-file console report (§4.5) ---------------------------------------------------------------
@@ -85,7 +83,7 @@ def format_comparison_file(results: Mapping[str, Mapping]) -> str:
     words = ordered[-1][1]["word_count"] if ordered else 0.0
     lines = ["MODEL COMPARISON SUMMARY", "=" * RULE_WIDTH, "", f"{_HEAD}{'Word Count':<15}", "-" * FILE_RULE_WIDTH]
     text = "\n".join(lines + _rows(results, "-" * FILE_RULE_WIDTH, lambda stats: f"{words:<10.2f}")) + "\n\n"
-    return text + "".join(_per_problem_block(results, mode) for mode in PER_PROBLEM_MODES)
+    return text + "".join(_per_problem_block(results, mode) for mode in ("0-shot", "ICL"))
 
 
 def _per_problem_block(results: Mapping[str, Mapping], mode: str) -> str:
@@ -108,8 +106,8 @@ def comparison_filename(base: str, model: str | None = None, mode: str | None = 
     """``<base>.txt``, or for a run filtered by ``--model`` / ``--inference-mode``
     ``<base>_model-<model>_mode-<mode>.txt`` (the parts given, made file-safe), so that a filtered run never
     replaces the full comparison."""
-    parts = [base] + [f"{label}-{_FILE_UNSAFE.sub('-', value)}" for label, value in (("model", model), ("mode", mode))
-                      if value]
+    parts = [base] + [f"{label}-{re.sub(r'[^A-Za-z0-9._-]+', '-', value)}"
+                      for label, value in (("model", model), ("mode", mode)) if value]
     return "_".join(parts) + ".txt"
 
 

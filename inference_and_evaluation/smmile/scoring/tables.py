@@ -15,7 +15,6 @@ from smmile.scoring.metrics import METRICS
 HEADER = "Model Name || LLM, 0-shot || LLM, ICL || EM, 0-shot || EM, ICL || MCQA, 0-shot || MCQA, ICL"
 COLUMNS = tuple((metric, mode) for metric in METRICS for mode in ("0-shot", "ICL"))
 PRIORITY_MODELS = ("majority", "random", "text only")
-EMPTY_TABLE = "No results found."
 
 Results = Mapping[str, Mapping[str, Mapping[str, tuple]]]
 
@@ -52,7 +51,7 @@ def _cells(model_results: Mapping, mean_only: bool, plain: str, with_std: str) -
 def text_table(results: Results, mean_only: bool = False) -> str:
     """§7.3: header, 91 dashes, one ``model & c1 & ... & c6`` row per model; no trailing newline."""
     if not results:
-        return EMPTY_TABLE
+        return "No results found."
     rows = [" & ".join([m] + _cells(results[m], mean_only, "{:.2f}", "{:.2f} ± {:.2f}")) for m in row_order(results)]
     return "\n".join([HEADER, "-" * len(HEADER)] + rows)
 
