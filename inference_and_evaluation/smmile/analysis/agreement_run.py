@@ -1,7 +1,7 @@
 """The work of `smmile agreement`: how far the LLM judge can be trusted (paper: judge vs five clinical experts).
 
 Judge labels come from `*_evaluationllm.json`, exact match from the CSVs; `--labels` adds human labels
-(`analysis.agreement`), `--judges` a jury's judges among themselves (`analysis.judges`), `--reviews` the
+(`analysis.agreement`), `--judges` a jury's judges among themselves, `--reviews` the
 reviewers of the report's explorer (`analysis.reviews`). Outputs: agreement.json, one CSV per table and, with
 --judges, the figure agreement_judges.png/.svg.
 """
@@ -18,7 +18,6 @@ from .. import fsguard
 from ..errors import UserError
 from ..scoring.results import records_of
 from . import agreement as ag
-from . import judges as judges_mod
 from . import reviews as reviews_mod
 from .results import fmt, write_tables
 
@@ -118,11 +117,11 @@ def run_agreement(results: list[str], *, labels: str | None = None, judge_rater:
         summary, tables = human_tables(ag.read_labels(labels), records, judge_rater, warn) if labels else ({}, {})
         tables.update(em_tables(records, warn))
         if judges:
-            table = judges_mod.judge_frame(records, warn)
+            table = ag.judge_frame(records, warn)
             if table.empty:
                 raise UserError("--judges: no judged result with its replies file (<stem>_judgements.jsonl) in the "
                                 "results; run evaluate_LLMJudge.py (with --jury for several judges) first")
-            tables["judges"] = judges_mod.judge_rows(table, **resampling)
+            tables["judges"] = ag.judge_rows(table, **resampling)
         if reviews:
             found = reviews_mod.read_reviews(reviews)
             if found.empty:
@@ -140,5 +139,5 @@ def run_agreement(results: list[str], *, labels: str | None = None, judge_rater:
                 **summary, "warnings": warnings}
         written = write_tables(folder, "agreement", tables, meta)
         if judges:
-            written += judges_mod.draw(tables["judges"], folder, warn)
+            written += ag.draw_judges(tables["judges"], folder, warn)
         return "\n".join(console(summary, tables) + ["Written: " + ", ".join(str(p) for p in written)])

@@ -22,8 +22,7 @@ import pandas as pd
 from ..errors import UserError
 from ..scoring import kappa
 from ..scoring.estimates import clusters_for
-from .agreement import binary_scores
-from .judges import CELL, scopes
+from .agreement import CELL, binary_scores, scopes
 
 FORMAT = "smmile-reviews/1"
 REVIEWS = ("agree", "disagree", "unsure", "gold-wrong")
