@@ -8,6 +8,7 @@ LONG_WAIT seconds or more, or a rate-limit header at 0 (REMAINING), pauses every
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from datetime import datetime
 
@@ -35,21 +36,10 @@ def parse_reset(value: str | None) -> float | None:
         return max(0.0, datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() - time.time())
     except ValueError:
         pass
-    total, number = 0.0, ""
-    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    i = 0
-    while i < len(value):
-        c = value[i]
-        if c.isdigit() or c == ".":
-            number += c
-            i += 1
-            continue
-        unit = "ms" if value[i:i + 2] == "ms" else c
-        if unit not in units or not number:
-            return None
-        total += float(number) * units[unit]
-        number, i = "", i + len(unit)
-    return total + (float(number) if number else 0.0)
+    if not re.fullmatch(r"(?:[\d.]+(?:ms|[smh]))*[\d.]*", value):
+        return None
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "": 1.0}  # a bare number: seconds
+    return sum((float(n) * units[u] for n, u in re.findall(r"([\d.]+)(ms|[smh]|$)", value)), 0.0)
 
 
 def exhausted_for(headers) -> float | None:
