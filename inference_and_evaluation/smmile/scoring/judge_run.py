@@ -1,12 +1,8 @@
-"""The work of ``evaluate_LLMJudge.py`` / ``smmile judge``: LLM-as-a-judge scoring (spec §5).
-
-Faithful outputs: ``<stem>_evaluationllm.json`` and ``model_comparison_llm.txt``. The requests go through the
-inference API backends (``judge_backends``) and the runner's executor; each judge journals its replies
-(``<results>/.smmile/judge/<backend-model>-<digest>.journal.jsonl``, keyed by the content judged), so judging
-the same rows again sends nothing. Additions: ``<stem>_judgements.jsonl`` (every raw reply) and
-``<stem>_evaluationllm.manifest.json`` (the judge, its journals and the sha256 of the CSV bytes judged;
-another judge's results are not replaced without ``--overwrite``). A jury (``--jury``) is judged one judge
-after the other; the JSON carries the jury's verdict per row.
+"""The work of ``evaluate_LLMJudge.py`` / ``smmile judge`` (spec §5): ``<stem>_evaluationllm.json`` and
+``model_comparison_llm.txt``, sent through the API backends (``judge_backends``) and the runner's executor, one
+journal per judge keyed by the content judged (judging the same rows again sends nothing). Additions:
+``<stem>_judgements.jsonl`` (every raw reply) and ``<stem>_evaluationllm.manifest.json`` (the judge, its journals,
+the sha256 of the CSV judged; another judge's results are not replaced without ``--overwrite``).
 """
 
 from __future__ import annotations

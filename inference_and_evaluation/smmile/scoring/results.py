@@ -1,14 +1,10 @@
-"""A result (``RunRecord``) and the one loader every scoring command, ``smmile stats``, the analyses and the report
-read (``load_results``; ``load_records`` scores them).
-
-A result is its run record: the journal of the model's responses and the manifest beside the CSV, with the
-judges' verdicts in their journals. Where no record exists (the published outputs, runs of the original code)
-the same loader reads the original's files: the CSV, identified by the file-name rules (``scoring.naming``:
-``rules="scoring"`` spec §4.3, ``rules="variance"`` §7.2), and ``<stem>_evaluationllm.json``. Never loaded: a
-shard, a CSV the runner moved aside, our own ``stats_*.csv``, and (without ``patterns``) a CSV neither named
-``result_*.csv`` nor with a manifest. Two files of one (model, mode, format): a warning, and the one with a
-manifest (else the name sorting last) is kept. A result is scored only when whole: its CSV parses cleanly
-(``exact_match.read_whole``) and it has as many problems as the other results of its dataset (``screen``).
+"""A result (``RunRecord``: its journal of responses, its manifest and its judges' journals) and the one loader
+every scoring command, ``smmile stats``, the analyses and the report read (``load_results``; ``load_records``
+scores them). Where no run record exists (the published outputs) it reads the original's CSV, identified by the
+file-name rules (``scoring.naming``), and ``<stem>_evaluationllm.json``. Never loaded: shards, CSVs the runner
+moved aside, our own ``stats_*.csv``. Of two files of one (model, mode, format) the one with a manifest (else the
+name sorting last) is kept, with a warning. A result is scored only when whole (``exact_match.read_whole``) and
+holding as many problems as the other results of its dataset (``screen``).
 """
 
 from __future__ import annotations
