@@ -1,13 +1,7 @@
-"""Accuracies with intervals and paired comparisons of result records: the numbers ``smmile stats``,
-``smmile analyze`` and the report show (issue #20: one estimand per number, stated in the output).
-
-Row-weighted by default (every row, i.e. every SMMILE++ order, counts, as in the paper's tables);
-``weight="problem"``: every base problem counts once. Failed, refused and empty rows are counted and, with
-``failures="wrong"`` (the paper's rule), scored wrong; ``"exclude"`` leaves them out. Paired comparisons
-(ICL vs 0-shot per model and metric; model vs model within a metric and mode) go through ``paired``, the
-one paired comparison of the package; Holm within each kind of comparison. Every estimate uses the same
-seed, so results do not depend on file order.
-"""
+"""Accuracies with intervals and paired comparisons of result records: the numbers ``smmile stats``, ``smmile
+analyze`` and the report show, one estimand per number, stated in the output (issue #20): row-weighted by
+default (every SMMILE++ order counts, as in the paper's tables), ``weight="problem"`` the alternative. Every
+estimate uses the same seed, so results do not depend on file order."""
 
 from __future__ import annotations
 

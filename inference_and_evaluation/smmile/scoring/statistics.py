@@ -1,14 +1,7 @@
-"""Statistics of 0/1 (or fractional) correctness vectors.
-
-* ``legacy_bootstrap``: the original ``variance_analysis.py`` statistic (spec §7.2 step 5), bit for bit.
-* One estimand per number (issue #20): ``proportion_interval`` (continuity-corrected Wilson on the effective
-  sample size, the design effect from the ICC of the orders of a base problem) and ``paired_score`` (the
-  cluster score test and the interval that inverts it, so ``p < 1 − level`` exactly when it excludes 0).
-* Seeded bootstrap helpers (strata, kappa, the bootstrap se beside the intervals) and Holm.
-
-Seeded functions take an explicit seed and never touch numpy's global RNG. No interval has zero width for
-n >= 1: with no spread to measure, an interval is the Wilson bound on the units (``bound_interval``).
-"""
+"""Statistics of 0/1 (or fractional) correctness vectors: the original's ``legacy_bootstrap`` (spec §7.2 step 5);
+one estimand per number (issue #20: ``proportion_interval``, ``paired_score``); seeded bootstrap helpers and Holm.
+Seeded functions never touch numpy's global RNG. No interval has zero width for n >= 1: with no spread to
+measure, an interval is the Wilson bound on the units (``bound_interval``)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,6 @@ from smmile.scoring.results import load_records
 log = logging.getLogger(__name__)
 
 
-# -- outputs ------------------------------------------------------------------------------------------
 def _json_safe(value):
     if isinstance(value, float) and math.isnan(value):
         return None
@@ -75,7 +74,6 @@ def comparison_summary(rows: list[dict], level: float = statistics.DEFAULT_LEVEL
     return "\n".join(lines)
 
 
-# -- the command's run --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class StatsSettings:
     """How ``run_stats`` estimates and compares (recorded in its outputs, in this order)."""

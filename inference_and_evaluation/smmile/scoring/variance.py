@@ -30,7 +30,6 @@ SEED = 42
 INF = float("inf")
 
 
-# -- one file --------------------------------------------------------------------------------------
 @dataclass
 class Cell:
     """One bootstrap result: mean and std in percent (std None in mean-only mode), sample count."""
@@ -97,7 +96,6 @@ def analyse_file(result: RunRecord, screened: tuple[dict, dict], mean_only: bool
             log.warning(cell.meaning)
 
 
-# -- a directory -------------------------------------------------------------------------------------
 def list_csvs(directory: str, sort: bool = False) -> list[str]:
     """The paths of the result CSVs ``run_variance`` analyses (``glob.glob`` order, or sorted)."""
     return [os.fspath(r.path) for r in load_results(directory, sort=sort, rules="variance")]
@@ -116,7 +114,6 @@ def analyse(files: list, mean_only: bool = False, seed: int = SEED) -> Analysis:
     return analysis
 
 
-# -- the tables ------------------------------------------------------------------------------------
 def _write_table(path: str, text: str, analysis: Analysis, what: str) -> None:
     """Write one output unless the existing file has filled cells this run lacks (then warn, keep it)."""
     kept = replace_output(path, text, tables.table_entries(text), tables.table_entries, "filled cell(s)")
