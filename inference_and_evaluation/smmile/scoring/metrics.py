@@ -65,8 +65,7 @@ def _series(ids, values):
 
 
 def _csv_path(result) -> str:
-    path = getattr(result, "csv", None)
-    return os.fspath(path if path is not None else result)
+    return os.fspath(getattr(result, "csv", result))
 
 
 def read_rows(result, metric: Metric | str | None = None):

@@ -85,7 +85,7 @@ class RunRecord:
         """The judge's ``problem_accuracies`` derived from its journals; None where the record is incomplete
         (scoring then reads the JSON export)."""
         try:
-            return journaled_accuracies(self.csv, self.rows)
+            return journaled_accuracies(self)
         except (OSError, ValueError, KeyError, TypeError, AttributeError, UserError):
             return None
 
@@ -114,16 +114,17 @@ class RunRecord:
         return os.fspath(self.path)
 
 
-def journaled_accuracies(csv: Path, frame) -> dict | None:
+def journaled_accuracies(result: RunRecord) -> dict | None:
     """The judge record (``<stem>_evaluationllm.manifest.json``) names each judge and its journal; the CSV's rows
     are planned, looked up and combined as the judge did (``judge_run.finish_file``). None unless the CSV holds
     the bytes judged and every judge's journal answers every row."""
+    csv = result.csv
     record = json.loads(naming.judge_record_path(csv).read_text(encoding="utf-8"))
     identity, journals = record["judge"], record["journals"]
     panel = identity["jury"] if identity["backend"] == "jury" else [identity]
     if len(panel) != len(journals) or record["result_sha256"] != content_sha256(read_csv_bytes(os.fspath(csv))):
         return None
-    frame = exclude_problems(frame)[0]
+    frame = exclude_problems(result.rows)[0]
     judges, per_judge = [], []
     for who, journal in zip(panel, journals):
         judges.append(JudgeSettings(who["backend"], who["model"], protocol=who["protocol"],
