@@ -28,81 +28,72 @@ MAX_ROWS = 200
 IMAGE_EXTS = (".png", ".svg")
 
 
-@dataclass(frozen=True)
 class Col:
     """A typed column: ``fmt`` says how html renders it; ``keys``: one field under any of its names, or the
     fields of ``ci`` (estimate, low, high) and ``pair``."""
 
-    header: str
-    fmt: str
-    keys: tuple
+    def __init__(self, header: str, fmt: str, *keys: str):
+        self.header, self.fmt, self.keys = header, fmt, keys
 
 
-SUMMARY = (Col("Model", "model", ("model",)), Col("Metric", "metric", ("metric",)), Col("Mode", "text", ("mode",)),
-           Col("n", "int", ("n_pairs", "n")), Col("base problems", "int", ("n_problems", "n_clusters")),
-           Col("reference %", "pct", ("accuracy_reference",)), Col("variant %", "pct", ("accuracy_variant",)),
-           Col("difference pp [CI]", "ci", ("difference", "ci_low", "ci_high")),
-           Col("relative %", "signed", ("relative_change",)), Col("gained / lost", "pair", ("gained", "lost")),
-           Col("p", "p", ("p_value", "p_mcnemar")), Col("test", "text", ("p_method",)),
-           Col("p (Holm)", "p", ("p_holm",)), Col("significant", "flag", ("significant",)))
-AVERAGES = (Col("Variant", "text", ("variant",)), Col("Reference", "text", ("reference",)),
-            Col("Metric", "metric", ("metric",)), Col("Mode", "text", ("mode",)), Col("models", "int", ("n_models",)),
-            Col("mean reference %", "pct", ("mean_accuracy_reference",)),
-            Col("mean variant %", "pct", ("mean_accuracy_variant",)),
-            Col("mean difference pp", "signed", ("mean_difference",)),
-            Col("relative change of the mean %", "signed", ("relative_change",)),
-            Col("mean of relative changes % [min, max]", "ci", ("mean_of_relative_changes", "min_relative_change",
-                                                                 "max_relative_change")),
-            Col("mean relative % [min, max]", "ci", ("mean_relative_change", "min_relative_change",
-                                                     "max_relative_change")))
-RECENCY = (Col("Model", "model", ("model",)), Col("Metric", "metric", ("metric",)), Col("Mode", "text", ("mode",)),
-           Col("n", "int", ("n_pairs", "n")), Col("original %", "pct", ("accuracy_original",)),
-           Col("first %", "pct", ("accuracy_first",)), Col("last %", "pct", ("accuracy_last",)),
-           Col("last − first pp [CI]", "ci", ("last_minus_first", "last_minus_first_ci_low",
-                                              "last_minus_first_ci_high")))
-CONSISTENCY = (Col("Variant", "text", ("variant",)), Col("Model", "model", ("model",)),
-               Col("Metric", "metric", ("metric",)), Col("Mode", "text", ("mode",)), Col("rows", "int", ("n_rows",)),
-               Col("base problems", "int", ("n_base", "n_problems")),
-               Col("order-sensitive", "int", ("order_sensitive",)),
-               Col("order-sensitive %", "pct", ("share_order_sensitive",)))
-RATER_PAIRS = (Col("Rater A", "text", ("rater_a",)), Col("Rater B", "text", ("rater_b",)), Col("n", "int", ("n",)),
-               Col("agreement %", "pct", ("percent",)), Col("Cohen's κ", "coef", ("cohen_kappa",)))
-VERSUS = (Col("Scope", "text", ("scope",)), Col("Model", "model", ("model",)), Col("Mode", "text", ("mode",)),
-          Col("n", "int", ("n",)), Col("ties excluded", "int", ("ties_excluded",)),
-          Col("agreement %", "pct", ("percent",)), Col("Cohen's κ", "coef", ("cohen_kappa",)),
-          Col("judge %", "pct", ("judge_accuracy",)), Col("human %", "pct", ("human_accuracy",)),
-          Col("EM %", "pct", ("em_accuracy",)), Col("bias pp", "signed", ("bias",)))
-JUDGES = (Col("Comparison", "text", ("comparison",)), Col("Mode", "text", ("mode",)), Col("Format", "text", ("format",)),
-          Col("Rater A", "text", ("rater_a",)), Col("Rater B", "text", ("rater_b",)), Col("n", "int", ("n",)),
-          Col("base problems", "int", ("n_clusters",)), Col("ties excluded", "int", ("ties_excluded",)),
-          Col("agreement % [CI]", "ci", ("percent", "percent_low", "percent_high")),
-          Col("κ [CI]", "ci", ("cohen_kappa", "kappa_low", "kappa_high")),
-          Col("Fleiss' κ [CI]", "ci", ("fleiss_kappa", "kappa_low", "kappa_high")))
-DISPUTED = (Col("Model", "model", ("model",)), Col("Mode", "text", ("mode",)), Col("Format", "text", ("format",)),
-            Col("Problem", "text", ("problem_id",)), Col("verdict shown", "int", ("verdict_shown",)),
-            Col("reviewers", "int", ("reviewed",)), Col("exact match", "int", ("em",)),
-            Col("reviews", "text", ("reviews",)), Col("notes", "text", ("notes",)))
-CORRELATION = (Col("Mode", "text", ("mode",)), Col("results", "int", ("n_results",)),
-               Col("Pearson r", "coef", ("pearson_r",)), Col("mean bias pp", "signed", ("mean_bias",)))
-INTER_RATER = (Col("raters", "int", ("n_raters",)), Col("labels", "int", ("n_labels",)), Col("items", "int", ("n_items",)),
-               Col("items with ≥ 2 labels", "int", ("n_items_multi",)),
-               Col("pairwise agreement %", "pct", ("pairwise_percent",)),
-               Col("unanimous %", "pct", ("unanimous_percent",)), Col("Fleiss' κ", "coef", ("fleiss_kappa",)))
-CURVE = (Col("Model", "model", ("model",)), Col("Metric", "metric", ("metric",)), Col("k", "text", ("point",)),
-         Col("run", "text", ("set",)), Col("Mode", "text", ("mode",)), Col("n", "int", ("n_rows",)),
-         Col("accuracy % [CI]", "ci", ("accuracy", "ci_low", "ci_high")))
-DIAGNOSTICS = (Col("Model", "model", ("model",)), Col("Metric", "metric", ("metric",)),
-               Col("gain from examples pp [CI]", "ci", ("gain", "gain_ci_low", "gain_ci_high")),
-               Col("with flipped answers pp [CI]", "ci", ("flipped", "flipped_ci_low", "flipped_ci_high")),
-               Col("share of the gain %", "signed", ("flipped_share",)),
-               Col("without example images pp [CI]", "ci", ("no_example_images", "no_example_images_ci_low",
-                                                            "no_example_images_ci_high")),
-               Col("share of the gain %", "signed", ("no_example_images_share",)),
-               Col("query image, ICL pp [CI]", "ci", ("query_image_icl", "query_image_icl_ci_low",
-                                                      "query_image_icl_ci_high")),
-               Col("query image, 0-shot pp [CI]", "ci", ("query_image_0shot", "query_image_0shot_ci_low",
-                                                         "query_image_0shot_ci_high")),
-               Col("not computed (missing runs)", "text", ("not_computed",)))
+MODEL, METRIC, MODE = Col("Model", "model", "model"), Col("Metric", "metric", "metric"), Col("Mode", "text", "mode")
+N, N_PAIRS = Col("n", "int", "n"), Col("n", "int", "n_pairs", "n")
+SUMMARY = (MODEL, METRIC, MODE, N_PAIRS, Col("base problems", "int", "n_problems", "n_clusters"),
+           Col("reference %", "pct", "accuracy_reference"), Col("variant %", "pct", "accuracy_variant"),
+           Col("difference pp [CI]", "ci", "difference", "ci_low", "ci_high"),
+           Col("relative %", "signed", "relative_change"), Col("gained / lost", "pair", "gained", "lost"),
+           Col("p", "p", "p_value", "p_mcnemar"), Col("test", "text", "p_method"), Col("p (Holm)", "p", "p_holm"),
+           Col("significant", "flag", "significant"))
+AVERAGES = (Col("Variant", "text", "variant"), Col("Reference", "text", "reference"), METRIC, MODE,
+            Col("models", "int", "n_models"), Col("mean reference %", "pct", "mean_accuracy_reference"),
+            Col("mean variant %", "pct", "mean_accuracy_variant"),
+            Col("mean difference pp", "signed", "mean_difference"),
+            Col("relative change of the mean %", "signed", "relative_change"),
+            Col("mean of relative changes % [min, max]", "ci", "mean_of_relative_changes", "min_relative_change",
+                "max_relative_change"),
+            Col("mean relative % [min, max]", "ci", "mean_relative_change", "min_relative_change",
+                "max_relative_change"))
+RECENCY = (MODEL, METRIC, MODE, N_PAIRS, Col("original %", "pct", "accuracy_original"),
+           Col("first %", "pct", "accuracy_first"), Col("last %", "pct", "accuracy_last"),
+           Col("last − first pp [CI]", "ci", "last_minus_first", "last_minus_first_ci_low",
+               "last_minus_first_ci_high"))
+CONSISTENCY = (Col("Variant", "text", "variant"), MODEL, METRIC, MODE, Col("rows", "int", "n_rows"),
+               Col("base problems", "int", "n_base", "n_problems"), Col("order-sensitive", "int", "order_sensitive"),
+               Col("order-sensitive %", "pct", "share_order_sensitive"))
+RATER_PAIRS = (Col("Rater A", "text", "rater_a"), Col("Rater B", "text", "rater_b"), N,
+               Col("agreement %", "pct", "percent"), Col("Cohen's κ", "coef", "cohen_kappa"))
+VERSUS = (Col("Scope", "text", "scope"), MODEL, MODE, N, Col("ties excluded", "int", "ties_excluded"),
+          Col("agreement %", "pct", "percent"), Col("Cohen's κ", "coef", "cohen_kappa"),
+          Col("judge %", "pct", "judge_accuracy"), Col("human %", "pct", "human_accuracy"),
+          Col("EM %", "pct", "em_accuracy"), Col("bias pp", "signed", "bias"))
+JUDGES = (Col("Comparison", "text", "comparison"), MODE, Col("Format", "text", "format"),
+          Col("Rater A", "text", "rater_a"), Col("Rater B", "text", "rater_b"), N,
+          Col("base problems", "int", "n_clusters"), Col("ties excluded", "int", "ties_excluded"),
+          Col("agreement % [CI]", "ci", "percent", "percent_low", "percent_high"),
+          Col("κ [CI]", "ci", "cohen_kappa", "kappa_low", "kappa_high"),
+          Col("Fleiss' κ [CI]", "ci", "fleiss_kappa", "kappa_low", "kappa_high"))
+DISPUTED = (MODEL, MODE, Col("Format", "text", "format"), Col("Problem", "text", "problem_id"),
+            Col("verdict shown", "int", "verdict_shown"), Col("reviewers", "int", "reviewed"),
+            Col("exact match", "int", "em"), Col("reviews", "text", "reviews"), Col("notes", "text", "notes"))
+CORRELATION = (MODE, Col("results", "int", "n_results"), Col("Pearson r", "coef", "pearson_r"),
+               Col("mean bias pp", "signed", "mean_bias"))
+INTER_RATER = (Col("raters", "int", "n_raters"), Col("labels", "int", "n_labels"), Col("items", "int", "n_items"),
+               Col("items with ≥ 2 labels", "int", "n_items_multi"),
+               Col("pairwise agreement %", "pct", "pairwise_percent"),
+               Col("unanimous %", "pct", "unanimous_percent"), Col("Fleiss' κ", "coef", "fleiss_kappa"))
+CURVE = (MODEL, METRIC, Col("k", "text", "point"), Col("run", "text", "set"), MODE, Col("n", "int", "n_rows"),
+         Col("accuracy % [CI]", "ci", "accuracy", "ci_low", "ci_high"))
+DIAGNOSTICS = (MODEL, METRIC, Col("gain from examples pp [CI]", "ci", "gain", "gain_ci_low", "gain_ci_high"),
+               Col("with flipped answers pp [CI]", "ci", "flipped", "flipped_ci_low", "flipped_ci_high"),
+               Col("share of the gain %", "signed", "flipped_share"),
+               Col("without example images pp [CI]", "ci", "no_example_images", "no_example_images_ci_low",
+                   "no_example_images_ci_high"),
+               Col("share of the gain %", "signed", "no_example_images_share"),
+               Col("query image, ICL pp [CI]", "ci", "query_image_icl", "query_image_icl_ci_low",
+                   "query_image_icl_ci_high"),
+               Col("query image, 0-shot pp [CI]", "ci", "query_image_0shot", "query_image_0shot_ci_low",
+                   "query_image_0shot_ci_high"),
+               Col("not computed (missing runs)", "text", "not_computed"))
 LAYOUTS = {"summary": SUMMARY, "curve": CURVE, "diagnostics": DIAGNOSTICS, "averages": AVERAGES, "recency": RECENCY, "consistency": CONSISTENCY,
            "rater_pairs": RATER_PAIRS, "judge_vs_humans": VERSUS, "em_vs_judge": VERSUS,
            "judge_human_correlation": CORRELATION, "em_judge_correlation": CORRELATION, "inter_rater": INTER_RATER,
@@ -128,7 +119,6 @@ class TableView:
 
 @dataclass
 class AnalysisView:
-
     section: str
     title: str
     path: str
@@ -257,7 +247,7 @@ def generic_view(data, path: str, relative: str) -> AnalysisView:
 
 def plain_table(title: str, rows: list[dict]) -> TableView:
     keys = list(dict.fromkeys(k for r in rows for k in r))
-    columns = tuple(Col(k, "auto", (k,)) for k in keys)
+    columns = tuple(Col(k, "auto", k) for k in keys)
     return TableView(title, columns, rows[:MAX_ROWS], len(rows))
 
 

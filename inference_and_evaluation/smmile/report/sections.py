@@ -44,22 +44,6 @@ def markers_note(models) -> str:
 
 
 # -- main table ----------------------------------------------------------------------------------------
-def columns_present(estimates: list[dict]) -> list[tuple[str, str]]:
-    """The paper's (metric, mode) columns that hold at least one number."""
-    have = {(r["metric"], r["mode"]) for r in estimates if not math.isnan(r["accuracy"])}
-    return [c for c in tables.COLUMNS if c in have]
-
-
-def _best(rows, columns) -> list:
-    """Highest point estimate per column among the non-baseline models (bold, as in the paper)."""
-    best = []
-    for metric, mode in columns:
-        values = [c["accuracy"] for m, cells in rows if m not in names.BASELINES
-                  for c in [cells.get((metric, mode))] if c and not math.isnan(c["accuracy"])]
-        best.append(max(values) if values else None)
-    return best
-
-
 def _n_tip(cell: dict) -> str:
     if cell.get("clustered"):
         return f"n = {cell.get('n_rows')} rows, {cell.get('n_problems')} base problems"
@@ -92,7 +76,8 @@ def _estimate_cell(rset, cell, best) -> str:
 
 
 def main_table(rset) -> str:
-    columns = columns_present(rset.estimates)
+    have = {(r["metric"], r["mode"]) for r in rset.estimates if not math.isnan(r["accuracy"])}
+    columns = [c for c in tables.COLUMNS if c in have]  # the paper's (metric, mode) columns that hold a number
     if not columns:
         return '<p class="note">No scorable result files.</p>'
     rows = [(m, {(r["metric"], r["mode"]): r for r in rset.estimates if r["model"] == m}) for m in rset.models()]
@@ -100,7 +85,10 @@ def main_table(rset) -> str:
     head = ['<tr><th class="name" rowspan="2">Model</th>' +
             "".join(f'<th colspan="{sum(c[0] == m for c in columns)}">{esc(names.metric(m))}</th>' for m in metrics)
             + "</tr>", "<tr>" + "".join(f"<th>{esc(mode)}</th>" for _, mode in columns) + "</tr>"]
-    best, body = _best(rows, columns), []
+    # the highest point estimate per column among the non-baseline models (bold, as in the paper)
+    best = [max((c["accuracy"] for m, cells in rows if m not in names.BASELINES for c in [cells.get(column)]
+                 if c and not math.isnan(c["accuracy"])), default=None) for column in columns]
+    body = []
     n_baselines = sum(m in names.BASELINES for m, _ in rows)
     for i, (model, cells) in enumerate(rows):
         rule = ' class="rule"' if i == n_baselines and i > 0 else ""
