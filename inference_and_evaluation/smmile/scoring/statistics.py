@@ -69,8 +69,6 @@ class Interval:
     se: float
     n: int
     n_clusters: int
-    level: float
-    n_boot: int
     method: str = PERCENTILE
     n_eff: float = float("nan")  # effective sample size (Wilson intervals)
     icc: float = float("nan")  # intraclass correlation used for the design effect
@@ -173,7 +171,7 @@ def bootstrap_means(values: Sequence[float], clusters: Sequence | None = None,
                                  rng)
 
 
-def _percentile_or_bound(estimate: float, boots: np.ndarray, n: int, units: int, level: float, n_boot: int,
+def _percentile_or_bound(estimate: float, boots: np.ndarray, n: int, units: int, level: float,
                          value_range: tuple[float, float]) -> Interval:
     """The percentile interval of the replicates ``boots`` (se: their std, ddof=1), or ``bound_interval`` on
     the units when there are none or they have no spread."""
@@ -182,9 +180,9 @@ def _percentile_or_bound(estimate: float, boots: np.ndarray, n: int, units: int,
         low, high = np.quantile(boots, [alpha, 1 - alpha])
         if high > low:
             se = float(np.std(boots, ddof=1)) if len(boots) > 1 else float("nan")
-            return Interval(estimate, float(low), float(high), se, n, units, level, n_boot)
+            return Interval(estimate, float(low), float(high), se, n, units)
     low, high = bound_interval(estimate, units, value_range, level)
-    return Interval(estimate, low, high, float("nan"), n, units, level, n_boot, BOUND)
+    return Interval(estimate, low, high, float("nan"), n, units, BOUND)
 
 
 def percentile_ci(values: Sequence[float], clusters: Sequence | None = None,
@@ -197,9 +195,9 @@ def percentile_ci(values: Sequence[float], clusters: Sequence | None = None,
     units = n if clusters is None else len(set(map(str, clusters)))
     if n == 0:
         nan = float("nan")
-        return Interval(nan, nan, nan, nan, 0, 0, level, n_boot, BOUND)
+        return Interval(nan, nan, nan, nan, 0, 0, BOUND)
     boots = bootstrap_means(data, clusters, n_boot, seed) if units >= 2 else np.empty(0)
-    return _percentile_or_bound(float(data.mean()), boots, n, units, level, n_boot, PROPORTION)
+    return _percentile_or_bound(float(data.mean()), boots, n, units, level, PROPORTION)
 
 
 def statistic_interval(columns, statistic, clusters: Sequence | None = None, n_boot: int = DEFAULT_N_BOOT,
@@ -216,14 +214,14 @@ def statistic_interval(columns, statistic, clusters: Sequence | None = None, n_b
     codes = np.arange(n) if clusters is None else _codes(clusters)
     units = int(codes.max()) + 1 if n else 0
     if math.isnan(estimate):
-        return Interval(estimate, nan, nan, nan, n, units, level, n_boot, PERCENTILE)
+        return Interval(estimate, nan, nan, nan, n, units, PERCENTILE)
     boots = np.empty(0)
     if units >= 2:
         sums = np.stack([np.bincount(codes, weights=column) for column in data.T], axis=1)
         boots = statistic(_boot_means_clustered(sums, np.bincount(codes).astype(np.float64), n_boot,
                                                 np.random.default_rng(seed)))
         boots = boots[~np.isnan(boots)]
-    return _percentile_or_bound(estimate, boots, n, units, level, n_boot, value_range)
+    return _percentile_or_bound(estimate, boots, n, units, level, value_range)
 
 
 # -- one estimand, one interval, one test (issue #20) ---------------------------------------------------
@@ -298,7 +296,7 @@ def proportion_interval(values: Sequence[float], clusters: Sequence | None = Non
     n = len(data)
     if n == 0:
         nan = float("nan")
-        return Interval(nan, nan, nan, nan, 0, 0, level, 0, WILSON)
+        return Interval(nan, nan, nan, nan, 0, 0, WILSON)
     means, sizes, _ = _groups(data, clusters)
     weights = cluster_weights(sizes, weight)
     estimate = float(np.sum(weights * means) / weights.sum())
@@ -317,7 +315,7 @@ def proportion_interval(values: Sequence[float], clusters: Sequence | None = Non
     boundary = estimate <= 0 or estimate >= 1
     low, high = (wilson_interval if boundary else wilson_cc_interval)(estimate, n_eff, level)
     se = math.sqrt(max(0.0, estimate * (1 - estimate)) / n_eff)
-    return Interval(estimate, low, high, se, n, k, level, 0, method, n_eff, rho)
+    return Interval(estimate, low, high, se, n, k, method, n_eff, rho)
 
 
 @dataclass(frozen=True)
@@ -353,7 +351,7 @@ def paired_score(a: Sequence[float], b: Sequence[float], clusters: Sequence | No
     only_a, only_b = _discordant(left, right) if _binary(left) and _binary(right) else (None, None)
     nan = float("nan")
     if len(left) == 0:
-        return PairedScore(Interval(nan, nan, nan, nan, 0, 0, level, 0, SCORE_INTERVAL), nan, method, nan, 0, 0)
+        return PairedScore(Interval(nan, nan, nan, nan, 0, 0, SCORE_INTERVAL), nan, method, nan, 0, 0)
     means, sizes, _ = _groups(left - right, clusters)
     w = cluster_weights(sizes, weight)
     k, big_w, m = len(means), float(w.sum()), float(np.sum(w ** 2))
@@ -374,7 +372,7 @@ def paired_score(a: Sequence[float], b: Sequence[float], clusters: Sequence | No
         root = math.sqrt((z * z * c) ** 2 + quad * z * z * ss)
         t_low, t_high = (z * z * c - root) / quad, (z * z * c + root) / quad
         low, high = max(-1.0, estimate - t_high), min(1.0, estimate - t_low)
-    interval = Interval(estimate, low, high, se, len(left), k, level, 0, SCORE_INTERVAL)
+    interval = Interval(estimate, low, high, se, len(left), k, SCORE_INTERVAL)
     return PairedScore(interval, p_value, method, statistic, only_a, only_b)
 
 
