@@ -134,9 +134,8 @@ def test_labels_come_from_run_manifests(tmp_path, demo_dir):
     for folder, dataset in (("o", {"kind": "demo", "id": "/x"}), ("v", {"kind": "local", "id": str(ds)})):
         write_open(tmp_path / folder, "random", ORIGINAL)
         (tmp_path / folder / "result_random_ICL.manifest.json").write_text(json.dumps({"dataset": dataset}))
-    assert rs.load_set(str(tmp_path / "o")).label == "original"
-    assert rs.load_set(str(tmp_path / "v")).label == "noise-targeted"
-    assert rs.load_set(f"mine={tmp_path / 'v'}").label == "mine"
+    assert list(rs.load_sets([str(tmp_path / "o"), str(tmp_path / "v")])) == ["original", "noise-targeted"]
+    assert list(rs.load_sets([f"mine={tmp_path / 'v'}"])) == ["mine"]
     assert rs.variant_kind({"kind": "hub", "id": "smmile/SMMILE-augmented-050825"}) == "permute"
     assert rs.variant_kind({"kind": "hub", "id": "smmile/SMMILE"}) == "original"
     assert rs.variant_kind({"kind": "demo", "id": str(demo_dir / "plusplus")}) == "permute"

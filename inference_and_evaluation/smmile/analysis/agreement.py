@@ -17,8 +17,8 @@ import pandas as pd
 from .. import plotting
 from ..errors import UserError
 from ..scoring.estimates import clusters_for
-from ..scoring.kappa import (NAN, cohen_kappa, fleiss_agreement, fleiss_kappa, majority, pair_agreement, pairwise_percent,
-                             pearson, percent_agreement)
+from ..scoring.kappa import (NAN, cohen_kappa, fleiss_agreement, fleiss_kappa, majority, pair_agreement,
+                             pairwise_percent, pearson, percent_agreement)
 from ..scoring.naming import judgements_path
 from ..scoring.results import MODES, Record
 
@@ -57,8 +57,7 @@ def read_labels(path: str) -> pd.DataFrame:
 
 
 def model_aliases(records: list[Record]) -> dict[str, str]:
-    """lower-cased name -> the analyses' model key, for every name of a result's model: its key, the raw file
-    token, the scoring name and the display name."""
+    """lower-cased name -> model key, for each name of a result's model (key, file token, scoring name, display)."""
     out = {}
     for r in records:
         names = [r.model]
@@ -185,8 +184,8 @@ def em_vs_judge(pairs: list[tuple[dict, pd.Series, pd.Series]]) -> list[dict]:
 
 # -- the judges of a jury (verdicts per judge in <stem>_judgements.jsonl) -------------------------------
 def verdicts(path) -> dict[str, dict[str, float]]:
-    """judge label -> problem_id -> 0/1 (NaN: no parseable verdict), a problem's first row; the jury's own verdict
-    is under ``jury``. Empty when the file is missing or unreadable."""
+    """judge label (the jury's own: ``jury``) -> problem_id -> 0/1 or NaN (no parseable verdict, or a failed
+    request), from a problem's first row; empty when the file is missing or unreadable."""
     out: dict[str, dict[str, float]] = {}
     try:
         with open(path, encoding="utf-8") as handle:
@@ -259,8 +258,7 @@ def judge_rows(table: pd.DataFrame, n_boot: int, seed: int, level: float, cluste
 
 
 def draw_judges(rows: list[dict], out, warn) -> list[Path]:
-    """A forest of the kappas with their intervals (a panel per mode and format); a warning when it cannot be
-    drawn."""
+    """A forest of the kappas with their intervals, a panel per mode and format (a warning if it cannot be drawn)."""
     rows = [r for r in rows if not math.isnan(r.get("cohen_kappa", r.get("fleiss_kappa", math.nan)))]
     if not rows:
         return []

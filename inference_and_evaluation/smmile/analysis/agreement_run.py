@@ -1,10 +1,6 @@
-"""The work of `smmile agreement`: how far the LLM judge can be trusted (paper: judge vs five clinical experts).
-
-Judge labels come from `*_evaluationllm.json`, exact match from the CSVs; `--labels` adds human labels
-(`analysis.agreement`), `--judges` a jury's judges among themselves, `--reviews` the
-reviewers of the report's explorer (`analysis.reviews`). Outputs: agreement.json, one CSV per table and, with
---judges, the figure agreement_judges.png/.svg.
-"""
+"""The work of `smmile agreement` (docs/analyses.md §3): how far the LLM judge can be trusted, from the judge's
+and exact match's labels in result folders, human labels (`analysis.agreement`), a jury's judges and the
+report's reviewers (`analysis.reviews`)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The ICL diagnostics ``smmile analyze shots|flip|images|diagnostics``: what in the examples does a model use?
-(docs/analyses.md §5 says what each compares and what it can tell.)
-
-Sets are labelled as their datasets (``smmile data variant``): ``original`` (its 0-shot and ICL runs),
-``k-shot-<k>``, ``flip-answers[-<fraction>]``, ``no-example-images``, ``no-query-image``. Every comparison is
-one record against another through ``variants.compare``, A − B in percentage points; Holm's family is every
-comparison of one run.
-"""
+"""The ICL diagnostics ``smmile analyze shots|flip|images|diagnostics`` (docs/analyses.md §5): what in the examples
+does a model use? Each comparison is one record against another (``variants.compare``, A − B in pp) of sets
+labelled as their datasets: ``original``, ``k-shot-<k>``, ``flip-answers[-<fraction>]``, ``no-example-images``,
+``no-query-image``."""
 
 from __future__ import annotations
 

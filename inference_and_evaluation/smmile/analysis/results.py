@@ -20,8 +20,8 @@ ORIGINAL = "original"
 
 
 def variant_kind(dataset: dict) -> str:
-    """The variant a run manifest's dataset is: a local/demo folder's `variant_manifest.json` (or the
-    demo's own `smmile_demo.json`), SMMILE++ on the hub (`permute`), else `original`."""
+    """A local/demo folder's `variant_manifest.json` (or the demo's `smmile_demo.json`) kind, `permute` for
+    SMMILE++ on the hub, else `original`."""
     ref = dataset.get("id") or ""
     if dataset.get("kind") == "hub":
         return "permute" if PLUSPLUS_ID in (ref, DATED_IDS.get(ref)) else ORIGINAL
@@ -50,18 +50,14 @@ def parse_spec(text: str) -> tuple[str | None, Path]:
     return None, Path(text)
 
 
-def load_set(text: str, warn=None) -> ResultSet:
-    label, path = parse_spec(text)
-    records = records_of(path, warn)
-    if not records:
-        raise UserError(f"{path}: no scorable result file (result_*.csv)")
-    return ResultSet(label or detect_label(path, records), path, records)
-
-
 def load_sets(texts: list[str], warn=None) -> dict[str, ResultSet]:
     sets: dict[str, ResultSet] = {}
     for text in texts:
-        s = load_set(text, warn)
+        label, path = parse_spec(text)
+        records = records_of(path, warn)
+        if not records:
+            raise UserError(f"{path}: no scorable result file (result_*.csv)")
+        s = ResultSet(label or detect_label(path, records), path, records)
         if s.label in sets:
             raise UserError(f"two result sets are labelled {s.label!r} ({sets[s.label].path}, {s.path}); "
                             "write LABEL=PATH to tell them apart")

@@ -3,11 +3,9 @@
 Format ``smmile-reviews/1``: ``{"format": "smmile-reviews/1", "reviews": [{"problem_id", "model" (the report's
 model key), "mode" (0-shot | ICL), "format" (open | mcqa), "judges" (judge labels; [] for the gold flag),
 "verdict_shown" (0/1 or null), "review" (agree | disagree | unsure | gold-wrong), "note", "reviewer",
-"time" (ISO 8601)}]}``.
-
-A review's label: ``agree`` → the verdict shown, ``disagree`` → its opposite, else none. A reviewer's later
-review of a cell replaces the earlier one. A cell's reviewed verdict is the strict majority of its labels (a tie
-gives none, and is counted).
+"time" (ISO 8601)}]}``. A review's label: ``agree`` → the verdict shown, ``disagree`` → its opposite, else none;
+a reviewer's later review of a cell replaces the earlier one. A cell's reviewed verdict is the strict majority of
+its labels (a tie gives none, and is counted).
 """
 
 from __future__ import annotations
@@ -132,8 +130,8 @@ def disputed(reviews: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
     for key, g in reviews.groupby(CELL, sort=False):
         if g["label"].dropna().nunique() > 1 or {"disagree", "gold-wrong"} & set(g["review"]):
             cell = cells.loc[key]
-            rows.append({**dict(zip(CELL, key)), "verdict_shown": cell["verdict_shown"], "reviewed": cell["reviewed"],
-                         "em": cell["em"], "reviews": "; ".join(f"{r}: {v}" for r, v in zip(g["reviewer"], g["review"])),
+            rows.append({**dict(zip(CELL, key)), **cell[["verdict_shown", "reviewed", "em"]],
+                         "reviews": "; ".join(f"{r}: {v}" for r, v in zip(g["reviewer"], g["review"])),
                          "notes": "; ".join(f"{r}: {n}" for r, n in zip(g["reviewer"], g["note"]) if n)})
     return pd.DataFrame(rows, columns=CELL + ["verdict_shown", "reviewed", "em", "reviews", "notes"])
 

@@ -1,15 +1,6 @@
-"""The variant analyses of ``smmile analyze`` (docs/analyses.md), and ``compare``: a variant against a reference
-through ``estimates.paired``, which they, the ICL diagnostics and the report share.
-
-* ``noise``: every non-original set against the original.
-* ``order``: order-first and order-last against the original, and last against first, on the problems all of
-  them scored (the recency table).
-* ``permutation``: every permuted set (ids ``<id>_perm_<k>``) against the original, paired and clustered by
-  base problem; plus how consistent each model is across the orders of a problem.
-
-Sets of another analysis's kind, or sharing no problem, are refused before any statistic; a result found in
-only one set of a comparison is named in a note. Holm's family is every comparison of one run.
-"""
+"""The variant analyses of ``smmile analyze noise|order|permutation`` (docs/analyses.md §2) and ``compare``, a
+variant against a reference through ``estimates.paired`` (also used by the ICL diagnostics and the report). Sets of
+the wrong kind, or sharing no problem, are refused before any statistic; a result without a partner is noted."""
 
 from __future__ import annotations
 
@@ -28,6 +19,8 @@ from .results import ORIGINAL, ResultSet
 KINDS = ("noise", "order", "permutation")
 FIRST, LAST = "order-first", "order-last"
 ACCEPTS = {"noise": ("noise-random", "noise-targeted"), "order": (FIRST, LAST), "permutation": ("permute",)}
+# a row's flip by (reference, variant) score; partial scores (a judge averaged over duplicated rows): up/down/same
+FLIPS = {(0, 1): "gained", (1, 0): "lost", (1, 1): "both_correct", (0, 0): "both_wrong"}
 
 
 @dataclass
@@ -39,16 +32,6 @@ class Report:
     extra: dict[str, list[dict]] = field(default_factory=dict)  # recency / consistency / by_problem
 
 
-def flip(reference: float, variant: float) -> str:
-    """gained, lost, both_correct, both_wrong; for partial scores (a judge averaged over duplicated rows)
-    up / down / same."""
-    if variant > reference:
-        return "gained" if (reference, variant) == (0, 1) else "up"
-    if variant < reference:
-        return "lost" if (reference, variant) == (1, 0) else "down"
-    return {1: "both_correct", 0: "both_wrong"}.get(reference, "same")
-
-
 def _base(problem_id: str) -> str:
     return statistics.base_problem_ids([problem_id])[0]
 
@@ -56,9 +39,8 @@ def _base(problem_id: str) -> str:
 def compare(reference: Record, variant: Record, by_base: bool, n_boot: int, seed: int, level: float,
             include_gold_mismatch: bool = False, notes: list | None = None, weight: str = "row",
             failures: str = "wrong") -> tuple[dict, pd.DataFrame]:
-    """The summary row of variant − reference (with ``by_base`` a variant row ``<id>_perm_<k>`` pairs with the
-    reference's ``<id>``, clustered by base problem), with the relative change and the flips, and the
-    per-problem flip table; what the pairing left out is appended to ``notes``."""
+    """The row of variant − reference (``by_base``: ``<id>_perm_<k>`` pairs with ``<id>``, clustered by base
+    problem) and the per-problem flip table; what the pairing left out is appended to ``notes``."""
     label = f"{variant.model} {variant.metric} {variant.mode}"
     core, frame = paired(variant, reference, label, key=_base if by_base else None,
                          cluster="base" if by_base else "auto", weight=weight, level=level, n_boot=n_boot, seed=seed,
@@ -66,7 +48,8 @@ def compare(reference: Record, variant: Record, by_base: bool, n_boot: int, seed
     table = pd.DataFrame({"problem_id": frame["problem_id"],
                           "base_problem_id": statistics.base_problem_ids(frame["problem_id"]),
                           "score_reference": frame["b"], "score_variant": frame["a"]})
-    table["flip"] = [flip(r, v) for r, v in zip(table["score_reference"], table["score_variant"])]
+    table["flip"] = [FLIPS.get((r, v), "up" if v > r else "down" if v < r else "same")
+                     for r, v in zip(table["score_reference"], table["score_variant"])]
     counts = table["flip"].value_counts()
     acc_ref, acc_var = core.pop("accuracy_b"), core.pop("accuracy_a")
     renamed = {"n_failed_a": "n_failed_variant", "n_failed_b": "n_failed_reference"}
@@ -143,8 +126,7 @@ def unmatched(sets: dict[str, ResultSet], pairs: list[tuple[str, str]]) -> list[
 def analyse(kind: str, sets: dict[str, ResultSet], n_boot: int, seed: int, level: float,
             include_gold_mismatch: bool = False, notes: list | None = None, weight: str = "row",
             failures: str = "wrong") -> Report:
-    """Every comparison of ``kind``; what pairing left out, and results without a partner, are
-    appended to ``notes``."""
+    """Every comparison of ``kind``; what pairing left out, and results without a partner, go to ``notes``."""
     pairs = comparisons(kind, list(sets))
     check_sets(kind, sets, pairs)
     notes = [] if notes is None else notes
@@ -216,8 +198,8 @@ def recency(rows: list[dict]) -> list[dict]:
 
 
 def consistency(sets: dict[str, ResultSet], pairs: list[tuple[str, str]]) -> tuple[list[dict], list[dict]]:
-    """Per model and permuted set: how many base problems get different outcomes under different
-    orders (order-sensitive), and the per-base-problem share of orders answered correctly."""
+    """Per model and permuted set: the base problems with different outcomes under different orders, and per
+    base problem the share of orders answered correctly."""
     summary, by_problem = [], []
     reference = sets[ORIGINAL].index()
     for variant, _ in pairs:

@@ -1,5 +1,4 @@
-"""``smmile analyze noise|order|permutation|shots|flip|images|diagnostics RESULTS...``: accuracy on the original vs dataset variants (the work
-is ``smmile.analysis.analyze_run``)."""
+"""``smmile analyze KIND RESULTS...``: accuracy on the original vs dataset variants (``analysis.analyze_run``)."""
 
 from __future__ import annotations
 
@@ -23,7 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "order-last, permute, k-shot-<k>, flip-answers[-<fraction>], no-example-images, "
                         "no-query-image or any name (default: read from the run manifests)")
     p.add_argument("--out", default="analysis", help="output folder (made by this command, or new/empty)")
-    p.add_argument("--force", action="store_true", help="write into a non-empty --out folder not made by smmile analyze")
+    p.add_argument("--force", action="store_true",
+                   help="write into a non-empty --out folder not made by smmile analyze")
     fd.add_resampling_flags(p, "confidence level; significant at Holm-adjusted p < 1 - level", cluster=False)
     fd_stats.add_estimand_flags(p)
     return p
@@ -32,6 +32,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     return fd.guarded(lambda: print(run_analyze(a.analysis, a.results, out=a.out, force=a.force, n_boot=a.n_boot,
-                                                seed=a.seed, level=a.level, include_gold_mismatch=a.include_gold_mismatch,
-                                                weight=a.weight, failures=a.failures)) or 0,
+                                                seed=a.seed, level=a.level, weight=a.weight, failures=a.failures,
+                                                include_gold_mismatch=a.include_gold_mismatch)) or 0,
                       interrupted="interrupted: smmile analyze stopped; nothing half-written")
