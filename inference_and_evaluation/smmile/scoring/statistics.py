@@ -201,9 +201,8 @@ def percentile_ci(values: Sequence[float], clusters: Sequence | None = None,
 
 
 def statistic_interval(columns, statistic, clusters: Sequence | None = None, n_boot: int = DEFAULT_N_BOOT,
-                       seed: int = 0, level: float = DEFAULT_LEVEL,
-                       value_range: tuple[float, float] = DIFFERENCE) -> Interval:
-    """A statistic of the column means of an n × k array (e.g. a kappa from the means of per-item
+                       seed: int = 0, level: float = DEFAULT_LEVEL) -> Interval:
+    """A statistic in [-1, 1] of the column means of an n × k array (e.g. a kappa from the means of per-item
     indicators) with a seeded percentile bootstrap interval: rows (or whole ``clusters``) drawn once per
     replicate for all columns. ``statistic`` maps a (..., k) array of means to (...) values; NaN replicates
     are left out. A NaN estimate gives NaN bounds."""
@@ -221,7 +220,7 @@ def statistic_interval(columns, statistic, clusters: Sequence | None = None, n_b
         boots = statistic(_boot_means_clustered(sums, np.bincount(codes).astype(np.float64), n_boot,
                                                 np.random.default_rng(seed)))
         boots = boots[~np.isnan(boots)]
-    return _percentile_or_bound(estimate, boots, n, units, level, value_range)
+    return _percentile_or_bound(estimate, boots, n, units, level, DIFFERENCE)
 
 
 # -- one estimand, one interval, one test (issue #20) ---------------------------------------------------
