@@ -10,6 +10,7 @@ import logging
 import os
 import re
 from collections import Counter
+from itertools import takewhile
 from typing import Callable, Iterable, Mapping
 
 from smmile.scoring.results import replace_output
@@ -115,15 +116,8 @@ def result_keys(text: str) -> set[tuple[str, str]]:
     """(model, mode) of every row of a comparison file's summary table (rows up to the first blank line
     after the header rule)."""
     lines = text.split("\n")
-    start = lines.index("-" * FILE_RULE_WIDTH) + 1
-    keys = set()
-    for line in lines[start:]:
-        if not line:
-            break
-        if line != "-" * FILE_RULE_WIDTH:
-            cells = line.split(" | ")
-            keys.add((cells[0].strip(), cells[1].strip()))
-    return keys
+    rows = takewhile(bool, lines[lines.index("-" * FILE_RULE_WIDTH) + 1:])
+    return {tuple(cell.strip() for cell in line.split(" | ")[:2]) for line in rows if line != "-" * FILE_RULE_WIDTH}
 
 
 def report_comparison(results: Mapping[str, Mapping], results_dir: str | os.PathLike, filename: str,
