@@ -38,7 +38,4 @@ def medr1_options(problem: Problem) -> list[str]:
 
 def medr1_letter(option_lines: list[str], answer: str) -> str:
     """Letter of the first option line containing `answer` as a substring (KEEP: not equality)."""
-    for line in option_lines:
-        if answer in line:
-            return line[0]
-    return ""
+    return next((line[0] for line in option_lines if answer in line), "")

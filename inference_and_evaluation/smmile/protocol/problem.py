@@ -73,8 +73,7 @@ class Problem:
 
     def images(self, mode: str) -> list[ImageRef]:
         """Images a model sees, in order: only the query's for 0-shot, every row's for ICL."""
-        rows = self.rows if mode == "ICL" else (self.query,)
-        return [r.image for r in rows]
+        return [r.image for r in (self.rows if mode == "ICL" else (self.query,))]
 
     def answers(self) -> list[str]:
         return [r.answer for r in self.rows]

@@ -81,8 +81,7 @@ def merge(paths: list[Path], out: Path | None = None, force: bool = False) -> Pa
     seen = sorted(m["shard"]["index"] for _, m, _, _ in shards)
     if seen != list(range(1, n + 1)):
         raise UserError(f"need exactly shards 1..{n} once each; got {seen}")
-    fingerprints = {m["dataset"]["fingerprint"] for _, m, _, _ in shards}
-    if len(fingerprints) != 1:
+    if len({m["dataset"]["fingerprint"] for _, m, _, _ in shards}) != 1:
         raise UserError("shards were run on different data (dataset fingerprints differ)")
     check_same_run([(p, m) for p, m, _, _ in shards])
     by_index: dict[int, dict] = {}
@@ -95,18 +94,14 @@ def merge(paths: list[Path], out: Path | None = None, force: bool = False) -> Pa
     if sorted(by_index) != list(range(total)):
         raise UserError(f"shards cover {len(by_index)} of {total} problems")
     out = out or paths[0].with_name(f"{stems.pop()}.csv")
-    _check_out(out, force)
+    fsguard.check_writable_file(out, "merged CSV")
+    # an unsharded run's result has the same name: a CSV that no merge wrote is not replaced
+    if out.exists() and not force and "merged_from" not in mf.read(out.with_name(f"{out.stem}.manifest.json")):
+        raise UserError(f"{out} exists and was not written by `smmile merge` (an unsharded run's result?); "
+                        "choose another --out or pass --force to replace it")
     merged = {k: v for k, v in shards[0][1].items() if k not in ("shard", "counts", "failures")}
     merged.update(result_file=out.name, merged_from=[p.name for p in paths], counts={"rows": total, "failed": 0})
     with fsguard.OutputLock(out, f"the merged result {out.name}"):
         write_csv(out, shards[0][2], [by_index[i] for i in range(total)])
         write_json(out.with_name(f"{out.stem}.manifest.json"), merged)
     return out
-
-
-def _check_out(out: Path, force: bool) -> None:
-    """The merged CSV can be written, and does not replace a CSV that no merge wrote (an unsharded run's result)."""
-    fsguard.check_writable_file(out, "merged CSV")
-    if out.exists() and not force and "merged_from" not in mf.read(out.with_name(f"{out.stem}.manifest.json")):
-        raise UserError(f"{out} exists and was not written by `smmile merge` (an unsharded run's result?); "
-                        "choose another --out or pass --force to replace it")
