@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -94,13 +95,9 @@ def judge_from_results(records: list[Record], warn=None) -> pd.DataFrame:
 
 
 # -- humans among themselves ----------------------------------------------------------------------
-def _item_lists(humans: pd.DataFrame) -> pd.Series:
-    return humans.groupby(ITEM, sort=False)["label"].apply(list)
-
-
 def inter_rater(humans: pd.DataFrame) -> dict:
     """Agreement of the human raters on the items at least two of them labelled."""
-    lists = _item_lists(humans)
+    lists = humans.groupby(ITEM, sort=False)["label"].apply(list)
     multi = [list(v) for v in lists if len(v) >= 2]
     counts = np.array([[v.count(0), v.count(1)] for v in multi]).reshape(-1, 2)
     return {"n_raters": int(humans["rater"].nunique()), "n_labels": len(humans), "n_items": len(lists),
@@ -123,7 +120,7 @@ def rater_pairs(humans: pd.DataFrame) -> list[dict]:
 # -- judge against the human majority -------------------------------------------------------------
 def items(humans: pd.DataFrame, judge: pd.DataFrame) -> pd.DataFrame:
     """One row per item: raters, positive labels, human majority (NaN on a tie), judge label, agree."""
-    lists = _item_lists(humans)
+    lists = humans.groupby(ITEM, sort=False)["label"].apply(list)
     frame = pd.DataFrame({"n_raters": lists.map(len), "human_positive": lists.map(sum),
                           "human_majority": lists.map(majority)}).reset_index()
     judged = judge.drop_duplicates(ITEM, keep="last").rename(columns={"label": "judge"})[ITEM + ["judge"]]
@@ -171,15 +168,23 @@ def correlation(rows: list[dict], left: str, right: str) -> list[dict]:
 
 
 # -- exact match against the judge, no humans needed ----------------------------------------------
-def em_vs_judge(pairs: list[tuple[dict, pd.Series, pd.Series]]) -> list[dict]:
-    """Per scored result (scope, EM scores, judge scores, by problem_id, 0/1): agreement on shared problems."""
+def em_tables(records: list[Record], warn) -> dict:
+    """Per result scored by both (0/1 scores on shared problems), and across results."""
+    by_source: dict[str, dict] = {}
+    for r in records:
+        by_source.setdefault(r.source, {})[r.metric] = r
     rows = []
-    for scope, em, llm in pairs:
-        joined = pd.concat([em.rename("em"), llm.rename("judge")], axis=1, join="inner").dropna()
-        judge, exact = (joined[c].astype(int).to_numpy() for c in ("judge", "em"))
-        row = _versus({"scope": "model", **scope}, judge, exact, 0)
-        rows.append({k.replace("human", "em"): v for k, v in row.items() if k != "ties_excluded"})
-    return rows
+    for src, m in by_source.items():
+        if {"EM", "LLM"} <= set(m):
+            em = binary_scores(m["EM"].scores, f"{src} (exact match)", warn).rename("em")
+            llm = binary_scores(m["LLM"].scores, f"{src} (judge)", warn).rename("judge")
+            joined = pd.concat([em, llm], axis=1, join="inner").dropna()
+            scope = {"scope": "model", "model": m["EM"].model, "mode": m["EM"].mode, "source": os.path.basename(src)}
+            row = _versus(scope, joined["judge"].astype(int).to_numpy(), joined["em"].astype(int).to_numpy(), 0)
+            rows.append({k.replace("human", "em"): v for k, v in row.items() if k != "ties_excluded"})
+    if not rows:
+        return {}
+    return {"em_vs_judge": rows, "em_judge_correlation": correlation(rows, "judge_accuracy", "em_accuracy")}
 
 
 # -- the judges of a jury (verdicts per judge in <stem>_judgements.jsonl) -------------------------------

@@ -5,7 +5,6 @@ report's reviewers (`analysis.reviews`)."""
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -39,20 +38,6 @@ def human_tables(labels: pd.DataFrame, records: list, judge_rater: str, warn) ->
                        "judge_human_correlation": ag.correlation(versus, "judge_accuracy", "human_accuracy"),
                        "items": table})
     return summary, tables
-
-
-def em_tables(records: list, warn) -> dict:
-    by_source: dict[str, dict] = {}
-    for r in records:
-        by_source.setdefault(r.source, {})[r.metric] = r
-    pairs = [({"model": m["EM"].model, "mode": m["EM"].mode, "source": os.path.basename(src)},
-              ag.binary_scores(m["EM"].scores, f"{src} (exact match)", warn),
-              ag.binary_scores(m["LLM"].scores, f"{src} (judge)", warn))
-             for src, m in by_source.items() if {"EM", "LLM"} <= set(m)]
-    if not pairs:
-        return {}
-    rows = ag.em_vs_judge(pairs)
-    return {"em_vs_judge": rows, "em_judge_correlation": ag.correlation(rows, "judge_accuracy", "em_accuracy")}
 
 
 def console(summary: dict, tables: dict) -> list[str]:
@@ -111,7 +96,7 @@ def run_agreement(results: list[str], *, labels: str | None = None, judge_rater:
     with fsguard.OutputLock(folder, f"the agreement folder {folder}"):
         records = [record for path in results for record in records_of(path, warn)]
         summary, tables = human_tables(ag.read_labels(labels), records, judge_rater, warn) if labels else ({}, {})
-        tables.update(em_tables(records, warn))
+        tables.update(ag.em_tables(records, warn))
         if judges:
             table = ag.judge_frame(records, warn)
             if table.empty:

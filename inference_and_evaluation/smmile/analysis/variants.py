@@ -175,9 +175,8 @@ def averages(rows: list[dict]) -> list[dict]:
                     "relative_change": (var - ref) / ref * 100 if ref else float("nan"),
                     "n_models_relative": len(rel),
                     "models_without_relative_change": ", ".join(g.loc[g["relative_change"].isna(), "model"]),
-                    "mean_of_relative_changes": float(rel.mean()) if len(rel) else float("nan"),
-                    "min_relative_change": float(rel.min()) if len(rel) else float("nan"),
-                    "max_relative_change": float(rel.max()) if len(rel) else float("nan")})
+                    "mean_of_relative_changes": float(rel.mean()), "min_relative_change": float(rel.min()),
+                    "max_relative_change": float(rel.max())})
     return out
 
 
