@@ -179,9 +179,7 @@ def fingerprint(problems: list[Problem]) -> str:
 
 def load_problems(dataset: str | None, revision: str | None = None, augmented: bool = False) -> list[Problem]:
     """Every problem of the dataset, missing images included (what stratify.py needs)."""
-    source = resolve(dataset, revision, augmented)
-    _, records = read_records(source)
-    return group(records)
+    return group(read_records(resolve(dataset, revision, augmented))[1])
 
 
 def load_for_run(dataset: str | None, revision: str | None = None, *, augmented: bool = False,

@@ -91,36 +91,37 @@ def _pick_donor(problem: Problem, pool: list[Problem], rng: random.Random) -> tu
     return None
 
 
-def _add_one(problem: Problem, problems: list[Problem], kind: str, seed: int,
-             tiers: tuple[tuple[str, str | None], ...]) -> tuple[Problem, dict]:
-    rng = random.Random(f"{seed}:{kind}:{problem.problem_id}")  # a problem's draws do not depend on the others
-    position = rng.randint(0, len(problem.examples))
-    for tier, column in tiers:
-        picked = _pick_donor(problem, _tier_pool(problem, problems, column), rng)
-        if picked is not None:
-            break
-    else:
-        raise UserError(f"{kind}: no other problem to take an example from (the dataset has {len(problems)} problem(s))")
-    donor, index, row, strict = picked
-    added = Row(problem.problem_id, None, row.question, row.answer, row.image, row.image_url, dict(problem.query.fields))
-    rows = list(problem.examples)
-    rows.insert(position, added)
-    note = {"problem_id": problem.problem_id, "n_examples": len(problem.examples), "position": position,
-            "donor_problem_id": donor.problem_id, "donor_example_index": index, "donor_answer": row.answer,
-            "match": tier, "irrelevant": strict}
-    return _renumbered(problem.problem_id, rows + [problem.query]), note
+def _add_one(problems: list[Problem], kind: str, seed: int,
+             tiers: tuple[tuple[str, str | None], ...]) -> tuple[list[Problem], list[dict]]:
+    out, notes = [], []
+    for problem in problems:
+        rng = random.Random(f"{seed}:{kind}:{problem.problem_id}")  # a problem's draws do not depend on the others
+        position = rng.randint(0, len(problem.examples))
+        for tier, column in tiers:
+            picked = _pick_donor(problem, _tier_pool(problem, problems, column), rng)
+            if picked is not None:
+                break
+        else:
+            raise UserError(f"{kind}: no other problem to take an example from (the dataset has {len(problems)} "
+                            "problem(s))")
+        donor, index, row, strict = picked
+        rows = list(problem.examples)
+        rows.insert(position, replace(row, fields=dict(problem.query.fields)))
+        out.append(_renumbered(problem.problem_id, rows + [problem.query]))
+        notes.append({"problem_id": problem.problem_id, "n_examples": len(problem.examples), "position": position,
+                      "donor_problem_id": donor.problem_id, "donor_example_index": index, "donor_answer": row.answer,
+                      "match": tier, "irrelevant": strict})
+    return out, notes
 
 
 def noise_random(problems: list[Problem], seed: int = 42) -> tuple[list[Problem], list[dict]]:
     """AddOneExample: an ICL example of another problem inserted at a seeded position (0 = first)."""
-    pairs = [_add_one(p, problems, "noise-random", seed, TARGET_TIERS[-1:]) for p in problems]
-    return [p for p, _ in pairs], [n for _, n in pairs]
+    return _add_one(problems, "noise-random", seed, TARGET_TIERS[-1:])
 
 
 def noise_targeted(problems: list[Problem], seed: int = 42) -> tuple[list[Problem], list[dict]]:
     """AddOneExample-BySpeciality: the donor shares the speciality, else the image type, else any."""
-    pairs = [_add_one(p, problems, "noise-targeted", seed, TARGET_TIERS) for p in problems]
-    return [p for p, _ in pairs], [n for _, n in pairs]
+    return _add_one(problems, "noise-targeted", seed, TARGET_TIERS)
 
 
 def _move(problems: list[Problem], last: bool) -> tuple[list[Problem], list[dict]]:

@@ -21,9 +21,7 @@ class Progress:
                  detail: Callable[[], str] | None = None):
         self.total, self.done, self.desc = total, done, desc
         self.detail = detail  # e.g. an API backend's current concurrency, shown on each status line
-        self.stream = stream or sys.stderr
-        self.failed = 0
-        self.clock = clock
+        self.stream, self.clock, self.failed = stream or sys.stderr, clock, 0
         self.start = self.last_time = clock()
         self.first = self.last_done = done
         if interactive is None:
