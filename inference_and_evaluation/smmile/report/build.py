@@ -88,14 +88,6 @@ def _read_json(path: str, warnings: list) -> dict | None:
         return None
 
 
-def read_text(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
 def strat_flags(strata: dict) -> list[str]:
     """Flags in file order (keys ``<flag>_accuracy`` of the first model)."""
     first = next(iter(strata.values()), {})
@@ -155,7 +147,11 @@ def gather_set(label: str | None, results_dir: str, index: int, settings: Settin
     found.runs = {r.csv.name: manifests.run_info(os.fspath(r.csv)) for r in sorted(
         load_results(results_dir, rules="variance", warn=lambda message: None), key=lambda r: r.csv.name)}
     found.stratification, found.strat_ci = load_stratification(results_dir, warnings, found.permuted)
-    found.variance_table = read_text(os.path.join(results_dir, VARIANCE_TABLE))
+    try:
+        with open(os.path.join(results_dir, VARIANCE_TABLE), encoding="utf-8") as handle:
+            found.variance_table = handle.read()
+    except (OSError, UnicodeDecodeError):
+        pass
     return found
 
 

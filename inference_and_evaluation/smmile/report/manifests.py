@@ -126,15 +126,6 @@ def model_revision(manifest: dict) -> str:
     return ""
 
 
-def engine(manifest: dict, limit: int = 6) -> str:
-    """The backend's own description (``manifest["backend"]``) as ``key=value`` pairs, scalars only."""
-    described = _get(manifest, "backend", default={}) or {}
-    if not isinstance(described, dict):
-        return ""
-    pairs = [f"{k}={v}" for k, v in described.items() if v not in (None, "") and not isinstance(v, (dict, list))]
-    return ", ".join(pairs[:limit])
-
-
 def _short_revision(revision: str) -> str:
     base, plus, rest = revision.partition("+")
     return base[:12] + plus + rest
@@ -148,12 +139,14 @@ def summary(info: RunInfo) -> dict:
     model = _get(m, "model", default={}) or {}
     dataset = _get(m, "dataset", default={}) or {}
     counts = _get(m, "counts", default={}) or {}
+    backend = m.get("backend") if isinstance(m.get("backend"), dict) else {}  # the backend's own description
     return {
         "status": "manifest",
         "model": model.get("preset") or model.get("tag") or "",
         "model_id": model.get("model_id") or "",
         "model_revision": model_revision(m),
-        "engine": engine(m),
+        "engine": ", ".join([f"{k}={v}" for k, v in backend.items()
+                             if v not in (None, "") and not isinstance(v, (dict, list))][:6]),
         "backend": model.get("backend") or _get(m, "backend", "backend", default="") or "",
         "dataset": f"{dataset.get('kind', '')}: {dataset.get('id', '')}".strip(": "),
         "dataset_revision": dataset.get("revision") or "",

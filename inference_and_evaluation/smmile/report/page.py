@@ -98,15 +98,11 @@ def load_datasets(sets, req: ReportRequest, stage, warnings: list) -> tuple[list
                 warnings.append(f"dataset {dataset} for {rset.label} could not be loaded ({why}); the problem "
                                 "explorer shows its problems from the result files alone (no images or examples)")
                 source = None
-        if source is None:
-            sources.append(None)
-            found.append([])
-            said.append(None if dataset is None else f"{shown_name(dataset)} (not loaded)")
-            continue
-        stage(f"dataset for {rset.label}: {source.kind} {source.ref} ({len(read[source])} problems)")
+        if source is not None:
+            stage(f"dataset for {rset.label}: {source.kind} {source.ref} ({len(read[source])} problems)")
         sources.append(source)
-        found.append(read[source])
-        said.append(shown_name(dataset))
+        found.append([] if source is None else read[source])
+        said.append(None if dataset is None else shown_name(dataset) + ("" if source is not None else " (not loaded)"))
     return sources, found, said
 
 
@@ -169,7 +165,7 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
     data.reviews_html = sections.reviews_section(data, list(req.reviews))
     sources, datasets, said = (load_datasets(data.sets, req, stage, data.warnings) if req.datasets
                                else (None, None, None))
-    if datasets is not None and any(datasets):  # SMMILE++ strata without stratify's _ci.json: from the rows and the dataset
+    if datasets is not None and any(datasets):  # SMMILE++ strata without stratify's _ci.json: from the rows
         strata.cluster_by_rows(data, datasets)
     fsguard.prepare_output_dir(out, OWNER, req.force)
     if req.figures:

@@ -60,11 +60,6 @@ def strata_from_rows(rset, problems, level: float = stratify.LEVEL) -> dict | No
     return out
 
 
-def _rows_warning_of(warning: str, rset) -> bool:
-    path = warning.split(": no matching", 1)[0]
-    return ROWS_WARNING in warning and os.path.dirname(os.path.abspath(path)) == rset.results_dir
-
-
 def cluster_by_rows(data, datasets: list) -> None:
     """Each SMMILE++ folder counted in rows (``figures.counted_in_rows``) that has problems in ``datasets`` gets
     its strata from the result rows, and loses the warning that they are row counts."""
@@ -77,7 +72,8 @@ def cluster_by_rows(data, datasets: list) -> None:
                                  f"{rset.label} strata stay counted in rows")
             continue
         rset.strat_ci = found
-        data.warnings[:] = [w for w in data.warnings if not _rows_warning_of(w, rset)]
+        data.warnings[:] = [w for w in data.warnings if ROWS_WARNING not in w or  # "<path>: no matching ..."
+                            os.path.dirname(os.path.abspath(w.split(": no matching", 1)[0])) != rset.results_dir]
 
 
 # -- the section ----------------------------------------------------------------------------------------
