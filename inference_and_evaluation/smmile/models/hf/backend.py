@@ -140,9 +140,8 @@ class HFBackend(Backend):
         self.model = self.model_class(**hub).from_pretrained(self.path, **kwargs).eval()
         if self.device_map in (None, "", "none") and torch.cuda.is_available():
             self.model.to("cuda")
-        self.info["model_class"] = type(self.model).__name__
-        self.info["model_revision"] = self.settings.get("model_revision")
-        self.info["model_commit"] = getattr(self.model.config, "_commit_hash", None)  # resolved hub commit
+        self.info.update(model_class=type(self.model).__name__, model_revision=self.settings.get("model_revision"),
+                         model_commit=getattr(self.model.config, "_commit_hash", None))  # resolved hub commit
 
     def model_class(self, **hub):
         """The class that loads the weights (called once the processor is loaded)."""
