@@ -28,10 +28,8 @@ EM_LABEL = "Exact Match"
 def format_file_report(stats: Mapping, title: str = EM_TITLE, label: str = EM_LABEL,
                        extra_lines: Iterable[str] = ()) -> str:
     """The per-file console block: counts, accuracy, per-problem accuracy, incorrect ids."""
-    lines = ["=" * RULE_WIDTH,
-             f"{title} EVALUATION RESULTS FOR {stats['model']} ({stats['inference_mode']})",
-             "=" * RULE_WIDTH,
-             f"Original examples: {stats['original_count']}"]
+    lines = ["=" * RULE_WIDTH, f"{title} EVALUATION RESULTS FOR {stats['model']} ({stats['inference_mode']})",
+             "=" * RULE_WIDTH, f"Original examples: {stats['original_count']}"]
     if stats["excluded_count"] > 0:
         lines.append(f"Excluded examples: {stats['excluded_count']}")
     lines += [f"Total examples evaluated: {stats['total_examples']}",
@@ -90,9 +88,7 @@ def format_comparison_file(results: Mapping[str, Mapping]) -> str:
 def _per_problem_block(results: Mapping[str, Mapping], mode: str) -> str:
     """Per-problem accuracies of every model with ``mode`` (insertion order), or "" if <2 models or <2 problems."""
     models = [stats for stats in results.values() if stats["inference_mode"] == mode]
-    problem_ids = set()
-    for stats in models:
-        problem_ids.update(stats["problem_accuracies"])
+    problem_ids = {pid for stats in models for pid in stats["problem_accuracies"]}
     if len(models) <= 1 or len(problem_ids) <= 1:
         return ""
     header = f"{'Problem ID':<12} | " + " | ".join(f"{s['model']:<12}" for s in models)
