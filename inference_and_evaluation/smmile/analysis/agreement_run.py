@@ -4,19 +4,15 @@ report's reviewers (`analysis.reviews`)."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pandas as pd
 
-from .. import fsguard
 from ..errors import UserError
 from ..scoring.results import records_of
 from . import agreement as ag
 from . import reviews as reviews_mod
-from .results import fmt, write_tables
-
-log = logging.getLogger(__name__)
+from .results import fmt, output_folder, write_tables
 
 
 def human_tables(labels: pd.DataFrame, records: list, judge_rater: str, warn) -> tuple[dict, dict]:
@@ -75,10 +71,8 @@ def console(summary: dict, tables: dict) -> list[str]:
 def run_agreement(results: list[str], *, labels: str | None = None, judge_rater: str = "judge",
                   out: str = "agreement", force: bool = False, judges: bool = False, reviews: list[str] = (),
                   n_boot: int = 10_000, seed: int = 0, level: float = 0.95, cluster: str = "auto") -> str:
-    """Agreement of the human ``labels`` (CSV) with each other and with the judge (rows of rater
-    ``judge_rater``, and the judge results in ``results``), and exact match vs judge in ``results``; the
-    tables go to ``out`` (made by this command, or new/empty; ``force``: any allowed folder), written while
-    holding its lock. Returns the console text."""
+    """Write the agreement tables to ``out`` (made by this command, or new/empty; ``force``: any allowed folder)
+    while holding its lock (judge rows in ``labels``: rater ``judge_rater``); returns the console text."""
     if not results and not labels and not reviews:
         raise UserError("give result folders and/or --labels / --reviews")
     if judges and not results:
@@ -86,14 +80,7 @@ def run_agreement(results: list[str], *, labels: str | None = None, judge_rater:
     for path in reviews:  # an unreadable reviews file is refused before the output folder is made
         reviews_mod.read_reviews([path])
     resampling = {"n_boot": n_boot, "seed": seed, "level": level, "cluster": cluster}
-    folder = fsguard.prepare_output_dir(out, "smmile agreement", force=force)
-    warnings: list[str] = []
-
-    def warn(message: str) -> None:
-        log.warning(message)
-        warnings.append(message)
-
-    with fsguard.OutputLock(folder, f"the agreement folder {folder}"):
+    with output_folder(out, "smmile agreement", force, "agreement") as (folder, warn, warnings):
         records = [record for path in results for record in records_of(path, warn)]
         summary, tables = human_tables(ag.read_labels(labels), records, judge_rater, warn) if labels else ({}, {})
         tables.update(ag.em_tables(records, warn))

@@ -3,18 +3,13 @@
 
 from __future__ import annotations
 
-import logging
-
 import pandas as pd
 
-from .. import fsguard
 from ..scoring.estimates import check_resampling
 from ..scoring.statistics import DEFAULT_LEVEL, DEFAULT_N_BOOT
 from . import diagnostics
-from .results import fmt, load_sets, write_tables
+from .results import fmt, load_sets, output_folder, write_tables
 from .variants import Report, analyse
-
-log = logging.getLogger(__name__)
 
 
 def _ci(r: dict) -> str:
@@ -49,20 +44,12 @@ def console(report: Report) -> str:
 def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", force: bool = False,
                 n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL,
                 include_gold_mismatch: bool = False, weight: str = "row", failures: str = "wrong") -> str:
-    """Compare each model's accuracy on the original and on its variants (``analysis``: a variants or diagnostics
-    kind; ``results``: ``[LABEL=]PATH`` folders or CSVs) and write the tables to ``out`` (made by this command,
-    or new/empty; ``force``: any allowed folder), holding the folder's lock. Returns the console text."""
+    """Write the tables of ``analysis`` on ``results`` (``[LABEL=]PATH``) to ``out`` (made by this command, or
+    new/empty; ``force``: any allowed folder) while holding its lock; returns the console text."""
     check_resampling(n_boot, level)
-    folder = fsguard.prepare_output_dir(out, "smmile analyze", force=force)
     settings = {"n_boot": n_boot, "seed": seed, "level": level, "include_gold_mismatch": include_gold_mismatch,
                 "weight": weight, "failures": failures}
-    warnings: list[str] = []
-
-    def warn(message: str) -> None:
-        log.warning(message)
-        warnings.append(message)
-
-    with fsguard.OutputLock(folder, f"the analysis folder {folder}"):
+    with output_folder(out, "smmile analyze", force, "analysis") as (folder, warn, warnings):
         sets = load_sets(results, warn)
         notes: list[str] = []
         diagnosing = analysis in diagnostics.KINDS

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +19,7 @@ from ..errors import UserError
 from ..scoring.results import Record, ResultSet, records_of
 
 ORIGINAL = "original"
+log = logging.getLogger(__name__)
 
 
 def variant_kind(dataset: dict) -> str:
@@ -63,6 +66,21 @@ def load_sets(texts: list[str], warn=None) -> dict[str, ResultSet]:
                             "write LABEL=PATH to tell them apart")
         sets[s.label] = s
     return sets
+
+
+@contextmanager
+def output_folder(out: str, command: str, force: bool, what: str):
+    """``out`` (made by ``command``, or new/empty; ``force``: any allowed folder), locked while the block runs, and a
+    ``warn`` that logs a line and keeps it in ``warnings`` for the output JSON."""
+    folder = fsguard.prepare_output_dir(out, command, force=force)
+    warnings: list[str] = []
+
+    def warn(message: str) -> None:
+        log.warning(message)
+        warnings.append(message)
+
+    with fsguard.OutputLock(folder, f"the {what} folder {folder}"):
+        yield folder, warn, warnings
 
 
 def json_safe(value):

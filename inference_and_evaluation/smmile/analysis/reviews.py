@@ -77,9 +77,8 @@ def label_of(shown, review: str) -> float:
 
 
 def review_table(reviews: pd.DataFrame, records: list, warn=None) -> pd.DataFrame:
-    """One row per reviewed cell: the verdict shown, the reviewers' majority (``reviewed``; NaN: none or a tie),
-    the number of labels, whether it is a judge cell, and the automatic score (``em``: exact match, or the
-    letter match for mcqa)."""
+    """One row per reviewed cell: verdict shown, the reviewers' majority (``reviewed``; NaN: none or a tie), number
+    of labels, whether a judge judged it, and ``em`` (exact match, or the letter match for mcqa)."""
     out = []
     for key, g in reviews.groupby(CELL, sort=False):
         labels = g["label"].dropna().tolist()
