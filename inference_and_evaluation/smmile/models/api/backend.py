@@ -10,7 +10,6 @@ import asyncio
 import json
 import logging
 import os
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -326,20 +325,8 @@ class ApiBackend(Backend):
         except RuntimeError:
             asyncio.run(self.run_all(work, on_done))
             return
-        # called from inside a running loop (e.g. a notebook): run ours on one worker thread
-        errors: list[BaseException] = []
-
-        def run_capturing() -> None:
-            try:
-                asyncio.run(self.run_all(work, on_done))
-            except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
-                errors.append(exc)
-
-        thread = threading.Thread(target=run_capturing)
-        thread.start()
-        thread.join()
-        if errors:
-            raise errors[0]
+        with ThreadPoolExecutor(max_workers=1) as thread:  # inside a running loop (a notebook): ours on a thread
+            thread.submit(asyncio.run, self.run_all(work, on_done)).result()
 
     def estimate(self, requests: list[ChatRequest]) -> dict:
         """What sending `requests` would take, without sending anything (--dry-run): requests, images and their

@@ -220,9 +220,9 @@ class BatchRun:
     """One `generate` through batches. `keys`: id(item) -> journal key (from the executor; positions if none)."""
 
     def __init__(self, backend, work: list[tuple[Any, Any]], on_done: Callable, journal=None,
-                 keys: dict[int, str] | None = None, api=None):
+                 keys: dict[int, str] | None = None):
         self.backend, self.on_done = backend, on_done
-        self.api = api or provider_api(backend)
+        self.api = provider_api(backend)
         self.ledger = Ledger(journal)
         self.poll_interval = float(backend.settings.get("poll_interval") or POLL_INTERVAL)
         self.max_requests, self.max_bytes = LIMITS[backend.name]
@@ -233,7 +233,6 @@ class BatchRun:
         self.lines: dict[str, tuple[bytes, dict]] = {}  # custom_id -> (batch line, notes)
         self.open: dict[str, dict] = {}  # batch id -> ledger entry
         self.attempts: dict[str, int] = {}
-        self.last_failure: dict[str, Failure] = {}
         self.started = time.monotonic()
 
     def line(self, cid: str) -> bytes | None:
@@ -303,7 +302,6 @@ class BatchRun:
             if result is not None and failure is None:
                 self.finish(cid, self.response(cid, batch_id, result))
             elif failure.transient and self.attempts.get(cid, 0) <= self.backend.policy.max_retries:
-                self.last_failure[cid] = failure
                 again.append(cid)
             else:
                 self.finish(cid, self.response(cid, batch_id, Result(failure=failure)))
