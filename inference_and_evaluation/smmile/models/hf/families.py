@@ -9,7 +9,7 @@ from ...protocol.items import Item, Rngs
 from ...protocol.options import medr1_letter, medr1_options
 from ...protocol.templates import MEDGEMMA_SYSTEM, medr1_prompt
 from ..base import Family
-from .imageprep import (DROP_ALPHA, WHITE, converter, qwen_4_51_step, qwen_vl_utils_fetch,
+from .imageprep import (DROP_ALPHA, WHITE, drop_alpha_step, on_white_step, qwen_4_51_step, qwen_vl_utils_fetch,
                         qwen_vl_utils_fetch_on_white)
 from .request import PAD_FROM_TOKENIZER, HFRequest
 
@@ -51,7 +51,7 @@ class LocalFamily(Family):
 
     def image_step(self):
         """What happens to each image before the processor (docs/images.md)."""
-        return converter(self.protocol, self.pinned_rgb)
+        return on_white_step if self.corrected or self.pinned_rgb == WHITE else drop_alpha_step
 
 
 class QwenFamily(LocalFamily):  # spec §3.1

@@ -54,10 +54,6 @@ def qwen_4_51_step(_index: int, img):
     return drop_alpha(img)
 
 
-def converter(protocol: str, pinned: str):
-    return on_white_step if protocol == "corrected" or pinned == WHITE else drop_alpha_step
-
-
 def smart_resize(height: int, width: int, factor: int = 28, min_pixels: int = 4 * 28 * 28,
                  max_pixels: int = 16384 * 28 * 28) -> tuple[int, int]:
     """qwen-vl-utils 0.0.11: sides to multiples of `factor`, pixel count within [min_pixels, max_pixels]."""
