@@ -234,24 +234,6 @@ def flag_text(value) -> str | None:
     return None if text in ("", "None", "nan", "NaN") else text
 
 
-def problem_entry(pid: str, set_index: int, problem, flags: list[str], strings: Strings, images: Images,
-                  from_csv: tuple | None = None) -> dict:
-    """One problem; without ``problem`` (not in the dataset) as the result files give it (``from_csv``)."""
-    base = statistics.base_problem_ids([pid])[0]
-    entry = {"id": pid, "set": set_index, "base": base}
-    if problem is None:
-        question, gold = from_csv or (None, None)
-        entry.update(q=strings.add(question), gold=strings.add(gold), csv=1)
-        return entry
-    query = problem.query
-    values = {flag: flag_text(value) for flag, value in stratify.problem_labels(problem, flags, "ICL").items()}
-    entry.update(q=strings.add(query.question), gold=strings.add(query.answer), img=images.index(query.image),
-                 fv=[strings.add(values.get(flag)) for flag in flags],
-                 ex=[[images.index(r.image), strings.add(r.question), strings.add(r.answer)] for r in problem.examples],
-                 opts=[strings.add(a) for a in dict.fromkeys(problem.answers())])
-    return entry
-
-
 # -- answers ---------------------------------------------------------------------------------------------
 UNRECORDED_JUDGE = "unrecorded judge"
 QUESTION_COLUMNS = ("final_question", "original_question", "question")
@@ -408,12 +390,23 @@ def result_entries(rset, set_index: int, models: dict, strings: Strings, problem
 # -- the payload -----------------------------------------------------------------------------------------
 def set_problems(set_index: int, by_id: dict, flags: list[str], answers: dict, strings: Strings, images: Images,
                  from_csv: dict, prompts: dict) -> list[dict]:
-    """The dataset's problems in dataset order, then ids only the results have (in the order the result files
-    first name them); answers and prompts attached."""
-    ids = list(by_id) + [pid for pid in answers if pid not in by_id]
+    """The dataset's problems in dataset order, then ids only the results have (as the result files give them,
+    ``csv: 1``, in the order they first name them); answers and prompts attached."""
     entries = []
-    for pid in ids:
-        entry = problem_entry(pid, set_index, by_id.get(pid), flags, strings, images, from_csv.get(pid))
+    for pid in list(by_id) + [pid for pid in answers if pid not in by_id]:
+        entry = {"id": pid, "set": set_index, "base": statistics.base_problem_ids([pid])[0]}
+        problem = by_id.get(pid)
+        if problem is None:
+            question, gold = from_csv.get(pid) or (None, None)
+            entry.update(q=strings.add(question), gold=strings.add(gold), csv=1)
+        else:
+            query = problem.query
+            values = {flag: flag_text(v) for flag, v in stratify.problem_labels(problem, flags, "ICL").items()}
+            entry.update(q=strings.add(query.question), gold=strings.add(query.answer), img=images.index(query.image),
+                         fv=[strings.add(values.get(flag)) for flag in flags],
+                         ex=[[images.index(r.image), strings.add(r.question), strings.add(r.answer)]
+                             for r in problem.examples],
+                         opts=[strings.add(a) for a in dict.fromkeys(problem.answers())])
         entry["ans"] = {str(k): v for k, v in sorted(answers.get(pid, {}).items())}
         if pid in prompts:
             entry["pr"] = {str(k): v for k, v in sorted(prompts[pid].items())}

@@ -62,11 +62,8 @@ def section(payload: dict, images_slot: str) -> str:
     """The section with the payload's JSON, where ``images_slot`` stands for the thumbnails (``images_json``),
     which the page's writer puts there."""
     n = len(payload["problems"])
-    images = payload["images"]
     head = {k: v for k, v in payload.items() if k not in (*PACKED, "images")}
-    head.update(packed=packed(payload), full=images.full_names() if hasattr(images, "full_names") else [],
-                images=0)
-    head = data_json(head)
+    head = data_json({**head, "packed": packed(payload), "full": payload["images"].full_names(), "images": 0})
     assert list(payload)[-1] == "images" and head.endswith('"images":0}')
     data = head[:-len("0}")] + images_slot + "}"
     note = ("Every problem with the question, the gold answer and every model's answers per mode — the open answer "
