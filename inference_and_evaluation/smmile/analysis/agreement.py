@@ -57,26 +57,6 @@ def read_labels(path: str) -> pd.DataFrame:
     return frame
 
 
-def model_aliases(records: list[Record]) -> dict[str, str]:
-    """lower-cased name -> model key, for each name of a result's model (key, file token, scoring name, display)."""
-    out = {}
-    for r in records:
-        names = [r.model]
-        if r.result is not None:
-            identity = r.result.identity
-            names += [r.result.tag, identity.key, identity.scoring_name, identity.display]
-        out.update({name.lower(): r.model for name in names if name})
-    return out
-
-
-def canonical_models(frame: pd.DataFrame, aliases: dict[str, str], warn=None) -> pd.DataFrame:
-    unknown = sorted({m for m in frame["model"] if m.lower() not in aliases})
-    if warn and unknown:
-        warn(f"warning: labels name model(s) no result file has: {', '.join(unknown)}; their items get no "
-             "judge label from the results")
-    return frame.assign(model=[aliases.get(m.lower(), m) for m in frame["model"]])
-
-
 def binary_scores(scores: pd.Series, what: str, warn=None) -> pd.Series:
     """The 0/1 scores. A fractional score (the share of a problem's rows judged correct) is no single label:
     it is left out, and ``warn`` says how many."""
@@ -85,13 +65,6 @@ def binary_scores(scores: pd.Series, what: str, warn=None) -> pd.Series:
         warn(f"warning: {what}: {len(scores) - len(binary)} problem(s) with a fractional score (several rows "
              "per problem) left out of the agreement")
     return binary
-
-
-def judge_from_results(records: list[Record], warn=None) -> pd.DataFrame:
-    rows = [{"model": r.model, "mode": r.mode, "problem_id": str(pid), "label": int(v)}
-            for r in records if r.metric == "LLM"
-            for pid, v in binary_scores(r.scores, f"{r.source} (judge)", warn).items()]
-    return pd.DataFrame(rows, columns=ITEM + ["label"])
 
 
 # -- humans among themselves ----------------------------------------------------------------------
@@ -165,6 +138,44 @@ def correlation(rows: list[dict], left: str, right: str) -> list[dict]:
         out.append({"mode": mode, "n_results": len(g), "pearson_r": pearson(g[left], g[right]),
                     "mean_bias": float((g[left] - g[right]).mean()) if len(g) else NAN})
     return out
+
+
+def human_tables(labels: pd.DataFrame, records: list[Record], judge_rater: str, warn) -> tuple[dict, dict]:
+    """The humans among themselves and against the judge (rows of ``judge_rater`` and the judge results in
+    ``records``); label models are renamed to the results' keys from any of their names."""
+    aliases = {}
+    for r in records:
+        names = [r.model]
+        if r.result is not None:
+            identity = r.result.identity
+            names += [r.result.tag, identity.key, identity.scoring_name, identity.display]
+        aliases.update({name.lower(): r.model for name in names if name})
+    unknown = sorted({m for m in labels["model"] if m.lower() not in aliases})
+    if records and unknown:
+        warn(f"warning: labels name model(s) no result file has: {', '.join(unknown)}; their items get no "
+             "judge label from the results")
+    labels = labels.assign(model=[aliases.get(m.lower(), m) for m in labels["model"]])
+    humans = labels[labels["rater"] != judge_rater]
+    if humans.empty:
+        raise UserError("the labels hold no human rater (every row is the judge)")
+    from_results = [{"model": r.model, "mode": r.mode, "problem_id": str(pid), "label": int(v)}
+                    for r in records if r.metric == "LLM"
+                    for pid, v in binary_scores(r.scores, f"{r.source} (judge)").items()]
+    judge = pd.concat([pd.DataFrame(from_results, columns=ITEM + ["label"]),
+                       labels[labels["rater"] == judge_rater][ITEM + ["label"]]])
+    summary, tables = {"inter_rater": inter_rater(humans)}, {"rater_pairs": rater_pairs(humans)}
+    if not judge.empty:
+        table = items(humans, judge)
+        unjudged = table[table["judge"].isna()]
+        if len(unjudged):
+            first = unjudged.iloc[0]
+            warn(f"warning: {len(unjudged)} labelled item(s) have no judge label (first: {first['model']} "
+                 f"{first['mode']} {first['problem_id']}); they are left out of judge vs humans")
+        versus = judge_vs_humans(table)
+        tables.update({"judge_vs_humans": versus,
+                       "judge_human_correlation": correlation(versus, "judge_accuracy", "human_accuracy"),
+                       "items": table})
+    return summary, tables
 
 
 # -- exact match against the judge, no humans needed ----------------------------------------------

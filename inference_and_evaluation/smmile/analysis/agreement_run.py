@@ -6,34 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from ..errors import UserError
 from ..scoring.results import records_of
 from . import agreement as ag
 from . import reviews as reviews_mod
 from .results import fmt, output_folder, write_tables
-
-
-def human_tables(labels: pd.DataFrame, records: list, judge_rater: str, warn) -> tuple[dict, dict]:
-    labels = ag.canonical_models(labels, ag.model_aliases(records), warn if records else None)
-    humans = labels[labels["rater"] != judge_rater]
-    if humans.empty:
-        raise UserError("the labels hold no human rater (every row is the judge)")
-    judge = pd.concat([ag.judge_from_results(records), labels[labels["rater"] == judge_rater][ag.ITEM + ["label"]]])
-    summary, tables = {"inter_rater": ag.inter_rater(humans)}, {"rater_pairs": ag.rater_pairs(humans)}
-    if not judge.empty:
-        table = ag.items(humans, judge)
-        unjudged = table[table["judge"].isna()]
-        if len(unjudged):
-            first = unjudged.iloc[0]
-            warn(f"warning: {len(unjudged)} labelled item(s) have no judge label (first: {first['model']} "
-                 f"{first['mode']} {first['problem_id']}); they are left out of judge vs humans")
-        versus = ag.judge_vs_humans(table)
-        tables.update({"judge_vs_humans": versus,
-                       "judge_human_correlation": ag.correlation(versus, "judge_accuracy", "human_accuracy"),
-                       "items": table})
-    return summary, tables
 
 
 def console(summary: dict, tables: dict) -> list[str]:
@@ -82,7 +59,7 @@ def run_agreement(results: list[str], *, labels: str | None = None, judge_rater:
     resampling = {"n_boot": n_boot, "seed": seed, "level": level, "cluster": cluster}
     with output_folder(out, "smmile agreement", force, "agreement") as (folder, warn, warnings):
         records = [record for path in results for record in records_of(path, warn)]
-        summary, tables = human_tables(ag.read_labels(labels), records, judge_rater, warn) if labels else ({}, {})
+        summary, tables = ag.human_tables(ag.read_labels(labels), records, judge_rater, warn) if labels else ({}, {})
         tables.update(ag.em_tables(records, warn))
         if judges:
             table = ag.judge_frame(records, warn)
