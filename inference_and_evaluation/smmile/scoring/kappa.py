@@ -8,9 +8,7 @@ import itertools
 
 import numpy as np
 
-from smmile.scoring.statistics import percentile_ci, statistic_interval
-
-NAN = float("nan")
+from smmile.scoring.statistics import NAN, percentile_ci, statistic_interval
 
 
 # -- coefficients -------------------------------------------------------------------------------------

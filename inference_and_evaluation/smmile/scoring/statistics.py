@@ -19,6 +19,7 @@ DEFAULT_N_BOOT = 10_000
 DEFAULT_LEVEL = 0.95
 _CHUNK_ELEMENTS = 4_000_000  # at most this many indices are materialised at once
 _MAX_CATEGORIES = 64  # data with at most this many distinct values uses the multinomial shortcut
+NAN = float("nan")
 
 
 def _chunks(n_boot: int, row_size: int):
@@ -38,7 +39,7 @@ def legacy_bootstrap(values: Sequence, n_boot: int = LEGACY_N_BOOT, rng=None) ->
     data = np.asarray(values)
     n = len(data)
     if n == 0:
-        return float("nan"), float("nan")
+        return NAN, NAN
     accuracies = np.empty(n_boot, dtype=np.float64)
     for start, stop in _chunks(n_boot, n):
         accuracies[start:stop] = data[rng.choice(n, size=(stop - start, n), replace=True)].mean(axis=1) * 100
@@ -48,7 +49,7 @@ def legacy_bootstrap(values: Sequence, n_boot: int = LEGACY_N_BOOT, rng=None) ->
 def mean_only(values: Sequence) -> float:
     """``--mean_only``: plain accuracy in percent (no RNG used); nan for an empty list."""
     data = np.asarray(values, dtype=np.float64)
-    return float(data.mean() * 100) if len(data) else float("nan")
+    return float(data.mean() * 100) if len(data) else NAN
 
 
 # -- intervals ---------------------------------------------------------------------------------------
@@ -70,8 +71,8 @@ class Interval:
     n: int
     n_clusters: int
     method: str = PERCENTILE
-    n_eff: float = float("nan")  # effective sample size (Wilson intervals)
-    icc: float = float("nan")  # intraclass correlation used for the design effect
+    n_eff: float = NAN  # effective sample size (Wilson intervals)
+    icc: float = NAN  # intraclass correlation used for the design effect
 
 
 Z95 = 1.959963984540054  # the 0.975 normal quantile, to the last digit (NormalDist gives ...536)
@@ -179,10 +180,10 @@ def _percentile_or_bound(estimate: float, boots: np.ndarray, n: int, units: int,
         alpha = (1 - level) / 2
         low, high = np.quantile(boots, [alpha, 1 - alpha])
         if high > low:
-            se = float(np.std(boots, ddof=1)) if len(boots) > 1 else float("nan")
+            se = float(np.std(boots, ddof=1)) if len(boots) > 1 else NAN
             return Interval(estimate, float(low), float(high), se, n, units)
     low, high = bound_interval(estimate, units, value_range, level)
-    return Interval(estimate, low, high, float("nan"), n, units, BOUND)
+    return Interval(estimate, low, high, NAN, n, units, BOUND)
 
 
 def percentile_ci(values: Sequence[float], clusters: Sequence | None = None,
@@ -194,8 +195,7 @@ def percentile_ci(values: Sequence[float], clusters: Sequence | None = None,
     n = len(data)
     units = n if clusters is None else len(set(map(str, clusters)))
     if n == 0:
-        nan = float("nan")
-        return Interval(nan, nan, nan, nan, 0, 0, BOUND)
+        return Interval(NAN, NAN, NAN, NAN, 0, 0, BOUND)
     boots = bootstrap_means(data, clusters, n_boot, seed) if units >= 2 else np.empty(0)
     return _percentile_or_bound(float(data.mean()), boots, n, units, level, PROPORTION)
 
@@ -207,13 +207,12 @@ def statistic_interval(columns, statistic, clusters: Sequence | None = None, n_b
     replicate for all columns. ``statistic`` maps a (..., k) array of means to (...) values; NaN replicates
     are left out. A NaN estimate gives NaN bounds."""
     data = np.asarray(columns, dtype=np.float64).reshape(len(columns), -1)
-    nan = float("nan")
     n = len(data)
-    estimate = float(statistic(data.mean(axis=0))) if n else nan
+    estimate = float(statistic(data.mean(axis=0))) if n else NAN
     codes = np.arange(n) if clusters is None else _codes(clusters)
     units = int(codes.max()) + 1 if n else 0
     if math.isnan(estimate):
-        return Interval(estimate, nan, nan, nan, n, units, PERCENTILE)
+        return Interval(estimate, NAN, NAN, NAN, n, units, PERCENTILE)
     boots = np.empty(0)
     if units >= 2:
         sums = np.stack([np.bincount(codes, weights=column) for column in data.T], axis=1)
@@ -268,13 +267,13 @@ def icc_anova(values: Sequence[float], clusters: Sequence) -> float:
     means, sizes, codes = _groups(data, clusters)
     n, k = len(data), len(sizes)
     if k < 2 or n - k < 1:
-        return float("nan")
+        return NAN
     grand = data.mean()
     msb = float(np.sum(sizes * (means - grand) ** 2)) / (k - 1)
     msw = float(np.sum((data - means[codes]) ** 2)) / (n - k)
     n0 = (n - float(np.sum(sizes ** 2)) / n) / (k - 1)
     denominator = msb + (n0 - 1) * msw
-    return (msb - msw) / denominator if denominator > 0 else float("nan")
+    return (msb - msw) / denominator if denominator > 0 else NAN
 
 
 def effective_n(sizes: np.ndarray, weights: np.ndarray, rho: float) -> float:
@@ -294,14 +293,13 @@ def proportion_interval(values: Sequence[float], clusters: Sequence | None = Non
     data = np.asarray(values, dtype=np.float64)
     n = len(data)
     if n == 0:
-        nan = float("nan")
-        return Interval(nan, nan, nan, nan, 0, 0, WILSON)
+        return Interval(NAN, NAN, NAN, NAN, 0, 0, WILSON)
     means, sizes, _ = _groups(data, clusters)
     weights = cluster_weights(sizes, weight)
     estimate = float(np.sum(weights * means) / weights.sum())
     k = len(sizes)
     if clusters is None or bool(np.all(sizes == 1)):
-        rho, n_eff, method = float("nan"), effective_n(sizes, weights, 0.0), WILSON
+        rho, n_eff, method = NAN, effective_n(sizes, weights, 0.0), WILSON
     else:
         rho, method = icc_anova(data, clusters), WILSON_DEFF
         if np.ptp(data) == 0:
@@ -348,9 +346,8 @@ def paired_score(a: Sequence[float], b: Sequence[float], clusters: Sequence | No
     method = SCORE_PROBLEM if (weight == "problem" and clusters is not None) else (
         SCORE_ROW if clusters is not None else SCORE_IID)
     only_a, only_b = _discordant(left, right) if _binary(left) and _binary(right) else (None, None)
-    nan = float("nan")
     if len(left) == 0:
-        return PairedScore(Interval(nan, nan, nan, nan, 0, 0, SCORE_INTERVAL), nan, method, nan, 0, 0)
+        return PairedScore(Interval(NAN, NAN, NAN, NAN, 0, 0, SCORE_INTERVAL), NAN, method, NAN, 0, 0)
     means, sizes, _ = _groups(left - right, clusters)
     w = cluster_weights(sizes, weight)
     k, big_w, m = len(means), float(w.sum()), float(np.sum(w ** 2))
@@ -360,7 +357,7 @@ def paired_score(a: Sequence[float], b: Sequence[float], clusters: Sequence | No
     denominator0 = float(np.sum((w * means) ** 2))
     statistic = float(np.sum(w * means)) ** 2 / denominator0 if denominator0 > 0 else 0.0
     p_value = math.erfc(math.sqrt(statistic / 2)) if denominator0 > 0 else 1.0
-    se = math.sqrt(k / (k - 1) * ss) / big_w if k > 1 else nan
+    se = math.sqrt(k / (k - 1) * ss) / big_w if k > 1 else NAN
     z = z_value(level)
     quad = big_w ** 2 - z * z * m
     if ss == 0:
@@ -384,7 +381,7 @@ def bootstrap_se(values: Sequence[float], clusters: Sequence | None = None, weig
         data, clusters = _groups(data, clusters)[0], None
     units = len(data) if clusters is None else len(set(map(str, clusters)))
     if units < 2 or n_boot < 2:
-        return float("nan")
+        return NAN
     return float(np.std(bootstrap_means(data, clusters, n_boot, seed), ddof=1))
 
 
