@@ -30,10 +30,6 @@ class Strata(dict):
         self.scores = dict(scores or {})
         self.labels = dict(labels or {})
 
-    def members(self, flag: str) -> dict:
-        """label -> problem ids, grouped as ``stratify_accuracies`` groups them."""
-        return _group({pid: pid for pid in self.scores}, self.labels, flag)
-
 
 def flag_columns(problems: Sequence) -> list[str]:
     """The dataset's ``flag_*`` columns, in column order (first row's fields)."""
@@ -109,12 +105,11 @@ def stratum_intervals(strata: Mapping, flags: Sequence[str]) -> dict:
     out: dict = {}
     for flag in flags:
         totals, accs = strata[f"{flag}_total"], strata[f"{flag}_accuracy"]
-        groups = strata.members(flag) if known else {}
+        groups = _group({pid: pid for pid in strata.scores}, strata.labels, flag) if known else {}  # label -> ids
         out[flag] = {}
         for label, n in totals.items():
-            ids = groups[label] if known else None
-            scores = [strata.scores[pid] for pid in ids] if known else []
-            entry = stratum_interval(scores, ids, n, accs[label])
+            ids = groups.get(label)  # None when the strata do not know their problems
+            entry = stratum_interval([strata.scores[pid] for pid in ids or ()], ids, n, accs[label])
             entry.update(correct=strata[f"{flag}_correct"][label], accuracy=accs[label])
             out[flag][label] = entry
     return out
