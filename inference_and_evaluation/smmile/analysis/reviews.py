@@ -20,11 +20,11 @@ import pandas as pd
 from ..errors import UserError
 from ..scoring import kappa
 from ..scoring.estimates import clusters_for
+from ..scoring.results import FORMATS, MODES
 from .agreement import CELL, binary_scores, scopes
 
 FORMAT = "smmile-reviews/1"
 REVIEWS = ("agree", "disagree", "unsure", "gold-wrong")
-MODES, FORMATS = ("0-shot", "ICL"), ("open", "mcqa")
 FIELDS = ("problem_id", "model", "mode", "format", "judges", "verdict_shown", "review", "note", "reviewer", "time")
 
 
