@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Callable
 
@@ -92,25 +91,13 @@ def estimates(records: list[Record], n_boot: int, seed: int, cluster: str, level
 # An inner join on problem_id (or on a key such as the base problem of a SMMILE++ row) that says what it left
 # out. Paired problems whose gold answers differ (the published qwen3B/qwen7B files use another true_answer on
 # 18 of 111 problems, spec §9 item 38) compare answers to different questions: dropped by default, counted.
-@dataclass
-class Pairing:
-    """``frame``: one row per pair in A's order: ``problem_id`` (A's id), ``key`` (the B id it pairs with),
-    scores ``a``, ``b``. ``n_joined`` pairs were found, ``n_b_used`` distinct B problems found a partner;
-    ``gold_mismatches``: A ids of pairs with different gold answers (dropped from ``frame`` when ``excluded``)."""
-
-    frame: pd.DataFrame
-    n_a: int
-    n_b: int
-    n_joined: int
-    n_b_used: int
-    gold_mismatches: list[str] = field(default_factory=list)
-    excluded: bool = False
-
-
 def pair_scores(a: pd.Series, b: pd.Series, gold_a: pd.Series | None = None, gold_b: pd.Series | None = None,
-                key: Callable[[str], str] | None = None, exclude_gold_mismatch: bool = True) -> Pairing:
+                key: Callable[[str], str] | None = None, exclude_gold_mismatch: bool = True,
+                what: str = "") -> tuple[pd.DataFrame, int, list[str]]:
     """Pair A's problems with B's: A's id ``i`` pairs with B's ``key(i)`` (default ``i``). Scores and gold
-    answers are Series indexed by problem_id (gold None: not checked)."""
+    answers are Series indexed by problem_id (gold None: not checked). Returns one row per pair in A's order
+    (``problem_id``: A's id, ``key``: B's, scores ``a``, ``b``), the number of pairs with different gold answers
+    (dropped when ``exclude_gold_mismatch``) and warning lines (no ``warning:``) on what pairing ``what`` left out."""
     ids = [str(i) for i in a.index]
     keys = [key(i) for i in ids] if key else ids
     frame = pd.DataFrame({"problem_id": ids, "key": keys, "a": a.to_numpy(dtype=float)})
@@ -126,22 +113,17 @@ def pair_scores(a: pd.Series, b: pd.Series, gold_a: pd.Series | None = None, gol
         mismatches = frame.loc[differ, "problem_id"].tolist()
         if exclude_gold_mismatch and mismatches:
             frame = frame.loc[[not d for d in differ]].reset_index(drop=True)
-    return Pairing(frame, len(a), len(b), joined, used, mismatches, exclude_gold_mismatch and bool(mismatches))
-
-
-def pairing_notes(pairing: Pairing, what: str) -> list[str]:
-    """Warning lines (without the ``warning:`` prefix) about what the pairing ``what`` left out."""
     notes = []
-    if pairing.n_joined != pairing.n_a or pairing.n_b_used != pairing.n_b:
-        used = f" ({pairing.n_b_used} of the {pairing.n_b} paired)" if pairing.n_b_used != pairing.n_joined else ""
-        notes.append(f"{what}: {pairing.n_joined} pairs from {pairing.n_a} and {pairing.n_b} problems{used}; "
+    if joined != len(a) or used != len(b):
+        of = f" ({used} of the {len(b)} paired)" if used != joined else ""
+        notes.append(f"{what}: {joined} pairs from {len(a)} and {len(b)} problems{of}; "
                      "the difference uses the paired problems only")
-    if pairing.gold_mismatches:
-        action = ("excluded (--include-gold-mismatch keeps them)" if pairing.excluded
+    if mismatches:
+        action = ("excluded (--include-gold-mismatch keeps them)" if exclude_gold_mismatch
                   else "kept (--include-gold-mismatch)")
-        notes.append(f"{what}: {len(pairing.gold_mismatches)} paired problem(s) have different gold answers "
-                     f"(first: {pairing.gold_mismatches[0]}); {action}")
-    return notes
+        notes.append(f"{what}: {len(mismatches)} paired problem(s) have different gold answers "
+                     f"(first: {mismatches[0]}); {action}")
+    return frame, len(mismatches), notes
 
 
 # -- paired comparisons -------------------------------------------------------------------------------
@@ -185,11 +167,11 @@ def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto",
     are dropped unless ``include_gold_mismatch``; with ``failures="exclude"`` a pair goes when either side
     failed, was refused or is empty. Returns the row and the paired frame (``problem_id``, ``key``, ``a``,
     ``b``); what was left out is appended to ``notes``. ``p_holm``/``significant`` are set by ``apply_holm``."""
-    pairing = pair_scores(a.scores, b.scores, a.gold, b.gold, key=key, exclude_gold_mismatch=not include_gold_mismatch)
-    frame = pairing.frame
+    frame, mismatches, found = pair_scores(a.scores, b.scores, a.gold, b.gold, key=key,
+                                           exclude_gold_mismatch=not include_gold_mismatch, what=label)
     failed_a, failed_b = _failed(a, frame["problem_id"]), _failed(b, frame["key"])
     if notes is not None:
-        notes.extend(pairing_notes(pairing, label))
+        notes.extend(found)
     dropped = 0
     if failures == "exclude":
         keep = ~(failed_a | failed_b)
@@ -205,7 +187,7 @@ def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto",
     se_boot = statistics.bootstrap_se(left - right, clusters, weight, n_boot, seed)
     row = {"estimand": _estimand(weight, clusters), "weight": weight, "n_a": len(a.scores), "n_b": len(b.scores),
            "n_pairs": diff.n, "n_problems": diff.n_clusters, "clustered": clusters is not None,
-           "gold_mismatches": len(pairing.gold_mismatches), "gold_mismatches_included": bool(include_gold_mismatch),
+           "gold_mismatches": mismatches, "gold_mismatches_included": bool(include_gold_mismatch),
            "n_failed_a": None if a.failures is None else int(failed_a.sum()),
            "n_failed_b": None if b.failures is None else int(failed_b.sum()),
            "failures": failures, "failure_pairs_excluded": dropped,
