@@ -135,17 +135,12 @@ def _span(values: set) -> str:
     return "?" if not values else str(values[0]) if values[0] == values[-1] else f"{values[0]}–{values[-1]}"
 
 
-def strata_models(rset, kind: str) -> list[str]:
-    """Row keys of a stratification file, in table order (unknown names after the known rows)."""
-    present = {names.key_for_scoring(k.rsplit(":", 1)[0]) for k in rset.stratification[kind]}
-    ordered = [m for m in rset.models() if m in present]
-    return ordered + sorted(present - set(ordered))
-
-
 def strata_panels(rset, kind: str, flag: str) -> tuple[list[str], list[dict]]:
-    """(model rows, panels): one panel per mode, without a mode of one label only (the derived ICL flags of
-    0-shot results) when another mode has more."""
-    models = strata_models(rset, kind)
+    """(model rows in table order, unknown names after the known ones; panels): one panel per mode, without a
+    mode of one label only (the derived ICL flags of 0-shot results) when another mode has more."""
+    present = {names.key_for_scoring(k.rsplit(":", 1)[0]) for k in rset.stratification[kind]}
+    models = [m for m in rset.models() if m in present]
+    models += sorted(present - set(models))
     panels = [p for p in (strata_panel(rset, kind, flag, mode, models) for mode in names.MODES) if p]
     informative = [p for p in panels if len(p["labels"]) > 1]
     return models, informative or panels

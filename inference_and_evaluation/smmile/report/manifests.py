@@ -64,15 +64,6 @@ def read_replies(csv_path: str) -> dict | None:
     return info
 
 
-def read_judge(csv_path: str) -> dict | None:
-    """Who produced the file's LLM-judge scores (``{"record", "replies", "scored"}``), None without a trace."""
-    record, replies = read_judge_record(csv_path), read_replies(csv_path)
-    scored = os.path.exists(evaluationllm_json_path(csv_path))
-    if record is None and replies is None and not scored:
-        return None
-    return {"record": record, "replies": replies, "scored": scored}
-
-
 def judge_text(judge: dict | None) -> str:
     """One line for the runs table: the LLM numbers are credited only to the judge recorded as their writer,
     never to a failed later attempt."""
@@ -102,7 +93,12 @@ def judge_text(judge: dict | None) -> str:
 def run_info(csv_path: str) -> RunInfo:
     manifest, error = manifest_of(csv_path)
     error = error and f"unreadable manifest {os.path.basename(csv_path)[:-len('.csv')]}.manifest.json: {error}"
-    return RunInfo(csv=csv_path, manifest=manifest, manifest_error=error, judge=read_judge(csv_path))
+    # who produced the file's LLM-judge scores (None without a trace of a judge)
+    record, replies = read_judge_record(csv_path), read_replies(csv_path)
+    scored = os.path.exists(evaluationllm_json_path(csv_path))
+    traced = record is not None or replies is not None or scored
+    judge = {"record": record, "replies": replies, "scored": scored} if traced else None
+    return RunInfo(csv=csv_path, manifest=manifest, manifest_error=error, judge=judge)
 
 
 def _get(data: dict | None, *keys, default=None):

@@ -72,8 +72,7 @@ def formats_from(text: str) -> tuple[str, ...]:
 
 def dataset_for(rset, req: ReportRequest) -> str | None:
     """The --dataset value that serves this folder (labelled for it, else the unlabelled one)."""
-    labelled = [parse_spec(text) for text in req.datasets]
-    mine = [str(path) for label, path in labelled if label == rset.label]
+    mine = [str(path) for label, path in map(parse_spec, req.datasets) if label == rset.label]
     plain = [text for text in req.datasets if parse_spec(text)[0] is None]
     return (mine or plain or [None])[0]
 

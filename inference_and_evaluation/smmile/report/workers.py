@@ -27,22 +27,14 @@ def _start_worker(parent: int, kernel_watch: bool) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _INTERRUPTS)  # held by the parent while it forked
-    if kernel_watch:
-        _kill_me_with_my_parent()
+    if kernel_watch and sys.platform.startswith("linux"):  # the kernel kills it when the forking thread ends
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):  # no libc to call: the watching thread alone does it
+            pass
     if os.getppid() != parent:  # the parent died before (or while) this worker started
         os._exit(1)
     threading.Thread(target=_watch_parent, args=(parent,), name="smmile-parent-watch", daemon=True).start()
-
-
-def _kill_me_with_my_parent() -> None:
-    """Linux: have the kernel send SIGKILL to this process when the thread that forked it ends."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):  # no libc to call: the watching thread alone does it
-        pass
 
 
 def _watch_parent(parent: int) -> None:
