@@ -234,15 +234,6 @@ ESTIMANDS = {"row": "row-weighted (every row, i.e. every SMMILE++ order, counts 
              "problem": "base-problem-weighted (mean of the base problems' own values)"}
 
 
-def _binary(values: np.ndarray) -> bool:
-    return bool(np.isin(values, (0.0, 1.0)).all())
-
-
-def _discordant(left: np.ndarray, right: np.ndarray) -> tuple[int, int]:
-    """Pairs of two 0/1 vectors right only under A, and right only under B."""
-    return int(((left == 1) & (right == 0)).sum()), int(((left == 0) & (right == 1)).sum())
-
-
 def _groups(values: np.ndarray, clusters: Sequence | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per cluster: (mean, size) and each row's cluster code; every row its own cluster when None."""
     if clusters is None:
@@ -345,7 +336,9 @@ def paired_score(a: Sequence[float], b: Sequence[float], clusters: Sequence | No
         raise ValueError(f"paired vectors differ in length: {len(left)} vs {len(right)}")
     method = SCORE_PROBLEM if (weight == "problem" and clusters is not None) else (
         SCORE_ROW if clusters is not None else SCORE_IID)
-    only_a, only_b = _discordant(left, right) if _binary(left) and _binary(right) else (None, None)
+    only_a = only_b = None
+    if np.isin(left, (0.0, 1.0)).all() and np.isin(right, (0.0, 1.0)).all():  # discordant rows of 0/1 scores
+        only_a, only_b = int(((left == 1) & (right == 0)).sum()), int(((left == 0) & (right == 1)).sum())
     if len(left) == 0:
         return PairedScore(Interval(NAN, NAN, NAN, NAN, 0, 0, SCORE_INTERVAL), NAN, method, NAN, 0, 0)
     means, sizes, _ = _groups(left - right, clusters)
