@@ -133,21 +133,6 @@ def _codes(clusters: Sequence) -> np.ndarray:
     return np.unique(np.asarray(clusters, dtype=object).astype(str), return_inverse=True)[1]
 
 
-def _boot_means_iid(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """Means of ``n_boot`` iid resamples. For discrete data a resample is described by how often each distinct
-    value was drawn, multinomial(n, observed frequencies): the same distribution of means at O(n_boot ×
-    categories) cost. Otherwise indices are drawn in chunks."""
-    n = len(values)
-    levels, counts = np.unique(values, return_counts=True)
-    if len(levels) <= _MAX_CATEGORIES:
-        draws = rng.multinomial(n, counts / n, size=n_boot)
-        return draws @ levels / n
-    out = np.empty(n_boot)
-    for start, stop in _chunks(n_boot, n):
-        out[start:stop] = values[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
-    return out
-
-
 def _boot_means_clustered(sums: np.ndarray, sizes: np.ndarray, n_boot: int,
                           rng: np.random.Generator) -> np.ndarray:
     """Cluster bootstrap: whole clusters drawn with replacement, mean = Σ sums / Σ sizes. ``sums`` may be
@@ -162,14 +147,23 @@ def _boot_means_clustered(sums: np.ndarray, sizes: np.ndarray, n_boot: int,
 
 def bootstrap_means(values: Sequence[float], clusters: Sequence | None = None,
                     n_boot: int = DEFAULT_N_BOOT, seed: int = 0) -> np.ndarray:
-    """``n_boot`` bootstrap replicates of the mean of ``values`` (iid, or by ``clusters``)."""
+    """``n_boot`` bootstrap replicates of the mean of ``values``: iid, or by ``clusters``. An iid resample of
+    discrete data is described by how often each distinct value was drawn, multinomial(n, observed
+    frequencies): the same distribution of means at O(n_boot × categories) cost."""
     data = np.asarray(values, dtype=np.float64)
     rng = np.random.default_rng(seed)
-    if clusters is None:
-        return _boot_means_iid(data, n_boot, rng)
-    codes = _codes(clusters)
-    return _boot_means_clustered(np.bincount(codes, weights=data), np.bincount(codes).astype(np.float64), n_boot,
-                                 rng)
+    if clusters is not None:
+        codes = _codes(clusters)
+        return _boot_means_clustered(np.bincount(codes, weights=data), np.bincount(codes).astype(np.float64),
+                                     n_boot, rng)
+    n = len(data)
+    levels, counts = np.unique(data, return_counts=True)
+    if len(levels) <= _MAX_CATEGORIES:
+        return rng.multinomial(n, counts / n, size=n_boot) @ levels / n
+    out = np.empty(n_boot)
+    for start, stop in _chunks(n_boot, n):
+        out[start:stop] = data[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
+    return out
 
 
 def _percentile_or_bound(estimate: float, boots: np.ndarray, n: int, units: int, level: float,
