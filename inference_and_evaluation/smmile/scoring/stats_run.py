@@ -22,11 +22,8 @@ log = logging.getLogger(__name__)
 
 
 def _json_safe(value):
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, (np.integer, np.floating, np.bool_)):
-        return _json_safe(value.item())
-    return value
+    value = value.item() if isinstance(value, (np.integer, np.floating, np.bool_)) else value
+    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def write_rows(rows: list[dict], stem: str, settings: dict) -> list[str]:
