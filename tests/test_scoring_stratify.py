@@ -46,7 +46,6 @@ PROBLEMS = [
 
 
 def test_flags_in_order():
-    assert stratify.flag_columns(PROBLEMS) == ["flag_answer_format", "flag_rarity"]
     assert stratify.valid_flags(PROBLEMS) == ["flag_answer_format", "flag_rarity", "speciality", "flag_num_ICL",
                                               "flag_first_ICL_match_problem", "flag_last_ICL_match_problem"]
 

@@ -8,7 +8,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 from prettytable import PrettyTable
 
-from smmile.data.schema import flag_columns as _flag_columns
+from smmile.data.schema import flag_columns
 from smmile.scoring import statistics
 
 DERIVED_FLAGS = ("speciality", "flag_num_ICL", "flag_first_ICL_match_problem", "flag_last_ICL_match_problem")
@@ -31,14 +31,10 @@ class Strata(dict):
         self.labels = dict(labels or {})
 
 
-def flag_columns(problems: Sequence) -> list[str]:
-    """The dataset's ``flag_*`` columns, in column order (first row's fields)."""
-    return _flag_columns(list(problems[0].rows[0].fields)) if problems else []
-
-
 def valid_flags(problems: Sequence) -> list[str]:
-    """The strata: dataset flag columns, then ``speciality`` and the three derived ICL flags."""
-    return flag_columns(problems) + list(DERIVED_FLAGS)
+    """The strata: the dataset's ``flag_*`` columns in column order (first row's fields), then ``speciality``
+    and the three derived ICL flags."""
+    return (flag_columns(list(problems[0].rows[0].fields)) if problems else []) + list(DERIVED_FLAGS)
 
 
 def _plain(value):
