@@ -16,6 +16,7 @@ from smmile.errors import UserError
 from smmile.scoring.statistics import holm
 
 N_BOOT = 500
+SETTINGS = {"n_boot": N_BOOT, "seed": 0, "level": 0.95}
 
 
 def write_open(folder: Path, name: str, correct: dict[str, int]) -> Path:
@@ -54,7 +55,7 @@ def test_noise_summary_has_the_known_numbers(tmp_path):
         write_judge(write_open(tmp_path / label, "qwen7B", scores), scores)
         write_mcqa(tmp_path / label, "qwen7B", scores)
     sets = rs.load_sets([f"original={tmp_path / 'original'}", f"noise-random={tmp_path / 'noise-random'}"])
-    report = analyse("noise", sets, N_BOOT, 0, 0.95)
+    report = analyse("noise", sets, SETTINGS, [])
     assert {(r["metric"], r["model"]) for r in report.summary} == {("EM", "qwen7B"), ("LLM", "qwen7B"), ("MCQA", "qwen7B")}
     for row in report.summary:
         assert (row["accuracy_reference"], row["accuracy_variant"]) == pytest.approx((60.0, 40.0))
@@ -77,7 +78,7 @@ def test_pairing_uses_shared_problems_only(tmp_path):
     write_open(tmp_path / "o", "random", ORIGINAL)
     write_open(tmp_path / "v", "random", {pid: NOISY[pid] for pid in IDS[:6]} | {"extra": 1})
     sets = rs.load_sets([f"original={tmp_path / 'o'}", f"noise-targeted={tmp_path / 'v'}"])
-    row = analyse("noise", sets, N_BOOT, 0, 0.95).summary[0]
+    row = analyse("noise", sets, SETTINGS, []).summary[0]
     assert (row["n_pairs"], row["n_reference"], row["n_variant"]) == (6, 10, 7) and row["lost"] == 3 and row["gained"] == 0
 
 
@@ -88,7 +89,7 @@ def test_order_compares_first_last_and_original_on_common_problems(tmp_path):
     write_open(tmp_path / "f", "gpt-4o", first)
     write_open(tmp_path / "l", "gpt-4o", last)
     sets = rs.load_sets([f"original={tmp_path / 'o'}", f"order-first={tmp_path / 'f'}", f"order-last={tmp_path / 'l'}"])
-    report = analyse("order", sets, N_BOOT, 0, 0.95)
+    report = analyse("order", sets, SETTINGS, [])
     pairs = [(r["variant"], r["reference"]) for r in report.summary]
     assert pairs == [("order-first", "original"), ("order-last", "original"), ("order-last", "order-first")]
     assert {r["n_pairs"] for r in report.summary} == {6}  # p02..p07 are in all three
@@ -106,7 +107,7 @@ def test_permutation_pairs_by_base_problem_with_clusters(tmp_path):
     write_open(tmp_path / "o", "llava_7b", base)
     write_open(tmp_path / "p", "llava_7b", perms)
     sets = rs.load_sets([f"original={tmp_path / 'o'}", f"permute={tmp_path / 'p'}"])
-    report = analyse("permutation", sets, N_BOOT, 0, 0.95)
+    report = analyse("permutation", sets, SETTINGS, [])
     (row,) = report.summary
     assert (row["n_pairs"], row["n_problems"], row["clustered"]) == (7, 3, True)
     assert row["accuracy_reference"] == pytest.approx(100 * 4 / 7)  # each perm row paired with its base
@@ -115,7 +116,7 @@ def test_permutation_pairs_by_base_problem_with_clusters(tmp_path):
     # row-weighted (issue #20, the default): per base problem S = gained - lost: a -1, b +1, c 0;
     # X² = (-1 + 1)² / (1 + 1) = 0, p = 1
     assert row["p_method"].startswith("cluster score test, row-weighted") and row["p_value"] == pytest.approx(1.0)
-    (by_problem,) = analyse("permutation", sets, N_BOOT, 0, 0.95, weight="problem").summary
+    (by_problem,) = analyse("permutation", sets, {**SETTINGS, "weight": "problem"}, []).summary
     assert by_problem["p_method"] == "cluster-adjusted McNemar (Durkalski 2003)"
     # Durkalski: per base problem d = (gained - lost) / orders: a -1/2, b +1/3, c 0
     # X² = (-1/2 + 1/3)² / (1/4 + 1/9) = 1/13; p = P(χ²₁ ≥ 1/13) = P(|Z| ≥ √(1/13))
@@ -147,9 +148,9 @@ def test_labels_come_from_run_manifests(tmp_path, demo_dir):
 def test_bad_inputs_are_user_errors(tmp_path, capsys):
     write_open(tmp_path / "o", "random", ORIGINAL)
     with pytest.raises(UserError, match="original"):
-        analyse("noise", rs.load_sets([f"noise-random={tmp_path / 'o'}"]), N_BOOT, 0, 0.95)
+        analyse("noise", rs.load_sets([f"noise-random={tmp_path / 'o'}"]), SETTINGS, [])
     with pytest.raises(UserError, match="order-first"):
-        analyse("order", rs.load_sets([f"original={tmp_path / 'o'}"]), N_BOOT, 0, 0.95)
+        analyse("order", rs.load_sets([f"original={tmp_path / 'o'}"]), SETTINGS, [])
     assert analyze_main(["noise", str(tmp_path / "missing"), "--out", str(tmp_path / "a")]) == 2
     assert "not found" in capsys.readouterr().err
 

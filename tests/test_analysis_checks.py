@@ -56,7 +56,7 @@ def test_relative_change_is_a_ratio_of_means(tmp_path):
         write_mcqa(tmp_path / label, "llava_7b", "ICL", ids, truth, [1] * low + [0] * (100 - low))
         write_mcqa(tmp_path / label, "qwen72B", "ICL", ids, truth, [1] * high + [0] * (100 - high))
     sets = rs.load_sets([f"original={tmp_path / 'original'}", f"noise-random={tmp_path / 'noise-random'}"])
-    (average,) = analyse("noise", sets, 100, 0, 0.95).averages
+    (average,) = analyse("noise", sets, {"n_boot": 100, "seed": 0, "level": 0.95}, []).averages
     assert average["relative_change"] == pytest.approx((27.5 - 25.5) / 25.5 * 100)
     assert average["mean_of_relative_changes"] == pytest.approx((900 - 10) / 2)
     assert (average["mean_accuracy_reference"], average["mean_accuracy_variant"]) == pytest.approx((25.5, 27.5))
@@ -71,13 +71,13 @@ def test_clustered_rows_get_the_clustered_test_in_every_analysis(tmp_path):
     write_mcqa(tmp_path / "o", "qwen7B", "ICL", ids, truth, original)
     write_mcqa(tmp_path / "v", "qwen7B", "ICL", ids, truth, noisy)
     sets = rs.load_sets([f"original={tmp_path / 'o'}", f"noise-random={tmp_path / 'v'}"])
-    (row,) = analyse("noise", sets, 500, 0, 0.95).summary
+    (row,) = analyse("noise", sets, {"n_boot": 500, "seed": 0, "level": 0.95}, []).summary
     assert (row["n_pairs"], row["n_problems"], row["clustered"]) == (1038, 86, True)
     assert row["p_method"] == bs.SCORE_ROW
     from statistics import NormalDist
     s = pd.Series(noisy - original).groupby(base_of(ids)).sum()  # issue #20: row-weighted cluster score test
     assert abs(row["p_value"] - 2 * (1 - NormalDist().cdf(abs(s.sum()) / np.sqrt((s ** 2).sum())))) < 1e-9
-    (alt,) = analyse("noise", sets, 500, 0, 0.95, weight="problem").summary
+    (alt,) = analyse("noise", sets, {"n_boot": 500, "seed": 0, "level": 0.95, "weight": "problem"}, []).summary
     d = pd.Series(noisy - original).groupby(base_of(ids)).mean()
     reference = 2 * (1 - NormalDist().cdf(abs(d.sum()) / np.sqrt((d ** 2).sum())))  # Durkalski (2003)
     assert alt["p_method"] == bs.DURKALSKI and abs(alt["p_value"] - reference) < 1e-9

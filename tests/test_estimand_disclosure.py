@@ -132,7 +132,7 @@ def test_analyze_names_results_in_one_set_only_and_averages_say_how_many_models(
     write_mcqa(tmp_path / "v", "gpt-4o", "ICL", IDS, TRUTH, [1] * 10)
     sets = rs.load_sets([f"original={tmp_path / 'o'}", f"noise-random={tmp_path / 'v'}"])
     notes: list[str] = []
-    report = analyse("noise", sets, 100, 0, 0.95, notes=notes)
+    report = analyse("noise", sets, {"n_boot": 100, "seed": 0, "level": 0.95}, notes)
     assert any("gpt-4o MCQA ICL: scored in 'noise-random'" in n and "but not in 'original'" in n for n in notes)
     (average,) = report.averages
     assert (average["n_models"], average["n_models_relative"]) == (2, 1)

@@ -7,16 +7,15 @@ import pandas as pd
 
 from ..scoring.estimates import check_resampling
 from ..scoring.statistics import DEFAULT_LEVEL, DEFAULT_N_BOOT
-from . import diagnostics
+from . import diagnostics, variants
 from .results import fmt, load_sets, output_folder, write_tables
-from .variants import Report, analyse
 
 
 def _ci(r: dict) -> str:
     return f"[{fmt(r['ci_low'], '+.1f')}, {fmt(r['ci_high'], '+.1f')}]" + ("*" if r["significant"] else "")
 
 
-def console(report: Report) -> str:
+def console(report: variants.Report) -> str:
     first = report.summary[0]
     significant = (f"* significant: Holm-adjusted p below 1 - level ({first['p_method']}; the interval inverts the "
                    f"same test). Estimand: {first['estimand']}")
@@ -53,10 +52,7 @@ def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", for
         sets = load_sets(results, warn)
         notes: list[str] = []
         diagnosing = analysis in diagnostics.KINDS
-        if diagnosing:
-            report = diagnostics.analyse(analysis, sets, settings, notes)
-        else:
-            report = analyse(analysis, sets, n_boot, seed, level, include_gold_mismatch, notes, weight, failures)
+        report = (diagnostics if diagnosing else variants).analyse(analysis, sets, settings, notes)
         for note in notes:
             warn(f"warning: {note}")
         tables = {"summary": report.summary, **({} if diagnosing else {"averages": report.averages}), **report.extra,
@@ -70,5 +66,5 @@ def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", for
                 "warnings": warnings}
         written = write_tables(folder, analysis, tables, meta)
         if analysis == "shots":
-            written += diagnostics.draw_curve(report.extra["curve"], folder, settings["level"])
+            written += diagnostics.draw_curve(report.extra["curve"], folder, level)
         return console(report) + "\nWritten: " + ", ".join(str(p) for p in written)

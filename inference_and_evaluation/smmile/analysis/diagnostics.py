@@ -91,8 +91,7 @@ def analyse(kind: str, sets: dict[str, ResultSet], settings: dict, notes: list) 
                 side = " ".join(a if rec_a is None else b)
                 notes.append(f"{model} {metric}: no {side} result; the comparisons with it are skipped")
                 continue
-            row, table = compare(rec_b, rec_a, False, s["n_boot"], s["seed"], s["level"], s["include_gold_mismatch"],
-                                 notes, s["weight"], s["failures"])
+            row, table = compare(rec_b, rec_a, False, notes=notes, **s)
             report.summary.append({"analysis": kind, "comparison": name, "variant": " ".join(a),
                                    "reference": " ".join(b), **row})
             report.flips.append(table.assign(model=model, metric=metric, comparison=name))

@@ -123,13 +123,11 @@ def unmatched(sets: dict[str, ResultSet], pairs: list[tuple[str, str]]) -> list[
     return list(dict.fromkeys(notes))
 
 
-def analyse(kind: str, sets: dict[str, ResultSet], n_boot: int, seed: int, level: float,
-            include_gold_mismatch: bool = False, notes: list | None = None, weight: str = "row",
-            failures: str = "wrong") -> Report:
-    """Every comparison of ``kind``; what pairing left out, and results without a partner, go to ``notes``."""
+def analyse(kind: str, sets: dict[str, ResultSet], settings: dict, notes: list) -> Report:
+    """Every comparison of ``kind`` (``settings``: ``compare``'s keywords, ``level`` required); what pairing left
+    out, and results without a partner, go to ``notes``."""
     pairs = comparisons(kind, list(sets))
     check_sets(kind, sets, pairs)
-    notes = [] if notes is None else notes
     notes.extend(unmatched(sets, pairs))
     if kind == "order" and len(pairs) == 1:
         (there, _), = pairs
@@ -144,15 +142,14 @@ def analyse(kind: str, sets: dict[str, ResultSet], n_boot: int, seed: int, level
             pair = records or {label: sets[label].index().get(key) for label in (variant, reference)}
             if pair.get(variant) is None or pair.get(reference) is None:
                 continue
-            row, table = compare(pair[reference], pair[variant], kind == "permutation", n_boot, seed, level,
-                                 include_gold_mismatch, notes, weight, failures)
+            row, table = compare(pair[reference], pair[variant], kind == "permutation", notes=notes, **settings)
             report.summary.append({"analysis": kind, "variant": variant, "reference": reference, **row})
             labels = {"model": row["model"], "metric": row["metric"], "mode": row["mode"],
                       "variant": variant, "reference": reference}
             report.flips.append(pd.concat([pd.DataFrame([labels] * len(table)), table], axis=1))
     if not report.summary:
         raise UserError("no model/metric/mode was scored in both the original and a variant set")
-    apply_holm(report.summary, level)
+    apply_holm(report.summary, settings["level"])
     report.averages = averages(report.summary)
     if kind == "order":
         report.extra["recency"] = recency(report.summary)
