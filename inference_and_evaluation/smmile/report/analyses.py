@@ -281,12 +281,6 @@ def read_csv(path: str, relative: str) -> AnalysisView:
     return view
 
 
-def covered_csvs(json_path: str, data) -> set[str]:
-    """``<stem>_<key>.csv`` for every table key of ``<stem>.json``."""
-    stem = os.path.splitext(json_path)[0]
-    return {f"{stem}_{k}.csv" for k, v in data.items() if is_records(v)} if isinstance(data, dict) else set()
-
-
 def _files(directory: str) -> list[str]:
     found = []
     for root, dirs, names in os.walk(directory):
@@ -298,7 +292,8 @@ def _files(directory: str) -> list[str]:
 def load_directory(directory: str) -> list[AnalysisView]:
     paths = _files(directory)
     loaded = {p: load_json(p) for p in paths if p.endswith(".json")}
-    covered = set().union(*(covered_csvs(p, data) for p, data in loaded.items()))
+    covered = {f"{os.path.splitext(p)[0]}_{k}.csv" for p, data in loaded.items() if isinstance(data, dict)
+               for k, v in data.items() if is_records(v)}  # <stem>_<key>.csv: a table of <stem>.json
     views = []
     for path in paths:
         relative = os.path.relpath(path, directory)

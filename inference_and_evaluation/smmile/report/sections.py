@@ -44,12 +44,6 @@ def markers_note(models) -> str:
 
 
 # -- main table ----------------------------------------------------------------------------------------
-def _n_tip(cell: dict) -> str:
-    if cell.get("clustered"):
-        return f"n = {cell.get('n_rows')} rows, {cell.get('n_problems')} base problems"
-    return f"n = {cell.get('n_problems', cell.get('n_rows'))} problems"
-
-
 def _failures_note(cell: dict) -> tuple[str, str]:
     """(tooltip text, visible marker) for the failed / refused / empty rows behind a cell (issue #20 item 4)."""
     counts = {kind: cell.get(f"n_{kind}") for kind in ("refused", "failed", "empty")}
@@ -67,7 +61,9 @@ def _estimate_cell(rset, cell, best) -> str:
     source = cell["source"]
     status = manifests.summary(rset.runs[source])["status"] if source in rset.runs else manifests.NO_MANIFEST
     failures, marker = _failures_note(cell)
-    tip = f"{_n_tip(cell)}; {failures}; {source}; {status}; click for these problems"
+    n = (f"n = {cell.get('n_rows')} rows, {cell.get('n_problems')} base problems" if cell.get("clustered")
+         else f"n = {cell.get('n_problems', cell.get('n_rows'))} problems")
+    tip = f"{n}; {failures}; {source}; {status}; click for these problems"
     cls = ' class="best"' if best is not None and cell["accuracy"] == best else ""
     href = "#problems?" + urlencode({"set": rset.slug, "model": cell["model"], "metric": cell["metric"],
                                      "mode": cell["mode"]})  # read by the explorer's script
