@@ -10,9 +10,8 @@ from pathlib import Path
 
 LIBRARY = Path(__file__).resolve().parents[1] / "inference_and_evaluation" / "smmile"
 
-# file (relative to smmile/) -> {function (Class.method for methods): why it may print}; the last three are the
-# product of smmile commands on stdout (their table, where the page went), printed where variance_analysis --ci
-# also prints it (stats) or left for the report helpers to move into smmile/cli/
+# file (relative to smmile/) -> {function (Class.method for methods): why it may print}: only the front doors'
+# faithful console output; what smmile's own commands print (stats' table, where the report went) is printed in cli/
 FAITHFUL = {
     "runner/run.py": {
         "Runner._report": "the inference scripts' closing lines (MCQA Accuracy, Results saved to, skipped problems)",
@@ -46,7 +45,7 @@ FAITHFUL = {
         "analyse_file": "variance_analysis's 'Processing <file>' and per-cell lines",
         "_write_table": "variance_analysis's '<table> saved to <path>' lines",
         "_report": "variance_analysis's 'Final Results Table'",
-        "run_variance": "variance_analysis's 'Found N CSV files' and bootstrap-count lines",
+        "run_variance": "variance_analysis's 'Found N CSV files' and bootstrap-count lines (and --ci's table)",
     },
 }
 
