@@ -149,7 +149,7 @@ def test_a_preset_that_cannot_represent_a_missing_image_refuses(tmp_path, capsys
 def test_who_may_run_a_variant_without_images(tmp_path):
     """hf:/vllm: (generic), the API chat models, the text-only Llama 3.3 baseline and random/majority run it; every
     local-model preset's family refuses, naming its original script."""
-    from smmile.data.diagnostic_variants import refuse_dropped_images
+    from smmile.data.variant_datasets import refuse_dropped_images
     from smmile.errors import UserError
     from smmile.models import registry
     from smmile.runner.run import Runner, RunSpec

@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from ..data.diagnostic_variants import refuse_dropped_images
+from ..data.variant_datasets import refuse_dropped_images
 from ..errors import UserError
 from ..models.hf import preflight
 from ..models.hf.processor import IMAGE_BACKENDS

@@ -1,5 +1,5 @@
-"""Dataset variants written as local datasets (parquet + ``variant_manifest.json``), and the cached variants the
-original ``--noisy`` flags run on."""
+"""Dataset variants written as local datasets (parquet + ``variant_manifest.json``), the cached variants the
+original ``--noisy`` flags run on, and the refusal of a variant without images where a script cannot run it."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..protocol.problem import Problem
-from . import diagnostic_variants as diag
 from .load import fingerprint, read_records, resolve
 from .parquet import check_dataset_dir, problems_to_records, write_dataset
 from .schema import MANIFEST, group
-from .variants import canonical_kind, check_params, transform
+from .variants import DROPS, canonical_kind, check_params, label, transform
 
 OWNER = "smmile data variant"
 FORMAT_VERSION = 1
@@ -27,8 +26,8 @@ def _write(problems: list[Problem], columns: list[str], source: dict, kind: str,
     if not new:
         raise UserError(f"variant {kind} of {source['id']} has no problem (no ICL example answers like its query)")
     params = {k: v for k, v in params.items() if v is not None}
-    manifest = {"generator": OWNER, "format": FORMAT_VERSION, "kind": diag.label(kind, **params),
-                "transform": kind, "params": params, "images_dropped": diag.DROPS.get(kind), "seed": seed,
+    manifest = {"generator": OWNER, "format": FORMAT_VERSION, "kind": label(kind, **params),
+                "transform": kind, "params": params, "images_dropped": DROPS.get(kind), "seed": seed,
                 "source": source, "counts": {"source_problems": len(problems), "problems": len(new),
                                              "rows": sum(len(p.rows) for p in new)},
                 "ids": "<id>_perm_<k>" if kind == "permute" else "original problem ids", "problems": notes}
@@ -78,3 +77,31 @@ def noisy_dataset(dataset: str | None, kind: str, seed: int = 42, augmented: boo
 def noisy_output_dir(output_dir: str | os.PathLike, kind: str) -> Path:
     """`<output-dir>_<kind>`: a variant run's results (named as the original run's) never overwrite the original's."""
     return Path(f"{os.fspath(output_dir)}_{canonical_kind(kind)}")
+
+
+IMAGE_FREE_OUTPUTS = ("generic", "api", "llama33textonly", "baselines")  # hf:/vllm:, API chat, text-only, baselines
+
+
+def dropped_images(dataset) -> str | None:
+    """"examples" / "query" when ``dataset`` is a local variant whose images were dropped (its manifest says so)."""
+    if not dataset or not isinstance(dataset, (str, os.PathLike)):
+        return None
+    try:
+        info = json.loads((Path(dataset).expanduser() / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return info.get("images_dropped") if isinstance(info, dict) else None
+
+
+def refuse_dropped_images(dataset, script: str | None = None, output_key: str | None = None) -> None:
+    """Refuse (before anything is written) a ``dataset`` without images on purpose when the original script
+    (``script``, or the one of ``output_key``) cannot represent a prompt without them (it drops such problems,
+    spec §1.4); the any-model, API, text-only and baseline families can."""
+    whose = dropped_images(dataset)
+    if whose is None or (script is None and output_key in IMAGE_FREE_OUTPUTS):
+        return
+    script = script or f"inference_{output_key}.py"
+    what = "the ICL examples' images" if whose == "examples" else "the query image"
+    raise UserError(f"{dataset} is a variant without {what}; {script} cannot represent a prompt without an image "
+                    "(it skips such problems): run it with --model hf:<checkpoint> / vllm:<checkpoint>, an API model "
+                    "or the text-only baseline")

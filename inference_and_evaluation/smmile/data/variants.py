@@ -1,5 +1,5 @@
-"""Deterministic dataset variants of any SMMILE-schema dataset (docs/analyses.md): pure functions of the problems
-and a seed returning the new problems and one record per source problem saying what was done.
+"""Deterministic dataset variants of any SMMILE-schema dataset (docs/analyses.md): pure functions of the problems,
+a seed and the kind's parameter, returning the new problems and one record per source problem saying what was done.
 
 * ``permute``: SMMILE++, every order of the ICL examples (at most 4), else 24 seeded distinct orders; ids
   ``<id>_perm_<k>``, k from 1.
@@ -7,28 +7,34 @@ and a seed returning the new problems and one record per source problem saying w
   image type, else any) inserted at a seeded position (the original ``--noisy AddOneExample[-BySpeciality]``).
 * ``order-first`` / ``order-last``: the first ICL example answering like the query moved first / last; problems
   without one are dropped.
+* the ICL diagnostics (§5: what in the examples does a model use?): ``k-shot``, ``flip-answers``,
+  ``no-example-images``, ``no-query-image``. A dropped image is an empty ``image`` cell marked ``DROPPED`` = "true":
+  the loader keeps such a problem (an unmarked empty cell still drops it).
 
-Noise and order variants keep the problem ids, so their results pair with the original run. The ICL diagnostics
-are in ``diagnostic_variants``.
+All but ``permute`` keep the problem ids, so their results pair with the original run.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import random
+import re
 from dataclasses import replace
-from typing import Callable
 
 from ..errors import UserError
 from ..protocol.problem import Problem, Row
-from . import diagnostic_variants as diag
-from .schema import base_id
+from .schema import DROPPED, base_id
 
 MAX_ORDERS = 24
 KINDS = ("permute", "noise-random", "noise-targeted", "order-first", "order-last")
-ALL_KINDS = KINDS + diag.KINDS
+DIAGNOSTIC_KINDS = ("k-shot", "flip-answers", "no-example-images", "no-query-image")
+ALL_KINDS = KINDS + DIAGNOSTIC_KINDS
 NOISY_FLAGS = {"AddOneExample": "noise-random", "AddOneExample-BySpeciality": "noise-targeted"}
 TARGET_TIERS = (("speciality", "speciality"), ("image_type", "flag_image_type"), ("random", None))
+FORMAT_COLUMN, SPECIALITY_COLUMN = "flag_answer_format", "speciality"
+DROPS = {"no-example-images": "examples", "no-query-image": "query"}  # kind -> whose images are dropped
+_PUNCT = re.compile(r"[\W_]+")
 
 
 def _orders(n: int, rng: random.Random) -> list[tuple[int, ...]]:
@@ -151,7 +157,86 @@ def order_last(problems: list[Problem], seed: int = 42) -> tuple[list[Problem], 
     return _move(problems, last=True)
 
 
-TRANSFORMS: dict[str, Callable[[list[Problem], int], tuple[list[Problem], list[dict]]]] = {
+def label(kind: str, k: int | None = None, fraction: float | None = None) -> str:
+    """The variant's name in manifests and results: ``k-shot-2``, ``flip-answers``, ``flip-answers-0.5``."""
+    if kind == "k-shot":
+        return f"k-shot-{k}"
+    if kind == "flip-answers" and fraction is not None and fraction != 1:
+        return f"flip-answers-{fraction:g}"
+    return kind
+
+
+def k_shot(problems: list[Problem], k: int) -> tuple[list[Problem], list[dict]]:
+    """The first ``k`` examples of each problem (k=1 is inside k=2), then its query; fewer: whole, ``short``."""
+    out, notes = [], []
+    for p in problems:
+        kept = p.examples[:k]
+        out.append(Problem(p.problem_id, tuple(kept) + (p.query,)))
+        notes.append({"problem_id": p.problem_id, "n_examples": len(p.examples), "kept": len(kept),
+                      "short": len(p.examples) < k})
+    return out, notes
+
+
+def normalise(answer: str) -> str:
+    """An answer compared case- and punctuation-insensitively ("Red." == "red")."""
+    return _PUNCT.sub(" ", str(answer)).strip().casefold()
+
+
+def _group(problem: Problem) -> tuple:
+    fields = problem.query.fields
+    return fields.get(SPECIALITY_COLUMN), fields.get(FORMAT_COLUMN)
+
+
+def _flip_one(problem: Problem, donors: list[tuple[str, str]], fraction: float, seed: int) -> tuple[Problem, dict]:
+    """``donors``: (base problem id, answer) of every example of the other problems of its group; ``fraction`` of
+    the examples (rounded half up, seeded) get a donor's answer never equal to theirs (case and punctuation
+    ignored); one without such a donor keeps its answer, flagged."""
+    rng = random.Random(f"{seed}:flip-answers:{problem.problem_id}")
+    n = len(problem.examples)
+    chosen = sorted(rng.sample(range(n), min(n, math.floor(fraction * n + 0.5))))
+    rows, changes = list(problem.examples), []
+    for i in chosen:
+        original = rows[i].answer
+        pool = [(pid, a) for pid, a in donors if normalise(a) != normalise(original)]
+        donor, answer = rng.choice(pool) if pool else (None, original)
+        rows[i] = replace(rows[i], answer=answer)
+        changes.append({"index": i, "original": original, "answer": answer, "donor_problem_id": donor,
+                        "flipped": bool(pool)})
+    speciality, fmt = _group(problem)
+    note = {"problem_id": problem.problem_id, "n_examples": n, "speciality": speciality, "answer_format": fmt,
+            "chosen": len(chosen), "flipped": sum(c["flipped"] for c in changes), "examples": changes}
+    return Problem(problem.problem_id, tuple(rows) + (problem.query,)), note
+
+
+def flip_answers(problems: list[Problem], seed: int, fraction: float = 1.0) -> tuple[list[Problem], list[dict]]:
+    """Donors: the examples of the other problems of the same speciality and answer format (dataset order)."""
+    missing = [c for c in (SPECIALITY_COLUMN, FORMAT_COLUMN) if not any(c in p.query.fields for p in problems)]
+    if missing:
+        raise UserError(f"flip-answers needs the column(s) {', '.join(missing)} (donors share the speciality and "
+                        "answer format)")
+    pools: dict[tuple, list[tuple[str, str]]] = {}
+    for p in problems:
+        pools.setdefault(_group(p), []).extend((base_id(p.problem_id), r.answer) for r in p.examples)
+    pairs = [_flip_one(p, [(pid, a) for pid, a in pools[_group(p)] if pid != base_id(p.problem_id)], fraction, seed)
+             for p in problems]
+    return [p for p, _ in pairs], [n for _, n in pairs]
+
+
+def drop_images(problems: list[Problem], whose: str) -> tuple[list[Problem], list[dict]]:
+    """``whose`` = "examples" | "query": those rows' images removed and marked ``DROPPED``."""
+    out, notes = [], []
+    for p in problems:
+        last = len(p.rows) - 1
+        targets = range(last) if whose == "examples" else (last,)
+        rows = [(replace(r, image=None, fields={**r.fields, DROPPED: "true"}) if i in targets else r)
+                for i, r in enumerate(p.rows)]
+        out.append(Problem(p.problem_id, tuple(rows)))
+        notes.append({"problem_id": p.problem_id, "n_examples": len(p.examples), "dropped": list(targets),
+                      "had_image": [p.rows[i].image is not None for i in targets]})
+    return out, notes
+
+
+TRANSFORMS = {  # the kinds taking the seed only
     "permute": permute_recorded, "noise-random": noise_random, "noise-targeted": noise_targeted,
     "order-first": order_first, "order-last": order_last,
 }
@@ -160,7 +245,7 @@ TRANSFORMS: dict[str, Callable[[list[Problem], int], tuple[list[Problem], list[d
 def canonical_kind(kind: str) -> str:
     """A variant kind, accepting the original `--noisy` values (AddOneExample[-BySpeciality])."""
     kind = NOISY_FLAGS.get(kind, kind)
-    if kind not in TRANSFORMS and kind not in diag.KINDS:
+    if kind not in ALL_KINDS:
         raise UserError(f"unknown variant {kind!r}; choose one of {', '.join(ALL_KINDS)} "
                         f"(or {', '.join(NOISY_FLAGS)})")
     return kind
@@ -169,15 +254,26 @@ def canonical_kind(kind: str) -> str:
 def check_params(kind: str, k: int | None = None, fraction: float | None = None) -> str:
     """The canonical kind, its parameters checked: ``k`` (k-shot), ``fraction`` (flip-answers); the others take none."""
     kind = canonical_kind(kind)
-    if kind in diag.KINDS:
-        diag.check_params(kind, k, fraction)
-    elif k is not None or fraction is not None:
+    if kind in KINDS and (k is not None or fraction is not None):
         raise UserError(f"{kind} takes no --k or --fraction")
+    if kind == "k-shot" and (k is None or k < 1):
+        raise UserError("k-shot needs --k N with N >= 1 (the number of ICL examples kept)")
+    if kind != "k-shot" and k is not None:
+        raise UserError(f"--k applies to k-shot only, not {kind}")
+    if kind == "flip-answers" and fraction is not None and not 0 < fraction <= 1:
+        raise UserError(f"--fraction {fraction:g}: give a share of the examples in (0, 1]")
+    if kind != "flip-answers" and fraction is not None:
+        raise UserError(f"--fraction applies to flip-answers only, not {kind}")
     return kind
 
 
-def transform(kind: str, problems: list[Problem], seed: int = 42, **params) -> tuple[list[Problem], list[dict]]:
-    kind = check_params(kind, **params)
-    if kind in diag.KINDS:
-        return diag.transform(kind, problems, seed, **params)
+def transform(kind: str, problems: list[Problem], seed: int = 42, k: int | None = None,
+              fraction: float | None = None) -> tuple[list[Problem], list[dict]]:
+    kind = check_params(kind, k, fraction)
+    if kind == "k-shot":
+        return k_shot(problems, k)
+    if kind == "flip-answers":
+        return flip_answers(problems, seed, 1.0 if fraction is None else fraction)
+    if kind in DROPS:
+        return drop_images(problems, DROPS[kind])
     return TRANSFORMS[kind](problems, seed)

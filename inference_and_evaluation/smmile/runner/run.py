@@ -15,8 +15,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..data.diagnostic_variants import refuse_dropped_images
 from ..data.load import Loaded, load_for_run, verify_images
+from ..data.variant_datasets import refuse_dropped_images
 from ..errors import UserError
 from ..models import registry
 from ..models.base import Backend, Family, Response, resolve_settings
