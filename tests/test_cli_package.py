@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from smmile import fsguard
-from smmile.runner.manifest import command_line
+from smmile.environment import command_line
 
 FRONT = Path(__file__).resolve().parents[1] / "inference_and_evaluation"
 PACKAGE = FRONT / "smmile"

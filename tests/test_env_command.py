@@ -6,7 +6,7 @@ from importlib import metadata
 from pathlib import Path
 
 from smmile.cli import main as smmile
-from smmile.runner import manifest
+from smmile import environment
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -49,7 +49,7 @@ def test_env_text_marks_each_difference(capsys):
 
 def test_manifests_record_the_same_versions_env_shows():
     """One record of versions: the manifest's `packages` is what `smmile env` reads."""
-    recorded = manifest.package_versions()
+    recorded = environment.package_versions()
     assert recorded["transformers"] == metadata.version("transformers")
     assert recorded["tokenizers"] == metadata.version("tokenizers")
     assert recorded["python"] and "qwen-vl-utils" not in recorded  # not installed here

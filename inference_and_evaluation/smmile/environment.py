@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import platform
+import subprocess
 import sys
 from dataclasses import dataclass
 from importlib import metadata
@@ -20,6 +21,19 @@ def command_line() -> list[str]:
     name without its folder, then the arguments; [] when Python was not started from a command line."""
     argv = getattr(sys, "argv", None) or [""]
     return [Path(argv[0]).name, *argv[1:]] if argv[0] else []
+
+
+def git_revision() -> str | None:
+    here = Path(__file__).resolve().parent
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if rev.returncode != 0:
+        return None
+    return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,7 @@ from pathlib import Path
 
 from .. import fsguard
 from ..errors import UserError
-from . import manifest as mf
-from .outputs import allow_csv_fields, write_csv, write_json
+from .outputs import allow_csv_fields, read_manifest, write_csv, write_json
 
 SHARD = re.compile(r"^(?P<stem>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.csv$")
 
@@ -96,7 +95,7 @@ def merge(paths: list[Path], out: Path | None = None, force: bool = False) -> Pa
     out = out or paths[0].with_name(f"{stems.pop()}.csv")
     fsguard.check_writable_file(out, "merged CSV")
     # an unsharded run's result has the same name: a CSV that no merge wrote is not replaced
-    if out.exists() and not force and "merged_from" not in mf.read(out.with_name(f"{out.stem}.manifest.json")):
+    if out.exists() and not force and "merged_from" not in read_manifest(out.with_name(f"{out.stem}.manifest.json")):
         raise UserError(f"{out} exists and was not written by `smmile merge` (an unsharded run's result?); "
                         "choose another --out or pass --force to replace it")
     merged = {k: v for k, v in shards[0][1].items() if k not in ("shard", "counts", "failures")}

@@ -39,6 +39,15 @@ def write_json(path: Path, data: dict) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
+def read_manifest(path: Path) -> dict:
+    """An existing manifest, or {} when there is none or it cannot be read."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def accuracy_summary(display: str, mode: str, fmt: str, correct: int, n: int) -> str:
     """`accuracy_summary_*.txt` (spec §2.7)."""
     acc = f"{correct / n:.4f} ({correct}/{n})" if n else "0.0 (no valid results)"

@@ -17,16 +17,15 @@ from typing import TYPE_CHECKING
 
 from ..data.load import Loaded, load_for_run, verify_images
 from ..data.variant_datasets import refuse_dropped_images
+from ..environment import command_line, git_revision, package_versions, version
 from ..errors import UserError
 from ..models import registry
 from ..models.base import Backend, Family, Response, resolve_settings
 from ..protocol.items import SEED, Item, Rngs
 from ..fsguard import OutputLock, atomic_write_text, check_writable_dir
-from . import manifest as mf
-from .executor import Executor, Work
+from .executor import Executor, Work, digest
 from .journal import RESPONSES_FORMAT, Journal
-from .keys import digest
-from .outputs import accuracy_summary, write_csv, write_json
+from .outputs import accuracy_summary, read_manifest, write_csv, write_json
 from .progress import Progress
 
 if TYPE_CHECKING:
@@ -193,7 +192,7 @@ class Runner:
             return RunResult(self.csv_path, [], [(p, "not run") for p in not_run], loaded.skipped, len(pending), 1)
         ordered = [records[keys[it.index]] for it in items]
         rows, failures = self.derive_rows(items, ordered)
-        previous = mf.read(self.manifest_path)
+        previous = read_manifest(self.manifest_path)
         self._set_aside_foreign_csv(previous)
         self._note_replaced_run(previous)
         write_csv(self.csv_path, self.family.columns(s.fmt), rows)
@@ -247,10 +246,11 @@ class Runner:
             for k, v in (rec["response"].get("usage") or {}).items():
                 if isinstance(v, (int, float)):
                     usage[k] = usage.get(k, 0) + v
-        revision = mf.git_revision()
+        revision = git_revision()
         data = {
-            "result_file": self.csv_path.name, "command": mf.command_line(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "smmile_git_revision": revision, "packages": mf.package_versions(),
+            "result_file": self.csv_path.name, "command": command_line(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "smmile_git_revision": revision,
+            "packages": package_versions(),
             "dataset": {**loaded.source.describe(), "fingerprint": loaded.fingerprint, "problems": len(loaded.problems),
                         "skipped_missing_images": [{"problem_id": p, "image_url": u} for p, u in loaded.skipped],
                         "recovered_images": [{"problem_id": p, "image_url": u} for p, u in loaded.recovered]},
@@ -269,7 +269,7 @@ class Runner:
             "seconds_generation_total": round(sum(rec["response"].get("seconds") or 0 for rec in records), 3),
             "journal": {"file": str(self.journal.path.relative_to(Path(s.output_dir))), "format": RESPONSES_FORMAT,
                         "run_key": digest(self.run_identity)},
-            "rows_derived_by": {"smmile_version": mf.smmile_version(), "git_revision": revision},
+            "rows_derived_by": {"smmile_version": version("smmile"), "git_revision": revision},
         }
         if not computed:  # nothing was run: the manifest still describes the run that computed the answers
             kept = ("command", "created", "seconds_this_run", "backend")

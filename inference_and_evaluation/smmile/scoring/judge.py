@@ -12,7 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from smmile.runner.keys import digest
+from smmile.runner.executor import digest
 from smmile.scoring.exact_match import plain
 from smmile.scoring.naming import question_column
 

@@ -141,7 +141,7 @@ def write_file_results(job: FileJob, judged, identity: dict, sent: int, members:
     """``_judgements.jsonl``, the faithful JSON (unparseable or no majority: judged 0, counted in
     ``llm_err_count``), then the record of who judged, with each judge's journal relative to the CSV's folder
     when the replies were journaled: scoring reads the verdicts there."""
-    from smmile.runner.manifest import command_line, git_revision
+    from smmile.environment import command_line, git_revision
 
     unparseable = sum(j.status in (UNPARSEABLE, NO_MAJORITY) for j in judged)
     stats = summarize(job.frame, [j.value == 1 for j in judged], job.model, job.mode, job.original_count,

@@ -11,7 +11,7 @@ import math
 from dataclasses import replace
 
 from smmile.errors import UserError
-from smmile.runner.keys import digest
+from smmile.runner.executor import digest
 from smmile.scoring.kappa import majority
 from smmile.scoring.judge import NO_MAJORITY, OK, Judgement, JudgeSettings
 
