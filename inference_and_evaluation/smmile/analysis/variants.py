@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
+from ..data.schema import base_id
 from ..data.variants import KINDS as VARIANT_KINDS
 from ..errors import UserError
 from ..scoring import statistics
@@ -32,17 +33,13 @@ class Report:
     extra: dict[str, list[dict]] = field(default_factory=dict)  # recency / consistency / by_problem
 
 
-def _base(problem_id: str) -> str:
-    return statistics.base_problem_ids([problem_id])[0]
-
-
 def compare(reference: Record, variant: Record, by_base: bool, n_boot: int, seed: int, level: float,
             include_gold_mismatch: bool = False, notes: list | None = None, weight: str = "row",
             failures: str = "wrong") -> tuple[dict, pd.DataFrame]:
     """The row of variant − reference (``by_base``: ``<id>_perm_<k>`` pairs with ``<id>``, clustered by base
     problem) and the per-problem flip table; what the pairing left out is appended to ``notes``."""
     label = f"{variant.model} {variant.metric} {variant.mode}"
-    core, frame = paired(variant, reference, label, key=_base if by_base else None,
+    core, frame = paired(variant, reference, label, key=(lambda pid: base_id(str(pid))) if by_base else None,
                          cluster="base" if by_base else "auto", weight=weight, level=level, n_boot=n_boot, seed=seed,
                          include_gold_mismatch=include_gold_mismatch, failures=failures, notes=notes)
     table = pd.DataFrame({"problem_id": frame["problem_id"],

@@ -16,6 +16,7 @@ from .variants import DROPS, canonical_kind, check_params, label, transform
 
 OWNER = "smmile data variant"
 FORMAT_VERSION = 1
+IMAGE_FREE_OUTPUTS = ("generic", "api", "llama33textonly", "baselines")  # hf:/vllm:, API chat, text-only, baselines
 
 
 def _write(problems: list[Problem], columns: list[str], source: dict, kind: str, seed: int, out: Path,
@@ -79,25 +80,17 @@ def noisy_output_dir(output_dir: str | os.PathLike, kind: str) -> Path:
     return Path(f"{os.fspath(output_dir)}_{canonical_kind(kind)}")
 
 
-IMAGE_FREE_OUTPUTS = ("generic", "api", "llama33textonly", "baselines")  # hf:/vllm:, API chat, text-only, baselines
-
-
-def dropped_images(dataset) -> str | None:
-    """"examples" / "query" when ``dataset`` is a local variant whose images were dropped (its manifest says so)."""
+def refuse_dropped_images(dataset, script: str | None = None, output_key: str | None = None) -> None:
+    """Refuse (before anything is written) a local variant ``dataset`` whose images were dropped (its manifest says
+    so) when the original script (``script``, or the one of ``output_key``) cannot represent a prompt without them (it
+    drops such problems, spec §1.4); the any-model, API, text-only and baseline families can."""
     if not dataset or not isinstance(dataset, (str, os.PathLike)):
-        return None
+        return
     try:
         info = json.loads((Path(dataset).expanduser() / MANIFEST).read_text())
     except (OSError, ValueError):
-        return None
-    return info.get("images_dropped") if isinstance(info, dict) else None
-
-
-def refuse_dropped_images(dataset, script: str | None = None, output_key: str | None = None) -> None:
-    """Refuse (before anything is written) a ``dataset`` without images on purpose when the original script
-    (``script``, or the one of ``output_key``) cannot represent a prompt without them (it drops such problems,
-    spec §1.4); the any-model, API, text-only and baseline families can."""
-    whose = dropped_images(dataset)
+        return
+    whose = info.get("images_dropped") if isinstance(info, dict) else None
     if whose is None or (script is None and output_key in IMAGE_FREE_OUTPUTS):
         return
     script = script or f"inference_{output_key}.py"

@@ -9,10 +9,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
-from . import columns as C
 from .extract import EXTRACTION_FAILED, extract_e1, extract_e2, extract_e3, extract_e4
 from .items import Item
 from .templates import TEXTONLY_FOLLOW_UP
+
+# THE column sets of the original's result CSVs (spec §3.15), for the runner, scoring and naming alike
+OPEN = ("problem_id", "final_question", "true_answer", "generated_answer", "full_response")
+MCQA = ("problem_id", "final_question", "true_answer", "correct_option", "selected_option", "is_correct",
+        "generated_answer", "full_response")
+MCQA_NO_FULL = MCQA[:-1]  # Qwen's MCQA file
+MCQA_NO_GEN = MCQA[:-2] + ("full_response",)  # Llama-3.2-V's and MedGemma's MCQA files
+MEDR1_OPEN = ("problem_id", "original_question", "true_answer", "generated_answer", "full_response")
+MEDR1_MCQA = ("problem_id", "original_question", "correct_letter", "correct_answer", "extracted_answer",
+              "is_correct", "full_response")
+
+# MedVLM-R1's names for the common fields: CSV column -> field of a derived row
+ALIASES = {"original_question": "final_question", "correct_letter": "correct_option",
+           "correct_answer": "true_answer", "extracted_answer": "selected_option"}
+
+QUESTION = ("final_question", "original_question")  # the question column, whichever the file has
+SCORED = ("problem_id", "true_answer", "generated_answer")  # what exact match needs of an open file
 
 # Faithful per-script error texts by stage ({e} = the exception text)
 ERRORS_PLAIN = {"input": "ERROR: {e}", "oom": "ERROR: {e}", "other": "ERROR: {e}"}  # qwen, llava/llavamed open
@@ -46,8 +62,8 @@ class OutputSpec:
 
     cut: Callable[[Any], tuple[str, str]]
     extractors: tuple[Extract, ...] = ()
-    open_columns: tuple[str, ...] = C.OPEN
-    mcqa_columns: tuple[str, ...] = C.MCQA
+    open_columns: tuple[str, ...] = OPEN
+    mcqa_columns: tuple[str, ...] = MCQA
     errors: Mapping[str, str] = field(default_factory=lambda: ERRORS_PLAIN)  # read-only
     failed_as_is: bool = False  # a failed extraction stored as EXTRACTION_FAILED, not INVALID_OPTION:... (API)
     full_is_option: bool = False  # MCQA full_response = the chosen option's text (baselines)
@@ -57,12 +73,12 @@ class OutputSpec:
 
 
 def csv_row(spec: OutputSpec, item: Item, answer: str, full: str, selected: str) -> dict:
-    """The script's columns in its order (MedVLM-R1's names through `columns.ALIASES`)."""
+    """The script's columns in its order (MedVLM-R1's names through `ALIASES`)."""
     q = item.problem.query
     row = {"problem_id": item.problem.rows[0].problem_id, "final_question": q.question, "true_answer": q.answer,
            "correct_option": item.correct, "selected_option": selected, "is_correct": selected == item.correct,
            "generated_answer": answer, "full_response": full}
-    return {c: row[C.ALIASES.get(c, c)] for c in spec.columns(item.fmt)}
+    return {c: row[ALIASES.get(c, c)] for c in spec.columns(item.fmt)}
 
 
 def derive_row(spec: OutputSpec, item: Item, reply) -> dict:
@@ -127,18 +143,18 @@ LLAVA_CHAIN = (Extract(extract_e1, options=False), E1, E1_FULL)
 LLAVA = OutputSpec(lambda r: (r.text, r.full_text or ""), LLAVA_CHAIN)
 LLAVA_CORRECTED = replace(LLAVA, cut=lambda r: (r.text.strip(), r.full_text or ""), extractors=LLAVA_CHAIN[:2])
 LLAMA = OutputSpec(lambda r: (llama_sequence(r).split("assistant")[-1].strip(), llama_sequence(r)),
-                   (Extract(extract_e3, "full", options=False),), mcqa_columns=C.MCQA_NO_GEN, errors=ERRORS_LLAMA)
+                   (Extract(extract_e3, "full", options=False),), mcqa_columns=MCQA_NO_GEN, errors=ERRORS_LLAMA)
 API = OutputSpec(reply, (Extract(extract_e2),), errors=ERRORS_API, failed_as_is=True)
 
 OUTPUTS: dict[str, OutputSpec] = {  # key: the original script (spec §3.15), `/corrected`: its corrected variant
     "qwen": OutputSpec(lambda r: (qwen_cut(r.full_text or ""), r.full_text or ""), (E1, E1_FULL),
-                       mcqa_columns=C.MCQA_NO_FULL),
-    "qwen/corrected": OutputSpec(lambda r: (r.text.strip(), r.full_text or ""), (E1,), mcqa_columns=C.MCQA_NO_FULL),
+                       mcqa_columns=MCQA_NO_FULL),
+    "qwen/corrected": OutputSpec(lambda r: (r.text.strip(), r.full_text or ""), (E1,), mcqa_columns=MCQA_NO_FULL),
     "llama32v": LLAMA,
     "llama32v/corrected": replace(LLAMA, cut=lambda r: (r.text.strip(), llama_sequence(r)),
                                   extractors=(Extract(extract_e3, "text", options=False),)),
     "medgemma": replace(LLAMA, cut=lambda r: (r.text.strip(), r.text)),
-    "medr1": OutputSpec(reply, (Extract(extract_e4, "full", options=False),), C.MEDR1_OPEN, C.MEDR1_MCQA,
+    "medr1": OutputSpec(reply, (Extract(extract_e4, "full", options=False),), MEDR1_OPEN, MEDR1_MCQA,
                         errors=ERRORS_MEDR1),
     "llava": LLAVA,
     "llava/corrected": LLAVA_CORRECTED,

@@ -16,7 +16,7 @@ import string
 from typing import Any, Sequence
 
 from smmile.fsguard import atomic_write_text
-from smmile.protocol.columns import SCORED as REQUIRED_COLUMNS
+from smmile.protocol.outputs import SCORED as REQUIRED_COLUMNS
 from smmile.runner.outputs import allow_csv_fields
 from smmile.scoring.naming import get_model_info, judge_record_path
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterable
 
 from smmile.identity import BY_KEY, UNKNOWN, ModelIdentity, identity_for_tag, latex_for_key
-from smmile.protocol.columns import QUESTION as QUESTION_COLUMNS
+from smmile.protocol.outputs import QUESTION as QUESTION_COLUMNS
 
 # §4.3: the first marker contained in the basename gives the mode
 _MODES_BASIC = (("_0-shot", "0-shot"), ("_ICL", "ICL"))
