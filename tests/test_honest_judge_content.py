@@ -15,7 +15,7 @@ import pytest
 
 from smmile.cli import judge as judge_cli
 from smmile.runner.outputs import csv_text
-from smmile.scoring import judge_backends
+from smmile.scoring import judge_run
 from smmile.scoring import results as stats
 from smmile.scoring.variance import run_variance
 
@@ -80,7 +80,7 @@ def test_rejudged_folder_with_new_rows_refuses_the_old_verdicts(tmp_path, publis
     frame = pd.read_csv(published / f"{STEM}.csv", dtype=str, keep_default_na=False).head(30)
     csv = tmp_path / f"{STEM}.csv"
     write_rows(csv, frame)
-    monkeypatch.setattr(judge_backends, "build_backend", lambda settings: Judge("1"))
+    monkeypatch.setattr(judge_run, "build_backend", lambda settings: Judge("1"))
     assert judge_cli.main([str(tmp_path)]) == 0
     record = json.loads((tmp_path / f"{STEM}_evaluationllm.manifest.json").read_text())
     import hashlib
@@ -98,7 +98,7 @@ def test_rejudged_folder_with_new_rows_refuses_the_old_verdicts(tmp_path, publis
     assert judge_cli.main([str(tmp_path), "--visualize-only"]) == 1
     assert "judged other content" in capsys.readouterr().err
 
-    monkeypatch.setattr(judge_backends, "build_backend", lambda settings: Judge("0"))
+    monkeypatch.setattr(judge_run, "build_backend", lambda settings: Judge("0"))
     assert judge_cli.main([str(tmp_path)]) == 0
     assert run_variance(str(tmp_path), mean_only=True) == 0
     assert "LLM-as-a-Judge Accuracy (30 samples): 0.00" in capsys.readouterr().out

@@ -16,7 +16,7 @@ from smmile.cli import em as em_cli
 from smmile.cli import judge as judge_cli
 from smmile.cli import stats as stats_cli
 from smmile.runner.outputs import csv_text
-from smmile.scoring import judge_backends
+from smmile.scoring import judge_run
 from smmile.scoring.variance import run_variance
 
 LONG = 300_000  # characters: more than twice the csv module's default field limit
@@ -73,7 +73,7 @@ def test_judge_reads_a_long_answer(long_answer, monkeypatch, capsys):
         def endpoint(self):
             return "http://judge.invalid:1"
 
-    monkeypatch.setattr(judge_backends, "build_backend", lambda settings: Judge())
+    monkeypatch.setattr(judge_run, "build_backend", lambda settings: Judge())
     assert judge_cli.main([str(d)]) == 0, capsys.readouterr().err
     assert max(len(p) for p in prompts) > LONG
     judged = json.loads((d / f"{STEM}_evaluationllm.json").read_text())

@@ -10,7 +10,7 @@ import pytest
 
 from api_server import Action, FakeApi, body_key
 from smmile.cli import judge as judge_cli
-from smmile.scoring import judge_backends
+from smmile.scoring import judge_run
 from smmile.scoring.judge import JudgeSettings
 
 pytestmark = pytest.mark.server
@@ -70,8 +70,8 @@ def test_retry_after_and_500_use_the_inference_retry_policy(env, tmp_path, monke
     from smmile.models.api.retry import RetryPolicy
 
     built = []
-    real = judge_backends.build_backend
-    monkeypatch.setattr(judge_backends, "build_backend", lambda s: built.append(real(s)) or built[-1])
+    real = judge_run.build_backend
+    monkeypatch.setattr(judge_run, "build_backend", lambda s: built.append(real(s)) or built[-1])
     answers = iter([Action("status", 429, headers={"retry-after": "1"}), Action("status", 500)])
     d = results(tmp_path, n=1)
     with FakeApi(reply=one, script=lambda rec: next(answers, None)) as api:
@@ -99,9 +99,9 @@ def test_concurrency_is_the_backends(env, tmp_path):
 def test_concurrency_defaults_to_auto_for_api_judges_and_fixed_for_ollama(env, tmp_path):
     """Issue #21: an API judge adapts (limiter.py's auto: climbs while requests succeed, backs off on 429);
     ollama keeps a fixed level, as inference does."""
-    api_judge = judge_backends.build_backend(JudgeSettings(backend="openai-compatible", base_url="http://127.0.0.1:9/v1"))
+    api_judge = judge_run.build_backend(JudgeSettings(backend="openai-compatible", base_url="http://127.0.0.1:9/v1"))
     assert api_judge.concurrency == "auto" and api_judge.limiter.fixed is None
-    assert judge_backends.build_backend(JudgeSettings()).limiter.fixed == 8
+    assert judge_run.build_backend(JudgeSettings()).limiter.fixed == 8
     d = results(tmp_path, n=40)
     with FakeApi(reply=one, latency=0.1) as api:
         assert judge_cli.main([str(d), "--judge-backend", "openai-compatible", "--judge-base-url", api.url + "/v1",
@@ -123,7 +123,7 @@ def test_a_note_without_a_progress_bar_is_a_log_warning(env, capsys):
 
     from smmile.cli.common import configure_logging
 
-    backend = judge_backends.build_backend(JudgeSettings(backend="openai-compatible", base_url="http://127.0.0.1:9/v1"))
+    backend = judge_run.build_backend(JudgeSettings(backend="openai-compatible", base_url="http://127.0.0.1:9/v1"))
     seen = []
     handler = logging.Handler()
     handler.emit = seen.append
@@ -168,9 +168,9 @@ def test_openai_key_goes_only_to_openai(env, tmp_path, capsys):
         auth = [r["headers"].get("authorization") for r in api.requests()]
     assert auth == ["Bearer EMPTY", "Bearer server-key-123"]
     assert "OPENAI_API_KEY is not sent there" in capsys.readouterr().err
-    official = judge_backends.checked_settings(JudgeSettings(backend="openai", base_url="https://api.openai.com/v1"))
-    assert official.backend == "openai" and judge_backends.checked_settings(JudgeSettings(backend="openai")).backend == "openai"
-    assert judge_backends.build_backend(official).endpoint() == "https://api.openai.com/v1"
+    official = judge_run.checked_settings(JudgeSettings(backend="openai", base_url="https://api.openai.com/v1"))
+    assert official.backend == "openai" and judge_run.checked_settings(JudgeSettings(backend="openai")).backend == "openai"
+    assert judge_run.build_backend(official).endpoint() == "https://api.openai.com/v1"
 
 
 def test_azure_deployment(env, tmp_path):
@@ -232,7 +232,7 @@ def test_a_served_model_is_judged_and_shards_are_not(env, tmp_path, capsys):
 
 def test_every_api_provider_is_a_judge(env, tmp_path):
     """The judge's backends are the inference providers (one table): Claude judges too."""
-    assert set(judge_backends.judge_backends()) == {"azure", "openai", "openai-compatible", "anthropic", "ollama"}
+    assert set(judge_run.judge_backends()) == {"azure", "openai", "openai-compatible", "anthropic", "ollama"}
     d = results(tmp_path)
     env.setenv("ANTHROPIC_API_KEY", SENTINEL)
     with FakeApi(reply=one) as api:

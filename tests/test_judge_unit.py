@@ -10,7 +10,7 @@ import pytest
 
 from smmile.models.base import Response
 from smmile.cli import judge as judge_cli
-from smmile.scoring import judge, judge_backends
+from smmile.scoring import judge, judge_run
 from smmile.runner.executor import Executor
 from smmile.runner.journal import RESPONSES_FORMAT, Journal
 
@@ -56,10 +56,10 @@ def test_settings_options_and_keys():
 
 
 def test_requests_carry_the_protocols_options():
-    paper = judge_backends.judge_request("p", judge.JudgeSettings())
+    paper = judge_run.judge_request("p", judge.JudgeSettings())
     assert paper.messages == [{"role": "user", "content": "p"}]
     assert (paper.temperature, paper.seed, paper.max_tokens) == (None, None, None)  # server defaults
-    fixed = judge_backends.judge_request("p", judge.JudgeSettings(protocol="corrected", seed=5, max_tokens=2))
+    fixed = judge_run.judge_request("p", judge.JudgeSettings(protocol="corrected", seed=5, max_tokens=2))
     assert (fixed.temperature, fixed.seed, fixed.max_tokens) == (0.0, 5, 2)
 
 
@@ -143,7 +143,7 @@ def _results_dir(tmp_path):
 def fake_judge(monkeypatch):
     def install(rule):
         fake = FakeBackend(rule)
-        monkeypatch.setattr(judge_backends, "build_backend", lambda settings: fake)
+        monkeypatch.setattr(judge_run, "build_backend", lambda settings: fake)
         return fake
     return install
 

@@ -162,7 +162,7 @@ def test_same_judge_twice_and_mixed_flags_refused(folder, capsys):
 
 
 def test_outcome_counts_no_verdict_and_ties():
-    from smmile.scoring.jury import outcome
+    from smmile.scoring.judge import outcome
 
     assert outcome([]) == (None, "no verdict")
     assert outcome([1, 0]) == (None, "tie")

@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 
 from ..errors import UserError
-from ..scoring.judge import DEFAULT_JUDGE_MODEL, JudgeSettings
-from ..scoring.jury import parse_judge
-from ..scoring.judge_backends import judge_backends
-from ..scoring.judge_run import run_judge
+from ..scoring.judge import DEFAULT_JUDGE_MODEL, JudgeSettings, parse_judge
+from ..scoring.judge_run import judge_backends, run_judge
 from . import common as fd
 from .api_models import add_batch_flags, add_estimate_and_key_flags, concurrency, format_estimate
 from ..models.api.batch import show_progress

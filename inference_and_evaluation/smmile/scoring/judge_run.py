@@ -1,5 +1,6 @@
 """The work of ``evaluate_LLMJudge.py`` / ``smmile judge`` (spec §5): ``<stem>_evaluationllm.json`` and
-``model_comparison_llm.txt``, sent through the API backends (``judge_backends``) and the runner's executor, one
+``model_comparison_llm.txt``, sent through the API backends (retries, concurrency, circuit breaker, secret
+scrubbing and key rules: here only the judge's flags are mapped onto them) and the runner's executor, one
 journal per judge keyed by the content judged (judging the same rows again sends nothing). Additions:
 ``<stem>_judgements.jsonl`` (every raw reply) and ``<stem>_evaluationllm.manifest.json`` (the judge, its journals,
 the sha256 of the CSV judged; another judge's results are not replaced without ``--overwrite``).
@@ -18,11 +19,12 @@ from pathlib import Path
 from smmile.errors import UserError
 from smmile.fsguard import OutputLock, atomic_write_json, atomic_write_text, check_writable_dir
 from smmile.runner.journal import RESPONSES_FORMAT, Journal
-from smmile.scoring import comparison, jury
+from smmile.scoring import comparison
 from smmile.scoring.exact_match import (ResultFileError, check_judgement, exclude_problems, json_text,
                                         read_whole_hashed, summarize)
-from smmile.scoring.judge import (FAILED, NO_MAJORITY, UNPARSEABLE, JudgeSettings, PlannedFrame, judge_identity,
-                                  judgements, plan_frame, sha256)
+from smmile.scoring.judge import (FAILED, MAJORITY, NO_MAJORITY, NO_VERDICT, TIE, UNPARSEABLE, JudgeSettings,
+                                  PlannedFrame, check_panel, judge_identity, judgements, jury_identity, label,
+                                  plan_frame, sha256, tally, verdicts)
 from smmile.scoring.naming import evaluationllm_json_path, judge_patterns
 from smmile.scoring.naming import judge_record_path as record_path  # the report reads it as judge_run's
 from smmile.scoring.naming import judgements_path, question_column
@@ -80,7 +82,7 @@ class Member:
 
     @property
     def label(self) -> str:
-        return jury.label(self.settings)
+        return label(self.settings)
 
 
 def other_judge(job: FileJob, identity: dict) -> str | None:
@@ -157,7 +159,7 @@ def write_file_results(job: FileJob, judged, identity: dict, sent: int, members:
         "smmile_git_revision": git_revision(),
         "counts": {"rows": len(judged), "requests_sent": sent, "cache_hits": sum(j.cached for j in judged),
                    "unparseable": unparseable,
-                   **({"jury": jury.tally(judged), "jury_unparseable": {m.label: sum(
+                   **({"jury": tally(judged), "jury_unparseable": {m.label: sum(
                        j.meta["jury"][i]["status"] == UNPARSEABLE for j in judged) for i, m in enumerate(members)}}
                       if len(members) > 1 else {})}})
     return stats
@@ -168,7 +170,7 @@ def finish_file(job: FileJob, members: list[Member], identity, outcome: Outcome)
     per_judge = [judgements(planned_for(job, m.settings), m.executor.records, m.executor.fresh, m.settings, m.seen)
                  for m in members]
     sent = sum(not j.cached for judged in per_judge for j in judged)
-    judged = jury.verdicts(per_judge, [m.label for m in members])
+    judged = verdicts(per_judge, [m.label for m in members])
     failed = [(m.label, j) for m, rows in zip(members, per_judge) for j in rows if j.status == FAILED]
     if failed:
         write_judgements(job, judged)
@@ -190,15 +192,70 @@ def _print_report(stats, judged, sent: int, per_judge=None) -> None:
     print(f"Judge requests sent: {sent}; cache hits: {sum(j.cached for j in judged)}; "
           f"unparseable replies: {unparseable} (counted as incorrect)")
     if per_judge:
-        t = jury.tally(judged)
-        print(f"Jury of {len(per_judge)}: {t[jury.MAJORITY]} row(s) with a strict majority, {t[jury.TIE]} tie(s), "
-              f"{t[jury.NO_VERDICT]} without a parseable verdict (no majority: judged 0, counted above)")
+        t = tally(judged)
+        print(f"Jury of {len(per_judge)}: {t[MAJORITY]} row(s) with a strict majority, {t[TIE]} tie(s), "
+              f"{t[NO_VERDICT]} without a parseable verdict (no majority: judged 0, counted above)")
+
+
+def judge_backends() -> tuple[str, ...]:
+    """`--judge-backend` choices: one name per API backend of `presets_api.BACKENDS` (aliases left out)."""
+    from smmile.models.presets_api import BACKENDS
+
+    first: dict[str, str] = {}
+    for name, path in BACKENDS.items():
+        first.setdefault(path, name)
+    return tuple(first.values())
+
+
+def checked_settings(settings: JudgeSettings, warn=log.warning) -> JudgeSettings:
+    """``openai`` with a ``--judge-base-url`` that is not OpenAI's own endpoint is an OpenAI-compatible server
+    (key ``OPENAI_COMPATIBLE_API_KEY``) unless the inference backends' key rule lets ``OPENAI_API_KEY`` go there."""
+    from smmile.models.api.secrets import key_may_go_to, url_has_credentials
+
+    if settings.base_url and url_has_credentials(settings.base_url):  # before anything could write it
+        raise UserError("--judge-base-url must not carry credentials (user:password@ or ?query); API keys come "
+                        "from the environment only")
+    if settings.backend == "openai" and not key_may_go_to(settings.base_url, ("api.openai.com",),
+                                                          settings.allow_key_for_host,
+                                                          os.environ.get("OPENAI_BASE_URL")):
+        if os.environ.get("OPENAI_API_KEY"):
+            warn(f"note: {settings.base_url} is not OpenAI's endpoint: OPENAI_API_KEY is not sent there; the judge "
+                 "uses it as an OpenAI-compatible server (key from OPENAI_COMPATIBLE_API_KEY, if set)")
+        return replace(settings, backend="openai-compatible")
+    return settings
+
+
+def build_backend(settings: JudgeSettings):
+    """A missing SDK or key is a one-line UserError here, before work."""
+    from smmile.generation import GenerationSettings
+    from smmile.models.presets_api import BACKENDS
+    from smmile.models.registry import load_symbol
+
+    cls = load_symbol(BACKENDS[settings.backend])
+    transport = {"api_model": settings.model, "base_url": settings.base_url, "concurrency": settings.concurrency,
+                 "max_retries": settings.retries, "timeout": settings.timeout,
+                 "max_consecutive_failures": settings.max_consecutive_failures,
+                 "batch": settings.batch or None, "poll_interval": settings.poll_interval, "price": settings.price,
+                 "allow_key_for_host": list(settings.allow_key_for_host) or None}
+    backend = cls(settings={k: v for k, v in transport.items() if v is not None}, generation=GenerationSettings())
+    backend.unit = "judge requests"
+    return backend
+
+
+def judge_request(prompt: str, settings: JudgeSettings):
+    """One user message sending ``settings.options()``, the options its key holds."""
+    from smmile.generation import GenerationSettings
+    from smmile.models.api.request import ChatRequest
+
+    options = settings.options()
+    gen = GenerationSettings(max_new_tokens=options.get("max_tokens"), temperature=options.get("temperature"),
+                             seed=options.get("seed"))
+    return ChatRequest.from_settings([{"role": "user", "content": prompt}], gen, error_format="{e}")
 
 
 def judge_work(jobs: list[FileJob], settings: JudgeSettings) -> dict:
     """key -> Work: each distinct request once, planned as the row that first asked it."""
     from smmile.runner.executor import Work
-    from smmile.scoring.judge_backends import judge_request
 
     work = {}
     for job in jobs:
@@ -235,15 +292,13 @@ def earlier_replies(journal, work: dict, results_dir, settings: JudgeSettings) -
 def members_of(panel: list[JudgeSettings]) -> tuple[list[Member], dict]:
     """Each judge resolved and its backend built (a missing SDK or key: one line, exit 2, before any work), and
     who judges (one judge's identity, or the jury's)."""
-    from smmile.scoring.judge_backends import build_backend, checked_settings
-
     members = []
     for settings in panel:
         settings = checked_settings(settings)
         backend = build_backend(settings)
         members.append(Member(settings, backend, judge_identity(settings, backend.endpoint())))
-    jury.check_panel([m.settings for m in members])
-    identity = members[0].identity if len(members) == 1 else jury.jury_identity(
+    check_panel([m.settings for m in members])
+    identity = members[0].identity if len(members) == 1 else jury_identity(
         [m.settings for m in members], [m.identity for m in members])
     return members, identity
 

@@ -27,10 +27,10 @@ from smmile.fsguard import atomic_write_text
 from smmile.identity import UNKNOWN, ModelIdentity
 from smmile.models.registry import identity_from_manifest
 from smmile.runner.journal import RESPONSES_FORMAT, Journal
-from smmile.scoring import jury, metrics, naming
+from smmile.scoring import metrics, naming
 from smmile.scoring.exact_match import (ResultFileError, content_sha256, exclude_problems, problem_accuracies,
                                         read_csv_bytes)
-from smmile.scoring.judge import FAILED, JudgeSettings, judgements, plan_frame
+from smmile.scoring.judge import FAILED, JudgeSettings, judgements, label, plan_frame, verdicts
 
 MODES = ("0-shot", "ICL")
 FORMATS = ("open", "mcqa")
@@ -133,7 +133,7 @@ def journaled_accuracies(result: RunRecord) -> dict | None:
         per_judge.append(judgements(plan_frame(frame, judges[-1]), records, set(), judges[-1], set()))
         if judges[-1].options() != who["options"] or any(j.status == FAILED for j in per_judge[-1]):
             return None
-    judged = jury.verdicts(per_judge, [jury.label(s) for s in judges])
+    judged = verdicts(per_judge, [label(s) for s in judges])
     return problem_accuracies(frame, [j.value == 1 for j in judged])
 
 
