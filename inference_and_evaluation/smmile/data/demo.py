@@ -1,9 +1,6 @@
-"""A small synthetic dataset in the exact SMMILE schema, generated deterministically from a seed.
-
-Images are drawn with PIL (RGB, L and RGBA; varied sizes); every question can be answered by looking at the image.
-The first problem's query image is a JPEG with EXIF orientation 6, as phone photos often are: every decoder must
-turn it upright (`datasets` does, and so do we).
-"""
+"""A small synthetic dataset in the exact SMMILE schema, generated deterministically from a seed: PIL drawings (RGB,
+L, RGBA; varied sizes) that answer every question; the first query image is a JPEG with EXIF orientation 6, as
+phone photos often are, which every decoder must turn upright (`datasets` does, and so do we)."""
 
 from __future__ import annotations
 

@@ -157,15 +157,11 @@ def iter_records(source: Source, batch_rows: int = 64) -> Iterator[list[dict]]:
         except Exception as exc:  # pyarrow raises several types for corrupt files
             raise UserError(f"cannot read parquet file {f}: {str(exc).splitlines()[0]}") from None
         check_columns(handle.schema_arrow.names, str(f))
-        batches = handle.iter_batches(batch_size=batch_rows)
-        while True:
-            try:
-                batch = next(batches, None)
-            except Exception as exc:
-                raise UserError(f"cannot read parquet file {f}: {str(exc).splitlines()[0]}") from None
-            if batch is None:
-                break
-            yield batch.to_pylist()
+        try:
+            for batch in handle.iter_batches(batch_size=batch_rows):
+                yield batch.to_pylist()
+        except Exception as exc:
+            raise UserError(f"cannot read parquet file {f}: {str(exc).splitlines()[0]}") from None
 
 
 def fingerprint(problems: list[Problem]) -> str:

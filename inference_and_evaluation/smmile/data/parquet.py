@@ -103,12 +103,6 @@ def _table(records: list[dict], columns: list[str]):
 
 def problems_to_records(problems) -> list[dict]:
     """Inverse of schema.group: one record per row, in problem then `order` order."""
-    records = []
-    for p in problems:
-        for r in p.rows:
-            rec = {"problem_id": p.problem_id, "order": r.order, "question": r.question, "answer": r.answer,
-                   "image": None if r.image is None else {"bytes": r.image.data, "path": r.image.name or None},
-                   "image_url": r.image_url}
-            rec.update(r.fields)
-            records.append(rec)
-    return records
+    return [{"problem_id": p.problem_id, "order": r.order, "question": r.question, "answer": r.answer,
+             "image": None if r.image is None else {"bytes": r.image.data, "path": r.image.name or None},
+             "image_url": r.image_url, **r.fields} for p in problems for r in p.rows]

@@ -54,10 +54,8 @@ def permute_recorded(problems: list[Problem], seed: int = 42) -> tuple[list[Prob
     out, notes = [], []
     for p in problems:
         orders = _orders(len(p.examples), rng)
-        ids = []
-        for k, perm in enumerate(orders, start=1):
-            ids.append(f"{p.problem_id}_perm_{k}")
-            out.append(_renumbered(ids[-1], [p.examples[j] for j in perm] + [p.query]))
+        ids = [f"{p.problem_id}_perm_{k}" for k in range(1, len(orders) + 1)]
+        out += [_renumbered(pid, [p.examples[j] for j in perm] + [p.query]) for pid, perm in zip(ids, orders)]
         notes.append({"problem_id": p.problem_id, "n_examples": len(p.examples), "n_orders": len(orders),
                       "ids": ids, "orders": [list(o) for o in orders]})
     return out, notes
