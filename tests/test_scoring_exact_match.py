@@ -74,10 +74,8 @@ def test_directory_and_missing(tmp_path):
         em.read_result_csv(tmp_path / "nope.csv")
 
 
-def test_write_json_default_format(tmp_path):
-    out = tmp_path / "x.json"
-    em.write_json({"a": 1.5, "b": [1, 2]}, out)
-    assert out.read_text() == '{"a": 1.5, "b": [1, 2]}'
+def test_json_text_default_format():
+    assert em.json_text({"a": 1.5, "b": [1, 2]}) == '{"a": 1.5, "b": [1, 2]}'
 
 
 def _published_pairs():

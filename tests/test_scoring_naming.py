@@ -39,17 +39,16 @@ def test_rule_table_order_matters():
     assert naming.get_model_info("result_llava_7b_llavamed_ICL.csv").model == "llava_7B"
 
 
-@pytest.mark.parametrize("name, model, mode, kind", [
-    ("result_llama33textonly_ICL_mcqa.csv", "text only", "ICL", "Closed"),
-    ("result_qwen72B_0-shot_open.csv", "qwen72B", "0-shot", "Open"),
-    ("result_llava_7b_few-shot.csv", "llava_7b", "ICL", "Open"),
-    ("result_llavaonevision_0.5b_ICL.csv", "llavaonevision_0.5b", "ICL", "Open"),
-    ("accuracy_summary.csv", "unknown", "unknown", "Open"),
+@pytest.mark.parametrize("name, model, mode", [
+    ("result_llama33textonly_ICL_mcqa.csv", "text only", "ICL"),
+    ("result_qwen72B_0-shot_open.csv", "qwen72B", "0-shot"),
+    ("result_llava_7b_few-shot.csv", "llava_7b", "ICL"),
+    ("result_llavaonevision_0.5b_ICL.csv", "llavaonevision_0.5b", "ICL"),
+    ("accuracy_summary.csv", "unknown", "unknown"),
 ])
-def test_extract_model_info(name, model, mode, kind):
+def test_extract_model_info(name, model, mode):
     info = naming.extract_model_info(name)
-    assert (info.model, info.mode, info.kind) == (model, mode, kind)
-    assert info.is_closed == (kind == "Closed")
+    assert (info.model, info.mode) == (model, mode)
 
 
 def test_em_patterns():

@@ -15,7 +15,6 @@ import re
 import string
 from typing import Any, Sequence
 
-from smmile.fsguard import atomic_write_text
 from smmile.protocol.outputs import SCORED as REQUIRED_COLUMNS
 from smmile.runner.outputs import allow_csv_fields
 from smmile.scoring.naming import get_model_info, judge_record_path
@@ -80,11 +79,6 @@ def flexible_matches(frame) -> list[bool]:
     return [bool(x) for x in (truth == generated)]
 
 
-def strict_matches(frame) -> list[bool]:
-    """Raw cell equality (NaN never equals anything)."""
-    return [bool(x) for x in (frame["true_answer"] == frame["generated_answer"])]
-
-
 def problem_accuracies(frame, matches: Sequence[bool]) -> dict:
     """Mean match ×100 per problem_id, in groupby (sorted problem_id) order."""
     scored = frame.assign(_match=list(matches))
@@ -131,17 +125,14 @@ def calculate_exact_match(csv_path: str | os.PathLike, strict: bool = False, *, 
         model, mode = model or info.model, mode or info.mode
     raw = read_result_csv(csv_path) if frame is None else frame
     kept, excluded = exclude_problems(raw)
-    matches = strict_matches(kept) if strict else flexible_matches(kept)
+    # strict: raw cell equality (NaN never equals anything)
+    matches = [bool(x) for x in (kept["true_answer"] == kept["generated_answer"])] if strict else flexible_matches(kept)
     return summarize(kept, matches, model, mode, len(raw), excluded)
 
 
 def json_text(obj: Any) -> str:
     """Default ``json.dump`` text (no indent, no trailing newline), as the original wrote its JSONs."""
     return json.dumps(obj)
-
-
-def write_json(obj: Any, path: str | os.PathLike) -> None:
-    atomic_write_text(path, json_text(obj))
 
 
 def _clean_records(path: str, content: bytes) -> int:

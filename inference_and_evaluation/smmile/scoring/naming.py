@@ -70,7 +70,7 @@ MODEL_RULES: tuple[ModelRule, ...] = (
 
 @dataclass(frozen=True)
 class ModelInfo:
-    model: str  # the display name
+    model: str  # §4.3: the scoring name; §7.2: the row key (``qwen72B``, ``text only``)
     mode: str
 
 
@@ -82,18 +82,6 @@ def get_model_info(filename: str | os.PathLike) -> ModelInfo:
 
 
 _VARIANCE_REGEX = re.compile(r"result_(.+?)_(0-shot|ICL|few-shot)")
-_VARIANCE_MODES = (("_0-shot", "0-shot"), ("_ICL", "ICL"), ("_few-shot", "ICL"))
-
-
-@dataclass(frozen=True)
-class VarianceInfo:
-    model: str  # the raw model token (``qwen72B``, ``text only``)
-    mode: str
-    kind: str  # Open or Closed
-
-    @property
-    def is_closed(self) -> bool:
-        return self.kind == "Closed"
 
 
 def file_tag(filename: str | os.PathLike) -> str:
@@ -102,13 +90,11 @@ def file_tag(filename: str | os.PathLike) -> str:
     return found.group(1) if found else ""
 
 
-def extract_model_info(filename: str | os.PathLike) -> VarianceInfo:
+def extract_model_info(filename: str | os.PathLike) -> ModelInfo:
     basename = os.path.basename(os.fspath(filename))
     tag = file_tag(basename)
-    model = identity_for_tag(tag).key if tag else UNKNOWN
-    mode = next((m for marker, m in _VARIANCE_MODES if marker in basename), UNKNOWN)
-    kind = "Closed" if basename.endswith("_mcqa.csv") else "Open"
-    return VarianceInfo(model, mode, kind)
+    mode = next((m for marker, m in _MODES_FEW_SHOT if marker in basename), UNKNOWN)
+    return ModelInfo(identity_for_tag(tag).key if tag else UNKNOWN, mode)
 
 
 def identity_from_name(filename: str | os.PathLike) -> ModelIdentity:
