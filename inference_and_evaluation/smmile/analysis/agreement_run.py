@@ -48,8 +48,7 @@ def console(summary: dict, tables: dict) -> list[str]:
 def run_agreement(results: list[str], *, labels: str | None = None, judge_rater: str = "judge",
                   out: str = "agreement", force: bool = False, judges: bool = False, reviews: list[str] = (),
                   n_boot: int = 10_000, seed: int = 0, level: float = 0.95, cluster: str = "auto") -> str:
-    """Write the agreement tables to ``out`` (made by this command, or new/empty; ``force``: any allowed folder)
-    while holding its lock (judge rows in ``labels``: rater ``judge_rater``); returns the console text."""
+    """Write the agreement tables to ``out`` (``judge_rater``: the judge's rows in ``labels``); returns the text."""
     if not results and not labels and not reviews:
         raise UserError("give result folders and/or --labels / --reviews")
     if judges and not results:

@@ -43,8 +43,7 @@ def console(report: variants.Report) -> str:
 def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", force: bool = False,
                 n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL,
                 include_gold_mismatch: bool = False, weight: str = "row", failures: str = "wrong") -> str:
-    """Write the tables of ``analysis`` on ``results`` (``[LABEL=]PATH``) to ``out`` (made by this command, or
-    new/empty; ``force``: any allowed folder) while holding its lock; returns the console text."""
+    """Write the tables of ``analysis`` on ``results`` (``[LABEL=]PATH``) to ``out``; returns the console text."""
     check_resampling(n_boot, level)
     settings = {"n_boot": n_boot, "seed": seed, "level": level, "include_gold_mismatch": include_gold_mismatch,
                 "weight": weight, "failures": failures}

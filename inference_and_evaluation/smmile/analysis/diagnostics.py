@@ -107,8 +107,7 @@ def analyse(kind: str, sets: dict[str, ResultSet], settings: dict, notes: list) 
 
 
 def curve(sets: dict[str, ResultSet], s: dict) -> list[dict]:
-    """Per (model, metric): accuracy with its interval at k = 0 (original 0-shot), each k-shot k, and all
-    examples (original ICL; ``k`` empty, ``point`` "all")."""
+    """Per (model, metric): accuracy with its interval at k = 0 (original 0-shot), each k, and "all" (original ICL)."""
     points = [("0", 0, (ORIGINAL, ZERO))] + sorted(((str(k_of(x)), k_of(x), (x, ICL)) for x in sets if k_of(x)),
                                                    key=lambda p: p[1]) + [("all", None, (ORIGINAL, ICL))]
     rows = []
@@ -140,8 +139,7 @@ def diagnostics_table(summary: list[dict]) -> list[dict]:
 
 
 def draw_curve(rows: list[dict], out, level: float) -> list:
-    """``shots_curve.png``: accuracy against the number of examples, one line per model and metric, with the
-    intervals of the curve table ("all" is drawn one step past the largest k)."""
+    """``shots_curve.png``: the curve table, one line per model and metric ("all" one step past the largest k)."""
     plt = plotting.pyplot()
     ks = sorted({r["k"] for r in rows if r["k"] is not None})
     x_all = (max(ks) + 1) if ks else 1

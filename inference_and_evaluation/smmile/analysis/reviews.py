@@ -100,8 +100,7 @@ def review_table(reviews: pd.DataFrame, records: list, warn=None) -> pd.DataFram
 
 def agreement_rows(table: pd.DataFrame, reviews: pd.DataFrame, n_boot: int, seed: int, level: float,
                    cluster: str = "auto") -> list[dict]:
-    """Judge vs reviewers and EM vs reviewers per (mode, format) and over all; every pair of reviewers with
-    shared cells. Percent and Cohen's kappa with cluster-bootstrap intervals."""
+    """Judge and EM vs reviewers per (mode, format) and over all, every pair of reviewers with shared cells."""
     rows = []
     for scope, g in scopes(table):
         for kind, rater, column, subset in (("judge vs reviewers", "judge", "verdict_shown", g[g["judged"]]),

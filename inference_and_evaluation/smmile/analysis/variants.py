@@ -191,8 +191,7 @@ def recency(rows: list[dict]) -> list[dict]:
 
 
 def consistency(sets: dict[str, ResultSet], pairs: list[tuple[str, str]]) -> tuple[list[dict], list[dict]]:
-    """Per model and permuted set: the base problems with different outcomes under different orders, and per
-    base problem the share of orders answered correctly."""
+    """Per model and permuted set: the base problems whose outcome depends on the order; each one's share correct."""
     summary, by_problem = [], []
     reference = sets[ORIGINAL].index()
     for variant, _ in pairs:

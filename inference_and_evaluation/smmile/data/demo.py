@@ -131,8 +131,7 @@ def write_demo(out: Path, seed: int = 42) -> dict[str, Path]:
 
 
 def make_demo(out: str | os.PathLike, seed: int = 42, force: bool = False) -> dict[str, Path]:
-    """`smmile data demo`: `write_demo` into a folder that is new, empty, an earlier demo's, or with `force` any
-    allowed folder; checked whole before anything is written."""
+    """`smmile data demo`: `write_demo` into an allowed folder, checked whole before anything is written."""
     _adopt_unmarked_demo(Path(out))
     root = fsguard.check_output_dir(out, DEMO_OWNER, force)
     for name in ("smmile", "plusplus"):

@@ -141,8 +141,7 @@ def _open_hub(source: Source):
 
 
 def iter_records(source: Source, batch_rows: int = 64) -> Iterator[list[dict]]:
-    """The rows of `read_records` in batches of at most `batch_rows`, for a caller that keeps only part of each
-    row: the images of the whole dataset are never in memory together."""
+    """The rows of `read_records` in batches: the images of the whole dataset are never in memory together."""
     if source.kind == "hub":
         ds = _open_hub(source)
         for start in range(0, len(ds), batch_rows):

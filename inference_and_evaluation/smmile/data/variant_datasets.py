@@ -21,8 +21,7 @@ IMAGE_FREE_OUTPUTS = ("generic", "api", "llama33textonly", "baselines")  # hf:/v
 
 def _write(problems: list[Problem], columns: list[str], source: dict, kind: str, seed: int, out: Path,
            force: bool = False, **params) -> Path:
-    """The variant and its manifest: ``kind`` is its label (``k-shot-2``: what result sets are called),
-    ``transform`` its kind; ``images_dropped`` says whose images are removed (examples / query), if any."""
+    """The variant and its manifest (``kind``: its label, as result sets are called; ``transform``: its kind)."""
     new, notes = transform(kind, problems, seed, **params)
     if not new:
         raise UserError(f"variant {kind} of {source['id']} has no problem (no ICL example answers like its query)")
@@ -64,8 +63,7 @@ def variant_summary(out: Path, seed: int) -> str:
 
 def noisy_dataset(dataset: str | None, kind: str, seed: int = 42, augmented: bool = False,
                   revision: str | None = None) -> str:
-    """Path of the `kind` variant of `dataset` (an original `--noisy` value allowed), built once, cached by source
-    fingerprint, kind and seed."""
+    """Path of the `kind` variant of `dataset`, built once, cached by source fingerprint, kind and seed."""
     kind = canonical_kind(kind)
     source, columns, problems = _load_source(dataset, revision, augmented)
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "smmile" / "variants"
