@@ -32,7 +32,7 @@ def test_em_and_mcqa_rows_in_file_order(tmp_path):
     assert list(scores.index) == ["b", "a", "c", "c"] and list(scores) == [1.0, 1.0, 0.0, 1.0]
     mcqa = tmp_path / "result_qwen7B_ICL_mcqa.csv"
     mcqa.write_text("problem_id,is_correct\n1,True\n2,false\n3,\n4,TRUE\n")
-    scores = metrics.metric_scores(load_results(tmp_path, fmt="mcqa")[0], "MCQA")
+    scores = metrics.metric_scores(next(r for r in load_results(tmp_path) if r.fmt == "mcqa"), "MCQA")
     assert list(scores.index) == ["1", "2", "3", "4"] and list(scores) == [1.0, 0.0, 0.0, 1.0]
     with pytest.raises(ResultFileError, match="is_correct"):
         metrics.metric_scores(csv, "MCQA")

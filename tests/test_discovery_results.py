@@ -94,17 +94,7 @@ def test_two_files_for_one_model_mode_and_format(tmp_path):
     assert "result_llava_7b_ICL.csv" in warnings[0] and "result_llava_7b_ICL_open.csv" in warnings[0]
     # a file with a manifest wins over one without, whatever the names
     manifest(tmp_path / "result_llava_7b_ICL.csv", "ICL", "open", tag="llava_7b", preset="llava_7b")
-    assert names(load_results(tmp_path, fmt="open", warn=warnings.append))[0] == "result_llava_7b_ICL.csv"
-
-
-def test_filters(tmp_path):
-    open_csv(tmp_path / "result_llama33textonly_0-shot.csv", IDS, [True] * 12)
-    mcqa_csv(tmp_path / "result_llama33textonly_0-shot_mcqa.csv", IDS, [True] * 12)
-    open_csv(tmp_path / "result_qwen7B_ICL_open.csv", IDS, [True] * 12)
-    for model in ("text only", "llama33textonly (baseline)", "llama33textonly"):
-        assert len(load_results(tmp_path, model=model)) == 2
-    assert names(load_results(tmp_path, mode="ICL")) == ["result_qwen7B_ICL_open.csv"]
-    assert names(load_results(tmp_path, fmt="mcqa")) == ["result_llama33textonly_0-shot_mcqa.csv"]
+    assert names(load_results(tmp_path, warn=warnings.append))[0] == "result_llava_7b_ICL.csv"
 
 
 def test_scoring_jsons_take_the_manifest_of_their_csv(tmp_path):

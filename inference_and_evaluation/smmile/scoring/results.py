@@ -1,10 +1,8 @@
 """A result (``RunRecord``: its journal of responses, its manifest and its judges' journals) and the one loader
-every scoring command, ``smmile stats``, the analyses and the report read (``load_results``; ``load_records``
-scores them). Where no run record exists (the published outputs) it reads the original's CSV, identified by the
-file-name rules (``scoring.naming``), and ``<stem>_evaluationllm.json``. Never loaded: shards, CSVs the runner
-moved aside, our own ``stats_*.csv``. Of two files of one (model, mode, format) the one with a manifest (else the
-name sorting last) is kept, with a warning. A result is scored only when whole (``exact_match.read_whole``) and
-holding as many problems as the other results of its dataset (``screen``).
+every scoring command, the analyses and the report read (``load_results``; ``load_records`` scores them). Without
+a run record (the published outputs) the CSV is identified by the original's file-name rules (``scoring.naming``).
+Never loaded: shards, CSVs the runner moved aside, our own ``stats_*.csv``. Of two files of one (model, mode,
+format) the one with a manifest (else the name sorting last) is kept, with a warning.
 """
 
 from __future__ import annotations
@@ -58,7 +56,6 @@ class RunRecord:
 
     @cached_property
     def rows(self) -> pd.DataFrame:
-        """The CSV, read once and checked whole with the columns its format is scored on."""
         return metrics.read_rows(self)
 
     @cached_property
@@ -106,8 +103,7 @@ class RunRecord:
                 "model's tag (result_<tag>_<0-shot|ICL>[_mcqa].csv, e.g. result_qwen7B_ICL_open.csv) if it is one")
 
     @property
-    def scoring_key(self) -> str:
-        """The key of evaluate_EM's results and of stratify's JSON."""
+    def scoring_key(self) -> str:  # the key of evaluate_EM's results and of stratify's JSON
         return f"{self.identity.scoring_name}:{self.mode}"
 
     def __fspath__(self) -> str:
@@ -138,8 +134,7 @@ def journaled_accuracies(result: RunRecord) -> dict | None:
 
 
 def manifest_of(path: str | os.PathLike) -> tuple[dict | None, str | None]:
-    """``<stem>.manifest.json`` beside ``path``: (manifest, None), (None, None) when there is none, or
-    (None, reason) when it is unreadable."""
+    """(manifest, None), (None, None) when there is none, or (None, reason) when it is unreadable."""
     manifest = naming.manifest_path(path)
     if not manifest.is_file():
         return None, None
@@ -226,21 +221,12 @@ def _dedupe(results: list[RunRecord], rules: str, warn: Callable[[str], None]) -
     return out
 
 
-def _wanted(result: RunRecord, model: str | None, mode: str | None, fmt: str | None) -> bool:
-    names = (result.identity.key, result.identity.scoring_name, result.tag)
-    return (model is None or model in names) and (mode is None or result.mode == mode) and \
-        (fmt is None or result.fmt == fmt)
-
-
-def load_results(results_dir: str | os.PathLike, *, model: str | None = None, mode: str | None = None,
-                 fmt: str | None = None, patterns: Sequence[str] | None = None, sort: bool = True,
+def load_results(results_dir: str | os.PathLike, *, patterns: Sequence[str] | None = None, sort: bool = True,
                  rules: str = "scoring", warn: Callable[[str], None] = log.warning) -> list[RunRecord]:
-    """The results of ``results_dir`` in discovery order. ``model`` matches a file's identity key, scoring name
-    or file tag. ``patterns`` (globs, e.g. ``naming.em_patterns``) keep the original's selection and order
-    (``sort=False``: ``glob.glob``'s order, as variance_analysis)."""
+    """The results of ``results_dir`` in discovery order. ``patterns`` (globs, e.g. ``naming.em_patterns``) keep
+    the original's selection and order (``sort=False``: ``glob.glob``'s order, as variance_analysis)."""
     results = [result_for_path(p, rules, warn) for p in _candidates(results_dir, patterns, sort)]
-    results = [r for r in results if not (r.manifest or {}).get("shard") and _wanted(r, model, mode, fmt)]
-    return _dedupe(results, rules, warn)
+    return _dedupe([r for r in results if not (r.manifest or {}).get("shard")], rules, warn)
 
 
 def problem_count(frame) -> int:
@@ -278,8 +264,7 @@ def screen(results: Sequence, read: Callable, count: Callable) -> tuple[dict, di
 
 
 def check_results_dir(results_dir: str | os.PathLike) -> None:
-    """``UserError`` (exit 2) if ``results_dir`` is missing, not a directory or unreadable (deviation: the
-    original created a missing one and then found nothing, exit 1)."""
+    """Deviation: the original created a missing ``results_dir`` and then found nothing (exit 1)."""
     path = os.fspath(results_dir)
     if not os.path.exists(path):
         raise UserError(f"results directory does not exist: {path}")
@@ -329,7 +314,7 @@ def replace_output(path: str | os.PathLike, text: str, entries: set, existing: C
 
 @dataclass
 class Outcome:
-    """What happened to the files of one run; ``exit_code`` is 1 if any file was skipped for an error."""
+    """What happened to the files of one run: ``exit_code`` 1 if any file was skipped or kept."""
 
     failed: list[str] = field(default_factory=list)
 
@@ -348,14 +333,12 @@ class Outcome:
         return 1 if self.failed else 0
 
     def summary(self) -> str | None:
-        if self.failed:
-            return f"{len(self.failed)} file(s) skipped or output(s) kept because of errors (see above)."
-        return None
+        n = len(self.failed)
+        return f"{n} file(s) skipped or output(s) kept because of errors (see above)." if n else None
 
 
 def refuse_if_none_known(found: list[RunRecord]) -> None:
-    """``UserError`` (exit 2: nothing to score) when no file of ``found`` names a model the original's rules or a
-    manifest know; each is first printed as ``Skipping: <path>``."""
+    """``UserError`` (nothing to score) when no file of ``found`` names a model; each is printed as skipped."""
     if not found or any(r.known for r in found):
         return
     for result in found:
@@ -386,9 +369,8 @@ def screened(found: list[RunRecord], read: Callable, count: Callable, outcome: O
 
 @dataclass
 class Record:
-    """One scored result: per-problem correctness in [0, 1] by problem_id (file order; a duplicated id's rows
-    averaged), the gold answers, the ``RunRecord``, the CSV as read and each problem's failure kind
-    (``metrics.failure_series``; None for a judge JSON without its CSV)."""
+    """One scored result: ``scores`` in [0, 1] by problem_id (file order; a duplicated id's rows averaged);
+    ``failures``: ``metrics.failure_series`` (None for a judge JSON without its CSV)."""
 
     model: str
     metric: str
