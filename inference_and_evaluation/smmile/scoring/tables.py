@@ -29,7 +29,6 @@ def other_rows(results: Results) -> list[str]:
 
 
 def row_order(results: Results) -> list[str]:
-    """The tables' row order: ``priority_rows`` then ``other_rows``."""
     return priority_rows(results) + other_rows(results)
 
 
