@@ -71,14 +71,11 @@ def _renumbered(pid: str, rows: list[Row]) -> Problem:
 
 
 def _tier_pool(problem: Problem, problems: list[Problem], column: str | None) -> list[Problem]:
-    own = base_id(problem.problem_id)
-    others = [p for p in problems if base_id(p.problem_id) != own]
-    if column is None:
-        return others
-    value = problem.query.fields.get(column)
-    if value is None:
+    own, value = base_id(problem.problem_id), problem.query.fields.get(column) if column else None
+    if column and value is None:
         return []
-    return [p for p in others if p.query.fields.get(column) == value]
+    return [p for p in problems
+            if base_id(p.problem_id) != own and (column is None or p.query.fields.get(column) == value)]
 
 
 def _pick_donor(problem: Problem, pool: list[Problem], rng: random.Random) -> tuple[Problem, int, Row, bool] | None:
@@ -137,9 +134,8 @@ def _move(problems: list[Problem], last: bool) -> tuple[list[Problem], list[dict
             notes.append({**note, "kept": False, "moved_from": None, "moved_to": None, "changed": False})
             continue
         index = matches[0]
-        rows = [r for i, r in enumerate(p.examples) if i != index]
-        rows.insert(len(rows) if last else 0, p.examples[index])
-        target = len(rows) - 1 if last else 0
+        rows, target = [r for i, r in enumerate(p.examples) if i != index], len(p.examples) - 1 if last else 0
+        rows.insert(target, p.examples[index])
         out.append(_renumbered(p.problem_id, rows + [p.query]))
         notes.append({**note, "kept": True, "moved_from": index, "moved_to": target, "changed": index != target})
     return out, notes
