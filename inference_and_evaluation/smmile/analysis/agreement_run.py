@@ -53,8 +53,7 @@ def run_agreement(results: list[str], *, labels: str | None = None, judge_rater:
         raise UserError("give result folders and/or --labels / --reviews")
     if judges and not results:
         raise UserError("--judges needs the result folders the jury judged")
-    for path in reviews:  # an unreadable reviews file is refused before the output folder is made
-        reviews_mod.read_reviews([path])
+    found = reviews_mod.read_reviews(reviews) if reviews else None  # refused before the output folder is made
     resampling = {"n_boot": n_boot, "seed": seed, "level": level, "cluster": cluster}
     with output_folder(out, "smmile agreement", force, "agreement") as (folder, warn, warnings):
         records = [record for path in results for record in records_of(path, warn)]
@@ -67,7 +66,6 @@ def run_agreement(results: list[str], *, labels: str | None = None, judge_rater:
                                 "results; run evaluate_LLMJudge.py (with --jury for several judges) first")
             tables["judges"] = ag.judge_rows(table, **resampling)
         if reviews:
-            found = reviews_mod.read_reviews(reviews)
             if found.empty:
                 raise UserError(f"--reviews: no review in {', '.join(reviews)}")
             table = reviews_mod.review_table(found, records, warn)

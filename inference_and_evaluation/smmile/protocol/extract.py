@@ -69,10 +69,7 @@ def _from_tag(text: str) -> str | None:
     match = _TAG_RE.search(text)
     if not match:
         return None
-    group = match.group(1) if match.group(1) is not None else match.group(2)
-    if group is None:
-        return EXTRACTION_FAILED
-    candidate = group.strip()
+    candidate = (match.group(1) if match.group(1) is not None else match.group(2)).strip()
     if not candidate:
         return None
     letter = _UPPER_LETTER_RE.search(candidate.upper())
