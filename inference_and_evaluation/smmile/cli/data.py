@@ -15,8 +15,7 @@ INTERRUPTED = "interrupted: each dataset folder is written whole or not at all; 
 
 
 def build_parser():
-    p = fd.parser("Generate datasets in the SMMILE schema.")
-    p.prog = "smmile data"
+    p = fd.parser("Generate datasets in the SMMILE schema.", prog="smmile data")
     sub = p.add_subparsers(dest="action", required=True)
     demo = sub.add_parser("demo", help="write the deterministic demo dataset (SMMILE + permuted SMMILE++ style)",
                           formatter_class=fd.HelpFormatter)
