@@ -18,6 +18,8 @@ from pathlib import Path
 
 from smmile.errors import UserError
 from smmile.fsguard import OutputLock, atomic_write_json, atomic_write_text, check_writable_dir
+from smmile.generation import GenerationSettings
+from smmile.runner.executor import Executor, Work
 from smmile.runner.journal import RESPONSES_FORMAT, Journal
 from smmile.scoring import comparison
 from smmile.scoring.exact_match import (ResultFileError, check_judgement, exclude_problems, json_text,
@@ -140,9 +142,8 @@ def write_judgements(job: FileJob, judged) -> None:
 
 
 def write_file_results(job: FileJob, judged, identity: dict, sent: int, members: list[Member]) -> dict:
-    """``_judgements.jsonl``, the faithful JSON (unparseable or no majority: judged 0, counted in
-    ``llm_err_count``), then the record of who judged, with each judge's journal relative to the CSV's folder
-    when the replies were journaled: scoring reads the verdicts there."""
+    """``_judgements.jsonl``, the faithful JSON (unparseable or no majority: judged 0, in ``llm_err_count``), then
+    the record of who judged and each judge's journal (relative): scoring reads the verdicts there."""
     from smmile.environment import command_line, git_revision
 
     unparseable = sum(j.status in (UNPARSEABLE, NO_MAJORITY) for j in judged)
@@ -207,7 +208,7 @@ def judge_backends() -> tuple[str, ...]:
     return tuple(first.values())
 
 
-def checked_settings(settings: JudgeSettings, warn=log.warning) -> JudgeSettings:
+def checked_settings(settings: JudgeSettings) -> JudgeSettings:
     """``openai`` with a ``--judge-base-url`` that is not OpenAI's own endpoint is an OpenAI-compatible server
     (key ``OPENAI_COMPATIBLE_API_KEY``) unless the inference backends' key rule lets ``OPENAI_API_KEY`` go there."""
     from smmile.models.api.secrets import key_may_go_to, url_has_credentials
@@ -219,15 +220,14 @@ def checked_settings(settings: JudgeSettings, warn=log.warning) -> JudgeSettings
                                                           settings.allow_key_for_host,
                                                           os.environ.get("OPENAI_BASE_URL")):
         if os.environ.get("OPENAI_API_KEY"):
-            warn(f"note: {settings.base_url} is not OpenAI's endpoint: OPENAI_API_KEY is not sent there; the judge "
-                 "uses it as an OpenAI-compatible server (key from OPENAI_COMPATIBLE_API_KEY, if set)")
+            log.warning(f"note: {settings.base_url} is not OpenAI's endpoint: OPENAI_API_KEY is not sent there; the "
+                        "judge uses it as an OpenAI-compatible server (key from OPENAI_COMPATIBLE_API_KEY, if set)")
         return replace(settings, backend="openai-compatible")
     return settings
 
 
 def build_backend(settings: JudgeSettings):
     """A missing SDK or key is a one-line UserError here, before work."""
-    from smmile.generation import GenerationSettings
     from smmile.models.presets_api import BACKENDS
     from smmile.models.registry import load_symbol
 
@@ -244,7 +244,6 @@ def build_backend(settings: JudgeSettings):
 
 def judge_request(prompt: str, settings: JudgeSettings):
     """One user message sending ``settings.options()``, the options its key holds."""
-    from smmile.generation import GenerationSettings
     from smmile.models.api.request import ChatRequest
 
     options = settings.options()
@@ -255,8 +254,6 @@ def judge_request(prompt: str, settings: JudgeSettings):
 
 def judge_work(jobs: list[FileJob], settings: JudgeSettings) -> dict:
     """key -> Work: each distinct request once, planned as the row that first asked it."""
-    from smmile.runner.executor import Work
-
     work = {}
     for job in jobs:
         p = planned_for(job, settings)
@@ -309,8 +306,6 @@ def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, o
     """Plan every file, refuse to replace another judge's results, send each distinct request once per judge
     (``panel``: a jury, one judge after the other). ``estimates`` (``--dry-run``): filled per judge with (member,
     ``ApiBackend.estimate`` of the requests it would send, requests planned); nothing is sent or written."""
-    from smmile.runner.executor import Executor
-
     members, identity = members_of(panel or [settings])
     dry = estimates is not None
     for folder in [] if dry else sorted({str(results_dir)} | {str(r.path.parent) for r in found}):
@@ -350,8 +345,7 @@ def visualize_file(result: ResultFile, outcome: Outcome) -> dict | None:
         return None
     path = evaluationllm_json_path(result.path)
     try:
-        with open(path) as handle:
-            stats = json.load(handle)
+        stats = json.loads(path.read_text())
         if not {"model", "inference_mode", "accuracy", "problem_accuracies"} <= set(stats):
             raise KeyError("required keys missing")
         check_judgement(result.path, stats)
@@ -378,10 +372,6 @@ def run_judge(results_dir: str | os.PathLike, settings: JudgeSettings, *, model:
     if not found:
         return 1
     outcome = Outcome()
-    if estimates is not None:
-        judge_files(found, results_dir, settings, outcome, cache=cache, overwrite=overwrite, panel=panel,
-                    estimates=estimates)
-        return outcome.exit_code
     if visualize_only:
         refuse_if_none_known(found)
         results = {}
@@ -390,7 +380,10 @@ def run_judge(results_dir: str | os.PathLike, settings: JudgeSettings, *, model:
             if stats is not None:
                 results[f"{stats['model']}:{stats['inference_mode']}"] = stats
     else:
-        results = judge_files(found, results_dir, settings, outcome, cache=cache, overwrite=overwrite, panel=panel)
+        results = judge_files(found, results_dir, settings, outcome, cache=cache, overwrite=overwrite, panel=panel,
+                              estimates=estimates)
+        if estimates is not None:
+            return outcome.exit_code
     kept = comparison.report_comparison(results, results_dir, comparison.comparison_filename(
         "model_comparison_llm", model, mode), LABEL)
     if kept:
