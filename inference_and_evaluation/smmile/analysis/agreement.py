@@ -1,8 +1,7 @@
 """Judge reliability from 0/1 correctness labels (``smmile agreement``; formats and fields: docs/analyses.md): the
 human raters among themselves, the judge against their majority, exact match against the judge, and the judges of
 a jury against each other and exact match (``--judges``). The coefficients are ``scoring.kappa``. An *item* is one
-(model, mode, problem_id): one answer to be judged.
-"""
+(model, mode, problem_id): one answer to be judged."""
 
 from __future__ import annotations
 

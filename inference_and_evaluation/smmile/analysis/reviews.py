@@ -5,8 +5,7 @@ model key), "mode" (0-shot | ICL), "format" (open | mcqa), "judges" (judge label
 "verdict_shown" (0/1 or null), "review" (agree | disagree | unsure | gold-wrong), "note", "reviewer",
 "time" (ISO 8601)}]}``. A review's label: ``agree`` → the verdict shown, ``disagree`` → its opposite, else none;
 a reviewer's later review of a cell replaces the earlier one. A cell's reviewed verdict is the strict majority of
-its labels (a tie gives none, and is counted).
-"""
+its labels (a tie gives none, and is counted)."""
 
 from __future__ import annotations
 

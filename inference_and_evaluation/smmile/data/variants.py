@@ -11,8 +11,7 @@ a seed and the kind's parameter, returning the new problems and one record per s
   ``no-example-images``, ``no-query-image``. A dropped image is an empty ``image`` cell marked ``DROPPED`` = "true":
   the loader keeps such a problem (an unmarked empty cell still drops it).
 
-All but ``permute`` keep the problem ids, so their results pair with the original run.
-"""
+All but ``permute`` keep the problem ids, so their results pair with the original run."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The canonical conversation every model sees, and its generic message renderer: 0-shot is one user turn (query
 image + target text); ICL is a user turn per example (image + question) and an assistant turn with its answer,
-then the query turn. Families differ only in how they render it (image position, system prompt, answer role...).
-"""
+then the query turn. Families differ only in how they render it (image position, system prompt, answer role...)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 ``EXTRACTION_FAILED``. The quirks marked KEEP in the spec are replicated on purpose: IGNORECASE lets ``[A-Z]``
 match lower case ("the answer is based" -> ``B``); a prompt's own ``<answer>Correct letter.</answer>`` example can
 match (``.`` or ``C``); the standalone-capital fallback catches "I" / "A" in prose; E3 cuts at the last plain
-``assistant``; E4 returns the first character inside ``<answer>`` (may be ``(``).
-"""
+``assistant``; E4 returns the first character inside ``<answer>`` (may be ``(``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Planning: one Item per problem, with everything drawn from the seeded random streams. The original scripts
 consume one global stream in problem order (MCQA shuffles, baseline choices, LLaVA-Med padding offsets); planning
-every problem first makes resumed and sharded runs draw exactly what an uninterrupted run draws.
-"""
+every problem first makes resumed and sharded runs draw exactly what an uninterrupted run draws."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """How each original script turned a model's reply into its CSV row (spec §2.5, §2.6, §3, §3.16): an `OutputSpec`
 per script (answer cut, MCQA extractor chain, columns, error texts), applied by `derive_row` / `error_row`. Under
 `--protocol corrected` some scripts have a second spec (`<script>/corrected`): the answer is the new tokens only,
-stripped, and MCQA extraction never falls back to text that contains the prompt. A reply is a `models.base.Response`.
-"""
+stripped, and MCQA extraction never falls back to text that contains the prompt. A reply is a `models.base.Response`."""
 
 from __future__ import annotations
 

@@ -53,6 +53,7 @@ TEXTONLY_FOLLOW_UP = ("Based on your analysis above, what is your final answer? 
                       "(A, B, C, etc.) of the correct option. Format your answer as: <answer>X</answer> where X is the "
                       "letter.")
 
+
 def mcqa_prompt(template: str, question: str, options_text: str) -> str:
     return template.format(question=question, options_text=options_text)
 
