@@ -33,11 +33,8 @@ def names() -> list[str]:
 
 
 def identity_from_manifest(manifest: dict) -> ModelIdentity | None:
-    """A run manifest's model identity, or None when it names no model.
-
-    In this order: ``model.identity`` (the four fields); the registered preset ``model.preset``;
-    ``model.tag`` (with ``model.model_id`` as display for models outside the paper); ``model.model_id``.
-    """
+    """A run manifest's model identity (None: it names no model), from ``model.identity``, else the registered
+    preset ``model.preset``, else ``model.tag`` (``model.model_id`` as display), else ``model.model_id``."""
     model = manifest.get("model") if isinstance(manifest, dict) else None
     if not isinstance(model, dict):
         return None
