@@ -7,7 +7,7 @@ import io
 import pytest
 from PIL import Image
 
-from smmile.models.api.accounting import CostMeter, parse_price
+from smmile.models.api.accounting import CostMeter, price_for
 from smmile.models.api.request import encode_png
 from smmile.models.api.retry import Failure, RetryPolicy, parse_retry_after, status_failure
 from smmile.models.api.secrets import Scrubber, public_url, url_has_credentials
@@ -73,7 +73,7 @@ def test_downscale_keeps_aspect():
 
 
 def test_cost_meter():
-    meter = CostMeter(parse_price("2.5:10"), max_cost=0.01)
+    meter = CostMeter(price_for("any-model", "2.5:10"), max_cost=0.01)
     usage = {"input_tokens": 1000, "output_tokens": 500}
     assert meter.cost_of(usage) == pytest.approx(0.0075)
     meter.add(usage)

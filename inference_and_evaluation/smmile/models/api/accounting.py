@@ -42,13 +42,10 @@ def text_tokens(messages: list[dict]) -> int:
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
-def price_for(model: str, override: tuple[float, float] | None = None) -> tuple[float, float] | None:
-    return override if override is not None else PRICES.get(model)
-
-
-def parse_price(text: str | None) -> tuple[float, float] | None:
+def price_for(model: str, text: str | None = None) -> tuple[float, float] | None:
+    """USD per million (input, output) tokens: --price IN:OUT (one number: both), else the dated table's."""
     if not text:
-        return None
+        return PRICES.get(model)
     a, _, b = text.partition(":")
     return float(a), float(b or a)
 

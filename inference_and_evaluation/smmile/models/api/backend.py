@@ -16,7 +16,7 @@ from typing import Any
 
 from ...errors import UserError
 from ..base import Backend, Response
-from .accounting import CostMeter, batch_cost, parse_price, price_for, text_tokens
+from .accounting import CostMeter, batch_cost, price_for, text_tokens
 from .limiter import Limiter
 from .request import ChatRequest, Encoded, TooLarge, encode_png, import_sdk
 from .retry import Failure, RetryPolicy
@@ -59,7 +59,7 @@ class ApiBackend(Backend):
         self.max_image_side = (self.generation.max_image_side or self.default_max_image_side) if corrected else None
         self.check_limits = corrected
         max_cost = s.get("max_cost")
-        self.meter = CostMeter(price_for(self.model, parse_price(s.get("price"))),
+        self.meter = CostMeter(price_for(self.model, s.get("price")),
                                None if max_cost is None else float(max_cost))
         self.scrub = Scrubber()
         # a server that is down fails every request after all retries: stop instead of burning the run
