@@ -50,8 +50,7 @@ class Extract:
     options: bool = True
 
     def __call__(self, texts: dict, item: Item) -> str:
-        text = texts[self.source]
-        return self.fn(text, item.options) if self.options else self.fn(text)
+        return self.fn(texts[self.source], item.options) if self.options else self.fn(texts[self.source])
 
 
 @dataclass(frozen=True)
