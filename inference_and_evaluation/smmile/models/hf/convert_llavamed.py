@@ -93,9 +93,7 @@ def build(src: Path, dst: Path, vision_tower: str | None = None) -> Path:
                          vision_feature_layer=cfg.get("mm_vision_select_layer", -2),
                          vision_feature_select_strategy="default" if cfg.get("mm_vision_select_feature", "patch")
                          == "patch" else "full", image_seq_length=(vc.image_size // vc.patch_size) ** 2)
-    state = {}
-    for k, v in read_state(src).items():
-        state[map_key(k)] = v
+    state = {map_key(k): v for k, v in read_state(src).items()}
     if not any(k.startswith("model.vision_tower.") for k in state):
         state.update({"model.vision_tower." + k.removeprefix("vision_model."): v
                       for k, v in tower.state_dict().items()})
