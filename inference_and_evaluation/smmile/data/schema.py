@@ -81,12 +81,11 @@ def group(records: list[dict]) -> list[Problem]:
         pid = str(rec["problem_id"])
         order = row_order(rec["order"], pid)
         if (pid, order) in seen:
-            # two rows at one position: a copied file or a merged dataset; the query would also appear as
-            # one of its own ICL examples (its answer given away)
+            # else the query would also be one of its own ICL examples (its answer given away)
             raise UserError(f"problem {pid}: two rows with order {order}; the dataset holds this problem "
                             "twice (a second copy of a parquet file, or two datasets merged)")
         seen.add((pid, order))
         other = {k: v for k, v in rec.items() if k not in REQUIRED_COLUMNS + ("image_url",)}
-        row = Row(pid, order, rec["question"], rec["answer"], _image(rec["image"], pid, order), rec.get("image_url"), other)
-        chunks.setdefault(pid, []).append(row)
+        chunks.setdefault(pid, []).append(Row(pid, order, rec["question"], rec["answer"],
+                                              _image(rec["image"], pid, order), rec.get("image_url"), other))
     return [Problem(pid, tuple(sorted(rows, key=lambda r: r.order))) for pid, rows in chunks.items()]
