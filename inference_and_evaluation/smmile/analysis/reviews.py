@@ -87,12 +87,9 @@ def review_table(reviews: pd.DataFrame, records: list, warn=None) -> pd.DataFram
                     "judged": bool(g["judges"].map(len).gt(0).any()), "n_labels": len(labels),
                     "reviewed": reviewed, "tie": bool(labels) and math.isnan(reviewed)})
     table = pd.DataFrame(out, columns=CELL + ["verdict_shown", "judged", "n_labels", "reviewed", "tie"])
-    auto = {}
-    for r in records:
-        if r.metric in ("EM", "MCQA") and r.result is not None:
-            fmt = "mcqa" if r.metric == "MCQA" else "open"
-            for pid, v in binary_scores(r.scores, f"{r.source} ({r.metric})", warn).items():
-                auto[(r.model, r.mode, fmt, str(pid))] = float(v)
+    auto = {(r.model, r.mode, "mcqa" if r.metric == "MCQA" else "open", str(pid)): float(v)
+            for r in records if r.metric in ("EM", "MCQA") and r.result is not None
+            for pid, v in binary_scores(r.scores, f"{r.source} ({r.metric})", warn).items()}
     table["em"] = [auto.get(tuple(k), math.nan) for k in table[CELL].itertuples(index=False)]
     return table
 
