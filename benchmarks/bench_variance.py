@@ -131,7 +131,7 @@ def _original_bootstrap(is_correct) -> tuple[float, float]:
 
 def _original_file(path: str, results: dict) -> None:
     info = extract_model_info(path)
-    if info.is_closed:
+    if path.endswith("_mcqa.csv"):  # the original's Closed (MCQA) files
         frame = pd.read_csv(path)
         correct = frame["is_correct"].map(lambda x: str(x).lower() == "true").tolist()
         results.setdefault(info.model, {}).setdefault("MCQA", {})[info.mode] = _original_bootstrap(correct)
