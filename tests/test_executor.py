@@ -4,8 +4,7 @@ run the rest through a backend, append records of the runner's journal format.""
 import json
 
 from smmile.models.base import Response
-from smmile.runner.executor import Executor, Work
-from smmile.runner.journal import RESPONSES_FORMAT, Journal
+from smmile.runner.executor import RESPONSES_FORMAT, Executor, Journal, Work
 
 
 class Backend:

@@ -151,7 +151,7 @@ def test_smmile_run_with_local_flags(tmp_path):
 
 def test_processor_fallback_and_pixel_limits(tmp_path):
     """Qwen's processor is built without its torchvision video processor; --max-pixels shrinks the images."""
-    from smmile.runner.journal import Journal
+    from smmile.runner.executor import Journal
 
     def run_qwen(out, *extra):
         assert cli.qwen_main(["--models", "3B", *flags("qwen2_5_vl", out, tokens=1), *extra]) == 0

@@ -12,7 +12,7 @@ from smmile.models.base import Response
 from smmile.cli import judge as judge_cli
 from smmile.scoring import judge, judge_run
 from smmile.runner.executor import Executor
-from smmile.runner.journal import RESPONSES_FORMAT, Journal
+from smmile.runner.executor import RESPONSES_FORMAT, Journal
 
 OPEN_HEADER = "problem_id,final_question,true_answer,generated_answer,full_response\n"
 LLM_KEYS = ["model", "inference_mode", "total_examples", "original_count", "excluded_count", "llm_err_count",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from smmile.errors import UserError
-from smmile.runner.journal import RESPONSES_FORMAT, Journal
+from smmile.runner.executor import RESPONSES_FORMAT, Journal
 
 
 def record(key: str, **extra) -> dict:

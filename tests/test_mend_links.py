@@ -12,7 +12,7 @@ import pytest
 from smmile import fsguard
 from smmile.cli import main as smmile
 from smmile.errors import UserError
-from smmile.runner.journal import RESPONSES_FORMAT, Journal
+from smmile.runner.executor import RESPONSES_FORMAT, Journal
 
 PRECIOUS = "a file of the user's that no smmile command may change\n"
 

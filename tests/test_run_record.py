@@ -2,7 +2,7 @@
 record exists, the original's CSV text otherwise. Worked example: "the model refused or failed to answer"
 (metrics.response_failure) counted from the journal by `smmile stats` and the report.
 
-The journal lines are written here by hand in the runner's format 2 (runner/journal.py), so the expected
+The journal lines are written here by hand in the runner's format 2 (runner/executor.py), so the expected
 counts come from the responses below, not from anything the suite produced."""
 
 from __future__ import annotations

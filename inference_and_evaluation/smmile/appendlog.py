@@ -1,4 +1,4 @@
-"""An append-only JSONL journal (runner/journal.py, models/api/batch.py): one object with a "key" per line, fsynced
+"""An append-only JSONL journal (runner/executor.py, models/api/batch.py): one object with a "key" per line, fsynced
 as it is appended; reading gives the latest record per key. A record cut short by a kill is ignored (its problem
 runs again); any other bad line (not JSON, not a record, another smmile version's format) is refused in one line
 naming the file and line. Nothing is ever written through a symbolic link."""

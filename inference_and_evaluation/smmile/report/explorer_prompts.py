@@ -44,7 +44,7 @@ def family_of(manifest: dict):
 
 def journal_records(results_dir: str, manifest: dict) -> dict:
     """problem_id -> the run's journal record of it (the one read last)."""
-    from smmile.runner.journal import RESPONSES_FORMAT, Journal
+    from smmile.runner.executor import RESPONSES_FORMAT, Journal
 
     name = (manifest.get("journal") or {}).get("file")
     if not isinstance(name, str) or not name:

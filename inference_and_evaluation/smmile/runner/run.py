@@ -23,8 +23,7 @@ from ..models import registry
 from ..models.base import Backend, Family, Response, resolve_settings
 from ..protocol.items import SEED, Item, Rngs
 from ..fsguard import OutputLock, atomic_write_text, check_writable_dir
-from .executor import Executor, Work, digest
-from .journal import RESPONSES_FORMAT, Journal
+from .executor import RESPONSES_FORMAT, Executor, Journal, Work, digest
 from .outputs import accuracy_summary, read_manifest, write_csv, write_json
 from .progress import Progress
 

@@ -19,8 +19,7 @@ from pathlib import Path
 from smmile.errors import UserError
 from smmile.fsguard import OutputLock, atomic_write_json, atomic_write_text, check_writable_dir
 from smmile.generation import GenerationSettings
-from smmile.runner.executor import Executor, Work
-from smmile.runner.journal import RESPONSES_FORMAT, Journal
+from smmile.runner.executor import RESPONSES_FORMAT, Executor, Journal, Work
 from smmile.scoring import comparison
 from smmile.scoring.exact_match import (ResultFileError, check_judgement, exclude_problems, json_text,
                                         read_whole_hashed, summarize)

@@ -24,7 +24,7 @@ from smmile.errors import UserError
 from smmile.fsguard import atomic_write_text
 from smmile.identity import UNKNOWN, ModelIdentity
 from smmile.models.registry import identity_from_manifest
-from smmile.runner.journal import RESPONSES_FORMAT, Journal
+from smmile.runner.executor import RESPONSES_FORMAT, Journal
 from smmile.scoring import metrics, naming
 from smmile.scoring.exact_match import (ResultFileError, content_sha256, exclude_problems, problem_accuracies,
                                         read_csv_bytes)
