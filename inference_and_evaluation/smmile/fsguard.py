@@ -180,13 +180,9 @@ def write_marker(path: str | os.PathLike, owner: str, *, stamp: bool = True, **e
 
 
 class OutputLock:
-    """`with OutputLock(path, "the results of qwen72B ICL"):` — one process at a time per output.
-
-    The lock file is `<path>/.smmile.lock` for an existing folder, else (or `beside=True`) `<path>.lock`; it
-    names the holder (PID, host, command) and is removed on release. The kernel drops the flock of a killed
-    holder; forked children close their copy at once, and a lock still held although the process it names
-    died on this host is taken over too. A lock file that is a symbolic link is refused, never written through.
-    """
+    """One process at a time per output. The lock file (`<path>/.smmile.lock` for an existing folder, else or
+    `beside=True` `<path>.lock`) names the holder and is removed on release. The kernel drops a killed holder's
+    flock; forked children close their copy; a lock whose process died on this host is taken over."""
 
     def __init__(self, path: str | os.PathLike, what: str, *, beside: bool = False):
         path = Path(path)

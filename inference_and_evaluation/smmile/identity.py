@@ -1,11 +1,7 @@
-"""Who a result belongs to: one ``ModelIdentity`` per model, from the run to the report, with four names:
-``key`` (the row key of variance_analysis, ``smmile stats`` and the report, spec §7.2), ``scoring_name`` (what
-the scoring scripts write, byte-identical to the original's, spec §4.3), ``display`` (reports and figures) and
-``latex`` (LaTeX tables, spec §7.4).
-
-``PAPER_MODELS``, keyed by the file-name tag of a result (``result_<tag>_<mode>...csv``), is the one table of the
-paper's models. A model outside the paper gets its id as a token (``org/Some-Model`` -> ``org-Some-Model``) for
-key, scoring name and file tag; ``display`` keeps the id as given.
+"""Who a result belongs to: one ``ModelIdentity`` per model, from the run to the report, with four names: ``key``
+(the row key of variance_analysis, stats and the report, spec §7.2), ``scoring_name`` (what the scoring scripts
+write, spec §4.3), ``display`` and ``latex`` (spec §7.4). ``PAPER_MODELS``, keyed by a result's file-name tag, is
+the one table of the paper's models; a model outside it gets its id as a token (``org/M`` -> ``org-M``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Paper-ready figures (PNG at 300 dpi + SVG) from plain rows, for ``smmile figures`` and the report: ``bars``
-(accuracy with CIs), ``forest`` (differences; filled = significant), ``dumbbell`` (estimates side by side),
-``heatmap`` (accuracy per model × stratum; small cells greyed).
-
-Callers pass display names. A missing result is a grey × ("no result"), never a zero. Sizes: ``page`` (every text
-at least ``MIN_FONT`` pt at the size the report shows it, within ``MAX_WIDTH`` in), ``paper`` (one column),
-``slide`` (16:9). Okabe-Ito colours, cividis, distinct marker shapes: readable in grayscale and by colour-blind
-readers. Same inputs, same bytes (fixed SVG hash salt, no date). matplotlib is imported lazily (Agg backend).
+"""Paper-ready figures (PNG at 300 dpi + SVG) from plain rows with display names: ``bars``, ``forest``,
+``dumbbell``, ``heatmap``. A missing result is a grey × ("no result"), never a zero. Sizes: ``page`` (text at
+least ``MIN_FONT`` pt as the report shows it), ``paper`` (one column), ``slide`` (16:9). Okabe-Ito colours,
+cividis and marker shapes: readable in grayscale. Same inputs, same bytes (fixed SVG hash salt, no date).
 """
 
 from __future__ import annotations

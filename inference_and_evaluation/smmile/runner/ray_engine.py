@@ -1,9 +1,6 @@
-"""`--engine ray`: the run's pending requests answered by a pool of Ray actors, each holding the real backend.
-
-`RayEngine` stands where the backend stands (`generate(work, on_done)`, `describe()`, `close()`): the driver plans,
-keys and journals as with the local engine. The requests become a Ray dataset, one block per chunk, mapped by
-`map_batches` over `workers` actors that each build the backend once. A dead worker is restarted by Ray and its
-chunk run again; the driver delivers the first response per problem only, so nothing is journaled twice.
+"""`--engine ray`: `RayEngine` stands where the backend stands; the driver plans, keys and journals as locally. The
+requests become a Ray dataset, one block per chunk, mapped over `workers` actors that each build the backend once.
+A dead worker's chunk is run again; only the first response per problem is delivered (nothing journaled twice).
 """
 
 from __future__ import annotations
@@ -144,11 +141,9 @@ class RayEngine:
 
 
 class Worker:
-    """One Ray actor: builds the backend once, answers chunks of (index, pickled (item, request)).
-
-    `lead`: the run's first pending problem with the most rows. The local engine hands the backend the whole run,
-    and a backend may size itself (vLLM's images per prompt) or probe the model on it (`hf:` / `vllm:`); so the
-    worker's first call (every call for vLLM, which probes per call) starts with the lead, whose answer is dropped."""
+    """One Ray actor: builds the backend once, answers chunks of (index, pickled (item, request)). A backend may
+    size itself or probe the model on the whole run (`hf:` / `vllm:`): so its first call (every call for vLLM) starts
+    with `lead`, the run's pending problem with the most rows, whose answer is dropped."""
 
     def __init__(self, blob: bytes, lead: bytes):
         from ..models.vllm_backend import VLLMBackend

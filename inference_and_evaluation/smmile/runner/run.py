@@ -1,7 +1,5 @@
-"""The run loop: plan every problem, skip what the journal has, run the rest, derive and write the outputs.
-
-The journal holds what the backend returned per problem and the planned item; CSV rows are derived from it by the
-current code each time the CSV is written, so a fix to an extractor re-derives every row without a model call.
+"""The run loop: plan every problem, skip what the journal has, run the rest, derive and write the outputs. CSV rows
+are derived from the journaled responses each time, so an extractor fix re-derives every row without a model call.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Exact-match scoring of open-format result CSVs (spec §4.4, §4.5), and reading a result CSV whole.
-
-The CSV is read with pandas' default NA semantics (empty cells, ``NA``, ``None``... become NaN), as the
-original did; ``normalize_answer`` then turns NaN into the string ``"nan"``.
+"""Exact-match scoring of open-format result CSVs (spec §4.4, §4.5), and reading a result CSV whole. The CSV is
+read with pandas' default NA semantics, as the original did (``normalize_answer`` turns NaN into ``"nan"``).
 """
 
 from __future__ import annotations

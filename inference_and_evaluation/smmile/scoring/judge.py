@@ -1,12 +1,8 @@
-"""LLM-as-a-judge scoring of open-format results (spec §5): the verbatim prompt, the strict parse (exactly
-``1`` or ``0``, no stripping), the judge's settings (``paper``: the server's defaults, as the original;
-``corrected``: temperature 0 and a seed), one request per row keyed by the content judged, the verdicts from
-the judge's journal records and the ``*_evaluationllm.json`` dict.
-
-A jury (``--jury BACKEND:MODEL[@BASE_URL] ...``, one journal per judge): a row's verdict is the strict majority of
-the parseable verdicts; a row without one (a tie, or no parseable verdict) is never broken by the order of the
-judges: it is scored as the original scores an unparseable reply (0, counted in ``llm_err_count``). A jury of one
-is that judge alone.
+"""LLM-as-a-judge scoring (spec §5): the verbatim prompt, the strict parse (exactly ``1`` or ``0``, no stripping),
+the judge's settings (``paper``: the server's defaults; ``corrected``: temperature 0 and a seed), one request per row
+keyed by the content judged, the verdicts from the judge's journal. A jury's row verdict is the strict majority of
+the parseable verdicts; a tie or no parseable verdict is never broken by the judges' order: it is scored as an
+unparseable reply (0, counted in ``llm_err_count``). A jury of one is that judge alone.
 """
 
 from __future__ import annotations

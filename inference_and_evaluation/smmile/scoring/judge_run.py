@@ -1,9 +1,7 @@
-"""The work of ``evaluate_LLMJudge.py`` / ``smmile judge`` (spec §5): ``<stem>_evaluationllm.json`` and
-``model_comparison_llm.txt``, sent through the API backends (retries, concurrency, circuit breaker, secret
-scrubbing and key rules: here only the judge's flags are mapped onto them) and the runner's executor, one
-journal per judge keyed by the content judged (judging the same rows again sends nothing). Additions:
+"""The work of ``evaluate_LLMJudge.py`` / ``smmile judge`` (spec §5), sent through the API backends (the judge's
+flags mapped onto them) and the runner's executor, one journal per judge keyed by the content judged. Additions:
 ``<stem>_judgements.jsonl`` (every raw reply) and ``<stem>_evaluationllm.manifest.json`` (the judge, its journals,
-the sha256 of the CSV judged; another judge's results are not replaced without ``--overwrite``).
+the CSV's sha256; another judge's results are not replaced without ``--overwrite``).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""The three metrics, declared once, and the one per-row loader every command scores with.
-
-* ``EM``: flexible exact match (spec §4.4) of an open-format CSV's ``true_answer`` and ``generated_answer``.
-* ``LLM``: the judge's per-problem accuracy: the run record's journaled verdicts, else ``problem_accuracies`` of
-  ``<stem>_evaluationllm.json``. A problem with several rows scores the fraction judged correct (``value / 100``);
-  only ``legacy_floor=True`` keeps the original variance_analysis's ``// 100`` (both agree on the published files).
-* ``MCQA``: ``str(is_correct).lower() == "true"`` per row of a ``_mcqa`` CSV (spec §7.2).
-
-``failure_series`` says which rows hold no real answer (``refused``, ``failed``, ``empty``): from the journaled
-response where there is a run record, else from the CSV text. Every metric scores them wrong, as the original.
+"""The three metrics, declared once, and the one per-row loader every command scores with: ``EM``, flexible exact
+match (spec §4.4); ``LLM``, the judge's per-problem accuracy (the run record's journaled verdicts, else
+``<stem>_evaluationllm.json``; several rows of a problem score ``value / 100``, ``legacy_floor=True`` keeps
+variance_analysis's ``// 100``: both agree on the published files); ``MCQA``, ``str(is_correct).lower() == "true"``
+(spec §7.2). ``failure_series``: the rows with no real answer (from the journal where there is one, else the CSV
+text); every metric scores them wrong, as the original.
 """
 
 from __future__ import annotations

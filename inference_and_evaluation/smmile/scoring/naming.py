@@ -1,8 +1,6 @@
-"""Result-file naming: the original's file-name rules as tables (used only for files without a run manifest),
-the glob patterns of each scoring script and the names of the files scoring writes beside a result CSV.
-
-``get_model_info`` is spec §4.3 (evaluate_EM, evaluate_LLMJudge, stratify), ``extract_model_info`` §7.2
-(variance_analysis); ``identity_from_name`` combines both into a ``smmile.identity.ModelIdentity``.
+"""Result-file naming: the original's file-name rules as tables (for files without a run manifest: §4.3's
+``get_model_info``, §7.2's ``extract_model_info``, both in ``identity_from_name``), the glob patterns of each
+scoring script and the names of the files scoring writes beside a result CSV.
 """
 
 from __future__ import annotations
