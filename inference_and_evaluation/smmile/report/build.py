@@ -66,8 +66,7 @@ class ReportData:
 
 def model_order(rows: list[dict], key: str = "model") -> list[str]:
     """The paper's row order (baselines first, then sorted keys), as variance_analysis."""
-    models = {row[key] for row in rows}
-    return tables.priority_rows(models) + tables.other_rows(models)
+    return tables.row_order({row[key] for row in rows})
 
 
 def gain_table(gains: list[dict]) -> list[tuple[str, dict]]:

@@ -23,10 +23,9 @@ from typing import Iterator
 
 from smmile.protocol.extract import EXTRACTION_FAILED
 from smmile.protocol.problem import ORIENTATION, Problem
-from smmile.report import names
+from smmile.report import manifests, names
 from smmile.report.build import model_order
 from smmile.scoring import statistics, stratify
-from smmile.scoring.naming import judgements_path
 
 THUMB_SIZE = 320  # longest side, pixels
 THUMB_QUALITY = 82
@@ -252,18 +251,15 @@ def judge_labels(found: dict | None) -> list[str]:
 
 
 def judge_replies(csv_path: str) -> tuple[dict, list[str]]:
-    """problem_id -> (reply, status) from the judge's replies file (first row of a problem), and its judges."""
-    path = judgements_path(csv_path)
+    """problem_id -> (reply, status) from the judge's replies file (first row of a problem), and its judges;
+    what was read before an unreadable line is kept."""
     found: dict = {}
     judges: dict = {}
     try:
-        with open(path, encoding="utf-8") as handle:
-            for line in handle:
-                record = json.loads(line) if line.strip() else None
-                if isinstance(record, dict):
-                    found.setdefault(str(record.get("problem_id")), (record.get("reply"), record.get("status")))
-                    for label in judge_labels(record):
-                        judges.setdefault(label, None)
+        for record in manifests.judgement_records(csv_path):
+            found.setdefault(str(record.get("problem_id")), (record.get("reply"), record.get("status")))
+            for label in judge_labels(record):
+                judges.setdefault(label, None)
     except (OSError, ValueError):
         pass
     return found, list(judges)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from typing import Iterator
 
 from smmile.scoring.judge import FAILED as FAILED_STATUS
 from smmile.scoring.naming import evaluationllm_json_path, judgements_path
@@ -41,6 +42,15 @@ def read_judge_record(csv_path: str) -> dict | None:
     return record if isinstance(record, dict) and isinstance(record.get("judge"), dict) else None
 
 
+def judgement_records(csv_path: str) -> Iterator[dict]:
+    """The records of ``<stem>_judgements.jsonl``; raises OSError or ValueError on an unreadable file."""
+    with open(judgements_path(csv_path), encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line) if line.strip() else None
+            if isinstance(record, dict):
+                yield record
+
+
 def read_replies(csv_path: str) -> dict | None:
     """Reply counts per status and the judge named in ``<stem>_judgements.jsonl`` (the last attempt, which
     may have failed), or None without that file."""
@@ -49,16 +59,12 @@ def read_replies(csv_path: str) -> dict | None:
         return None
     info: dict = {"replies": 0, "status": {}}
     try:
-        with open(path, encoding="utf-8") as handle:
-            for line in handle:
-                record = json.loads(line) if line.strip() else None
-                if not isinstance(record, dict):
-                    continue
-                info["replies"] += 1
-                status = str(record.get("status", "?"))
-                info["status"][status] = info["status"].get(status, 0) + 1
-                for key in JUDGE_FIELDS:
-                    info.setdefault(key, record.get(key))
+        for record in judgement_records(csv_path):
+            info["replies"] += 1
+            status = str(record.get("status", "?"))
+            info["status"][status] = info["status"].get(status, 0) + 1
+            for key in JUDGE_FIELDS:
+                info.setdefault(key, record.get(key))
     except (OSError, ValueError):
         return {"error": f"unreadable {os.path.basename(path)}"}
     return info

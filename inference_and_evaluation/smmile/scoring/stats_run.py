@@ -21,16 +21,25 @@ from smmile.scoring.results import load_records
 log = logging.getLogger(__name__)
 
 
-def _json_safe(value):
-    value = value.item() if isinstance(value, (np.integer, np.floating, np.bool_)) else value
-    return None if isinstance(value, float) and math.isnan(value) else value
+def json_safe(value):
+    """``value`` with numpy scalars as Python ones and NaN as None, through dicts and lists (for JSON).
+    analysis.results.json_safe is a copy of it (analysis may import this one)."""
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def write_rows(rows: list[dict], stem: str, settings: dict) -> list[str]:
     """``<stem>.csv`` (one row per entry) and ``<stem>.json`` (``{"settings", "rows"}``; NaN → null)."""
     with fsguard.atomic_path(stem + ".csv") as tmp:
         pd.DataFrame(rows).to_csv(tmp, index=False)
-    payload = {"settings": settings, "rows": [{k: _json_safe(v) for k, v in row.items()} for row in rows]}
+    payload = {"settings": settings, "rows": json_safe(rows)}
     fsguard.atomic_write_json(stem + ".json", payload, allow_nan=False)
     return [stem + ".csv", stem + ".json"]
 
