@@ -48,12 +48,6 @@ def parse_reply(reply: str | None) -> tuple[int, str]:
     return (int(reply), OK) if reply in ("1", "0") else (0, UNPARSEABLE)
 
 
-def lenient_value(reply: str | None) -> int | None:
-    """What a whitespace-tolerant parser would have read (recorded for analysis only)."""
-    text = (reply or "").strip()
-    return int(text) if text in ("1", "0") else None
-
-
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -166,7 +160,8 @@ def judgements(planned: PlannedFrame, records: dict[str, dict], fresh: set[str],
         else:
             j.reply = rec["response"].get("text")
             j.value, j.status = parse_reply(j.reply)
-            j.lenient_value = lenient_value(j.reply)
+            text = (j.reply or "").strip()  # what a whitespace-tolerant parser would read (for analysis only)
+            j.lenient_value = int(text) if text in ("1", "0") else None
         out.append(j)
         sent_earlier.add(key)
     return out

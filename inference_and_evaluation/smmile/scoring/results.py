@@ -233,11 +233,6 @@ def problem_count(frame) -> int:
     return int(frame["problem_id"].nunique())
 
 
-def _dataset_group(result) -> tuple | None:
-    dataset = (getattr(result, "manifest", None) or {}).get("dataset")
-    return tuple(str(dataset.get(k)) for k in ("id", "revision", "fingerprint")) if isinstance(dataset, dict) else None
-
-
 def screen(results: Sequence, read: Callable, count: Callable) -> tuple[dict, dict]:
     """Read every result once (``read(result)``, raising ``ResultFileError``), then flag each whose problem count
     (``count(data)``) is not its dataset's most common one (ties: the larger; files without a manifest form one
@@ -249,9 +244,10 @@ def screen(results: Sequence, read: Callable, count: Callable) -> tuple[dict, di
         except ResultFileError as exc:
             failures[result.path] = str(exc)
     groups: dict = {}
-    for result in results:
-        if result.path in data:
-            groups.setdefault(_dataset_group(result), []).append((result, count(data[result.path])))
+    for result in (r for r in results if r.path in data):
+        dataset = (getattr(result, "manifest", None) or {}).get("dataset")
+        group = isinstance(dataset, dict) and tuple(str(dataset.get(k)) for k in ("id", "revision", "fingerprint"))
+        groups.setdefault(group, []).append((result, count(data[result.path])))
     for members in groups.values():
         tally = Counter(n for _, n in members)
         reference = max(tally, key=lambda n: (tally[n], n))
