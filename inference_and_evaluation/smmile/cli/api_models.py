@@ -178,7 +178,7 @@ def _parser(description: str, *, fmt_default: str, fmt_choices=("open", "mcqa"),
     return p
 
 
-def _go(p, argv, preset: str, *, open_suffix=True, summary=None, backend=None, pre=None):
+def _go(p, argv, preset: str, *, open_suffix=True, summary=None, backend=None):
     def go() -> int:
         a = p.parse_args(argv)
         path = getattr(a, "hf_cache_dir", None)

@@ -299,6 +299,8 @@ class ApiBackend(Backend):
                        f"request's estimated {over[0]:.4f} USD; stopped launching new requests, {left} {self.unit} "
                        "not started (rerun with a larger --max-cost to continue)")
 
+    journal = item_keys = None
+
     def bind_journal(self, journal, keys: dict[int, str]) -> None:
         """From the executor: its journal and each work item's key (by id(item)), for --batch's custom_ids and
         its record of batches in flight."""
@@ -317,9 +319,9 @@ class ApiBackend(Backend):
                        f"this output, 0 USD left; {len(work)} {self.unit} not started")
             return
         if self.settings.get("batch"):
-            from .batch import run_batches
+            from .batch import BatchRun
 
-            return run_batches(self, work, on_done)
+            return BatchRun(self, work, on_done).run()
         try:
             asyncio.get_running_loop()
         except RuntimeError:

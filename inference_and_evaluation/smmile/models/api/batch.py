@@ -12,7 +12,6 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from ...appendlog import AppendLog
@@ -45,17 +44,15 @@ def custom_id(key: str) -> str:
     return key if _CUSTOM_ID.fullmatch(key) else hashlib.sha256(key.encode()).hexdigest()
 
 
-def ledger_path(journal_path: Path) -> Path:
-    name = journal_path.name
-    stem = name[: -len(".journal.jsonl")] if name.endswith(".journal.jsonl") else journal_path.stem
-    return journal_path.with_name(f"{stem}.batches.jsonl")
-
-
 class Ledger:
     """The in-flight batches of one journal (None: kept in memory only, e.g. the judge's --no-cache)."""
 
     def __init__(self, journal):
-        self.journal = AppendLog(ledger_path(journal.path)) if journal is not None else None
+        self.journal = None
+        if journal is not None:
+            path = journal.path
+            stem = path.name[: -len(".journal.jsonl")] if path.name.endswith(".journal.jsonl") else path.stem
+            self.journal = AppendLog(path.with_name(f"{stem}.batches.jsonl"))
 
     def open_batches(self, provider: str) -> list[dict]:
         """Batches recorded as submitted to `provider` and not yet collected, oldest first."""
@@ -96,14 +93,7 @@ def request_body(wire: dict) -> dict:
     return {**body, **(wire.get("extra_body") or {})}
 
 
-class Batches:
-    sdk: Any
-
-    def is_gone(self, exc: BaseException) -> bool:
-        return isinstance(exc, self.sdk.NotFoundError)
-
-
-class OpenAIBatches(Batches):
+class OpenAIBatches:
     """Files + /batches of OpenAI, or of Azure OpenAI (`/openai/files`, `/openai/batches`; deployment as model)."""
 
     def __init__(self, backend):
@@ -169,7 +159,7 @@ class OpenAIBatches(Batches):
         self.client.batches.cancel(batch_id)
 
 
-class AnthropicBatches(Batches):
+class AnthropicBatches:
     """Message Batches (`/v1/messages/batches`, results from the batch's `results_url`)."""
 
     def __init__(self, backend):
@@ -217,18 +207,17 @@ def provider_api(backend):
 
 
 class BatchRun:
-    """One `generate` through batches. `keys`: id(item) -> journal key (from the executor; positions if none)."""
+    """One `generate` through batches; the backend's `item_keys`: id(item) -> journal key (positions if none)."""
 
-    def __init__(self, backend, work: list[tuple[Any, Any]], on_done: Callable, journal=None,
-                 keys: dict[int, str] | None = None):
+    def __init__(self, backend, work: list[tuple[Any, Any]], on_done: Callable):
         self.backend, self.on_done = backend, on_done
         self.api = provider_api(backend)
-        self.ledger = Ledger(journal)
+        self.ledger = Ledger(backend.journal)
         self.poll_interval = float(backend.settings.get("poll_interval") or POLL_INTERVAL)
         self.max_requests, self.max_bytes = LIMITS[backend.name]
         self.pending: dict[str, tuple[Any, Any, str]] = {}  # custom_id -> (item, request, key)
         for i, (item, req) in enumerate(work):
-            key = (keys or {}).get(id(item), f"item-{i}")
+            key = (backend.item_keys or {}).get(id(item), f"item-{i}")
             self.pending[custom_id(key)] = (item, req, key)
         self.lines: dict[str, tuple[bytes, dict]] = {}  # custom_id -> (batch line, notes)
         self.open: dict[str, dict] = {}  # batch id -> ledger entry
@@ -347,7 +336,7 @@ class BatchRun:
                 try:
                     status = self.api.status(batch_id)
                 except Exception as exc:  # noqa: BLE001 - only 'not found' is handled; the rest stops the run
-                    if not self.api.is_gone(exc):
+                    if not isinstance(exc, self.api.sdk.NotFoundError):
                         raise
                     self.submit(self.collect(batch_id, gone=True))
                     continue
@@ -376,11 +365,6 @@ def _duration(seconds: float) -> str:
     if seconds >= 3600:
         return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
     return f"{seconds // 60}m{seconds % 60:02d}s"
-
-
-def run_batches(backend, work, on_done) -> None:
-    supported(backend)
-    BatchRun(backend, work, on_done, getattr(backend, "journal", None), getattr(backend, "item_keys", None)).run()
 
 
 def show_progress() -> None:

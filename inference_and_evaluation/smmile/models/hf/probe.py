@@ -1,19 +1,13 @@
 """What a generic checkpoint accepts, probed before the first problem, and the layout the run uses.
 
-Checks (each recorded in the manifest with what failed):
-- ``system_role``: the chat template renders a system turn and its text.
-- ``assistant_role``: it renders an assistant turn between two user turns, with its text.
-- ``images_in_earlier_turns``: the probe problem (the run's problem with the most images) as canonical ICL turns
-  renders, is processed, and every image reaches the model: inverting the first image, and separately the last,
-  changes the next-token scores. A processor that takes one image per prompt fails here even when it silently
-  accepts several (it keeps only one).
-- ``several_images_in_one_turn``: the same, with the examples folded into one user turn.
-- ``one_image``: the query alone (0-shot) reaches the model.
-
-Fallbacks (``Layout``): no system role -> the system prompt opens the first user turn ("<system>\n\n<text>");
-no images in earlier turns (or no assistant role) -> the examples are folded into one user turn (example image,
-"<question>\nAnswer: <answer>", ..., query image, query text); neither -> ICL stops with one line, 0-shot runs.
-Running out of memory while probing proves nothing: the check is recorded as unknown and counted as passed.
+Checks (recorded in the manifest): the chat template renders a system turn (``system_role``) and an assistant turn
+between two user turns (``assistant_role``); every image of the probe problem (the run's one with the most images)
+reaches the model as ICL turns (``images_in_earlier_turns``) and folded into one user turn
+(``several_images_in_one_turn``): inverting the first, and separately the last, image changes the next-token scores
+(a processor that silently keeps one image fails); the query alone reaches it (``one_image``).
+Fallbacks (``Layout``): no system role -> "<system>\n\n<text>" opens the first user turn; no images in earlier
+turns (or no assistant role) -> the examples folded into one user turn ("<question>\nAnswer: <answer>", ...);
+neither -> ICL stops with one line, 0-shot runs. Out of memory while probing: unknown, counted as passed.
 """
 
 from __future__ import annotations
