@@ -20,8 +20,7 @@ _CUT_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,4}(\\u?[0-9a-fA-F]{0,4})?")  # ... or 
 
 
 class AppendLog:
-    """`version`: when set, every record must carry `"v": version` (older journals are refused); a subclass adds
-    its own record checks (`wrong_fields`)."""
+    """`version`: when set, every record must carry `"v": version`; a subclass adds `wrong_fields` checks."""
 
     def __init__(self, path: Path, version: int | None = None):
         self.path = Path(path)

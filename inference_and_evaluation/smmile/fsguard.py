@@ -300,8 +300,7 @@ _HELD: "weakref.WeakSet[OutputLock]" = weakref.WeakSet()  # the locks this proce
 
 
 def _close_inherited_locks() -> None:
-    """In a forked child: close the inherited descriptors (the parent still holds the locks) and never remove
-    the parent's lock files."""
+    """In a forked child: close the inherited descriptors, never removing the parent's lock files."""
     for lock in list(_HELD):
         if lock._fd is not None:
             with contextlib.suppress(OSError):

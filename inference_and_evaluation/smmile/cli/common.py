@@ -87,8 +87,7 @@ class _Stderr(logging.StreamHandler):
 
 
 def configure_logging(verbosity: int = 0) -> None:
-    """The library's log (logger ``smmile``) on stderr, one plain line each: INFO by default, WARNING below 0 (-q),
-    DEBUG above 0 (-v). Idempotent: one handler, whatever the calls."""
+    """The ``smmile`` log on stderr, plain lines: INFO, WARNING below 0 (-q), DEBUG above 0 (-v); idempotent."""
     logger = logging.getLogger("smmile")
     if not any(isinstance(h, _Stderr) for h in logger.handlers):
         handler = _Stderr()

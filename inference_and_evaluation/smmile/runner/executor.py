@@ -23,8 +23,7 @@ RESPONSES_FORMAT = 2
 
 
 class Journal(AppendLog):
-    """An `AppendLog` of one record per finished problem; with `version` `RESPONSES_FORMAT` each record is
-    checked to carry the runner's fields."""
+    """An `AppendLog` whose records, with `version` `RESPONSES_FORMAT`, must carry the runner's fields."""
 
     def wrong_fields(self, rec: dict) -> str | None:
         if self.version != RESPONSES_FORMAT:
@@ -103,8 +102,7 @@ class Executor:
         return [k for k in self.work if k not in self.records]
 
     def run(self, backend, on_record: Callable[[dict], None] | None = None) -> dict[str, dict]:
-        """Records by key of every planned key answered, journaled before or now; a key the backend never
-        answered (it stopped early) is absent."""
+        """Records by key of every planned key answered, before or now (not those of a backend that stopped early)."""
         pending = self.pending
         by_item = {id(self.work[k].item): k for k in pending}
 

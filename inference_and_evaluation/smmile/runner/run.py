@@ -213,8 +213,7 @@ class Runner:
                     f"{aside.name} and this run's results take its name")
 
     def _note_replaced_run(self, previous: dict) -> None:
-        """Say so when the CSV about to be written replaces one of a differently configured run (`previous`: its
-        manifest); its responses stay in the journal."""
+        """Say so when this CSV replaces a differently configured run's (`previous`: its manifest)."""
         before = (previous.get("journal") or {}).get("run_key")
         if before and self.csv_path.exists() and before != digest(self.run_identity):
             was = previous.get("command") or []

@@ -79,8 +79,7 @@ class JudgeSettings:
         return opts
 
     def identity(self) -> dict:
-        """What changes a reply: in every key, and naming the judge's journal. Transport settings (URL,
-        retries, timeout) are left out, as in the inference journal key."""
+        """What changes a reply (every key, the journal's name); not the transport (URL, retries, timeout)."""
         return {"backend": self.backend, "model": self.model, "options": self.options()}
 
     def key(self, judged: dict, prompt: str) -> str:

@@ -284,8 +284,7 @@ def earlier_replies(journal, work: dict, results_dir, settings: JudgeSettings) -
 
 
 def members_of(panel: list[JudgeSettings]) -> tuple[list[Member], dict]:
-    """Each judge resolved and its backend built (a missing SDK or key: one line, exit 2, before any work), and
-    who judges (one judge's identity, or the jury's)."""
+    """Each judge resolved, its backend built (a missing SDK or key: one line, before any work); who judges."""
     members = []
     for settings in panel:
         settings = checked_settings(settings)
@@ -362,8 +361,7 @@ def visualize_file(result: ResultFile, outcome: Outcome) -> dict | None:
 def run_judge(results_dir: str | os.PathLike, settings: JudgeSettings, *, model: str | None = None,
               mode: str | None = None, visualize_only: bool = False, cache: bool = True,
               overwrite: bool = False, panel: list[JudgeSettings] | None = None, estimates: list | None = None) -> int:
-    """Judge the results in ``results_dir`` (the command's flags; ``estimates``: ``judge_files``'). 0 when every
-    file was judged, 1 when none was found or some were skipped or kept."""
+    """0 when every file was judged, 1 when none was found or some were skipped or kept."""
     check_results_dir(results_dir)
     found = find_result_files(results_dir, judge_patterns(model, mode), model, mode)
     if not found:

@@ -65,8 +65,7 @@ def _csv_path(result) -> str:
 
 
 def read_rows(result, metric: Metric | str | None = None):
-    """The result CSV of ``result`` (a ``RunRecord`` or a path), read whole with ``metric``'s columns (default:
-    the first metric of the ``RunRecord``'s format)."""
+    """The CSV of ``result`` read whole with ``metric``'s columns (default: its format's first metric's)."""
     metric = metrics_for(result.fmt)[0] if metric is None else get_metric(metric)
     return read_whole(_csv_path(result), metric.columns)
 
@@ -135,8 +134,7 @@ def _judge_value(value, legacy_floor: bool) -> float:
 
 
 def judge_scores(result, legacy_floor: bool = False, frame=None):
-    """``LLM`` (module docstring); None if the judge was not run. A JSON that judged other content than the CSV
-    now holds is refused (``exact_match.check_judgement``)."""
+    """``LLM`` (module docstring); None if the judge was not run; refused if it judged other content."""
     accuracies = getattr(result, "judge_accuracies", None)
     if accuracies is not None:
         return _series(accuracies.keys(), [_judge_value(v, legacy_floor) for v in accuracies.values()])

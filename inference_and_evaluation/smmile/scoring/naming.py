@@ -167,8 +167,7 @@ def evaluationllm_json_path(csv_path: str | os.PathLike) -> Path:
 
 
 def judge_record_path(csv_path: str | os.PathLike) -> Path:
-    """Which judge wrote the ``_evaluationllm.json``, on which content of the CSV (its sha256), from which
-    journals."""
+    """Which judge wrote the ``_evaluationllm.json``, from which journals, on which CSV content."""
     return Path(_stem(csv_path) + "_evaluationllm.manifest.json")
 
 

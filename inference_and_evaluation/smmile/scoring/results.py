@@ -79,8 +79,7 @@ class RunRecord:
 
     @cached_property
     def judge_accuracies(self) -> dict | None:
-        """The judge's ``problem_accuracies`` derived from its journals; None where the record is incomplete
-        (scoring then reads the JSON export)."""
+        """From the judge's journals; None where the record is incomplete (scoring then reads the JSON)."""
         try:
             return journaled_accuracies(self)
         except (OSError, ValueError, KeyError, TypeError, AttributeError, UserError):
@@ -271,8 +270,7 @@ def check_results_dir(results_dir: str | os.PathLike) -> None:
 
 
 def find_result_files(results_dir, patterns: Sequence[str], model: str | None, mode: str | None) -> list[RunRecord]:
-    """The results matching ``patterns`` (§4.2) in ``results_dir``, else in the current directory (the
-    original's fallback); the original's message when none match."""
+    """``patterns`` (§4.2) in ``results_dir``, else in the current directory (as the original)."""
     found = load_results(results_dir, patterns=patterns) or load_results(".", patterns=patterns)
     if not found:
         print("No result files found matching the criteria.")
@@ -347,8 +345,7 @@ def refuse_if_none_known(found: list[RunRecord]) -> None:
 
 
 def screened(found: list[RunRecord], read: Callable, count: Callable, outcome: Outcome) -> list[tuple]:
-    """``(result, read(result))`` for the results worth scoring: an unknown model is ``Skipping: <path>`` (as
-    the original) with the reason on stderr; a file that is not whole (``screen``) goes to ``outcome``."""
+    """``(result, read(result))`` of the results worth scoring; the others are printed skipped or go to ``outcome``."""
     refuse_if_none_known(found)
     data, failures = screen([r for r in found if r.known], read, count)
     usable = []
@@ -414,8 +411,7 @@ def result_records(result: RunRecord, frame: pd.DataFrame, warn=None) -> list[Re
 
 
 def judge_only_records(directory: str, found: list[RunRecord], warn, inform) -> list[Record]:
-    """Judge JSONs whose result CSV is missing, scored from their ``problem_accuracies`` with a warning (failures
-    and gold answers unknown); one without them is named as left out."""
+    """Judge JSONs without their result CSV, scored from ``problem_accuracies`` with a warning."""
     have = {os.path.abspath(naming.evaluationllm_json_path(r.csv)) for r in found}
     records = []
     for json_path in sorted(glob.glob(os.path.join(directory, "*_evaluationllm.json"))):
@@ -442,8 +438,7 @@ def judge_only_records(directory: str, found: list[RunRecord], warn, inform) -> 
 
 
 def load_records(directory: str, warn=None, inform=None) -> list[Record]:
-    """All scorable results of ``directory`` (variance_analysis's naming rules), scored; what is skipped (not
-    whole, no mode, a problem-count outlier) and duplicated problem ids are named through ``warn``."""
+    """All scorable results of ``directory`` (variance_analysis's rules), scored; what is skipped goes to ``warn``."""
     warn = warn or log.warning
     found = []
     for result in load_results(directory, rules="variance", warn=warn):
