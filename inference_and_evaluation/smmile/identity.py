@@ -7,7 +7,7 @@ the one table of the paper's models; a model outside it gets its id as a token (
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 FIELDS = ("key", "scoring_name", "display", "latex")
 UNKNOWN = "unknown"
@@ -19,9 +19,6 @@ class ModelIdentity:
     scoring_name: str
     display: str
     latex: str
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def _paper(tag: str, scoring_name: str, display: str, latex: str | None = None, key: str | None = None):
@@ -105,7 +102,7 @@ def key_for_scoring(name: str) -> str:
 
 
 def valid_identity(value) -> ModelIdentity | None:
-    """The identity a manifest recorded (``ModelIdentity.as_dict``), or None unless all four fields are strings."""
+    """The identity a manifest recorded (its ``FIELDS``), or None unless all four fields are strings."""
     if isinstance(value, dict) and all(isinstance(value.get(f), str) and value.get(f) for f in FIELDS):
         return ModelIdentity(*(value[f] for f in FIELDS))
     return None

@@ -7,12 +7,6 @@ import json
 from .. import environment as env
 from . import common as fd
 
-DESCRIPTION = ("Show the installed versions of everything that can change results (the same facts every run "
-               "manifest records), the accelerator, and the image-processor backend each model family will use, "
-               "beside the versions the paper pinned; for each difference, what --protocol paper does about it. "
-               "requirements-paper.lock installs the paper's versions on a GPU machine.")
-
-
 def image_backends() -> list[tuple[str, str, str]]:
     """(family, under paper, under corrected) for the transformers families of the presets."""
     from ..models import registry
@@ -60,7 +54,10 @@ def render(data: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = fd.parser(DESCRIPTION)
+    p = fd.parser("Show the installed versions of everything that can change results (the same facts every run "
+                  "manifest records), the accelerator, and the image-processor backend each model family will use, "
+                  "beside the versions the paper pinned; for each difference, what --protocol paper does about it. "
+                  "requirements-paper.lock installs the paper's versions on a GPU machine.")
     p.add_argument("--json", action="store_true", help="print the facts as JSON")
 
     def go() -> int:

@@ -25,8 +25,7 @@ def build_parser():
     p.add_argument("--task_format", "--task-format", dest="task_format", choices=["open", "mcqa"], default="open",
                    help=fd.FORMAT_HELP)
     fd.add_dataset_flag(p)
-    p.add_argument("--output-dir", "--output_dir", dest="output_dir", default="../results",
-                   help="where result files go (with --dataset augmented: <output-dir>_augmented)")
+    p.add_argument("--output-dir", "--output_dir", dest="output_dir", default="../results", help=fd.OUTPUT_HELP)
     p.add_argument("--backend", default=None, help="override the preset's backend, as module:Class or a short name "
                    "(azure, openai, openai-compatible, anthropic, ollama); with openai-compatible, --model may "
                    "name any model the server at --base-url serves")

@@ -8,7 +8,7 @@ import json
 import logging
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -252,7 +252,7 @@ class Runner:
                         "recovered_images": [{"problem_id": p, "image_url": u} for p, u in loaded.recovered]},
             "model": {"preset": self.preset.name, "model_id": self.preset.model_id, "model_path": s.model_path,
                       "tag": self.preset.tag, "family": self.preset.family, "backend": s.backend or self.preset.backend,
-                      "identity": self.preset.identity.as_dict()},
+                      "identity": asdict(self.preset.identity)},
             "inference_mode": s.mode, "task_format": s.fmt, "protocol": s.protocol,
             "seeds": {"python_random": SEED, "numpy_legacy": SEED},
             "generation": self.generation.as_dict(),
