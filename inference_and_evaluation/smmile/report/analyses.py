@@ -189,8 +189,7 @@ def variant_view(data: dict, path: str, relative: str) -> AnalysisView:
     for name in ("averages", "recency", "consistency", "curve", "diagnostics"):
         if is_records(data.get(name)):
             view.tables.append(typed_table(name, data[name]))
-    view.notes = [n for n in (sets_note(data), settings_note(data)) if n] + view.notes + per_problem_notes(data, path)
-    view.notes += [f"warning: {w}" for w in data.get("warnings") or [] if isinstance(w, str)]
+    view.notes = [n for n in (sets_note(data), settings_note(data)) if n] + view.notes + closing_notes(data, path)
     return view
 
 
@@ -204,15 +203,15 @@ def agreement_view(data: dict, path: str, relative: str) -> AnalysisView:
             view.tables.append(typed_table(name, data[name]))
     humans = [r for r in data.get("judge_vs_humans") or [] if isinstance(r, dict) and r.get("scope") == "model"]
     view.summary = humans or [r for r in data.get("em_vs_judge") or [] if isinstance(r, dict)]
-    view.notes = [n for n in (settings_note(data),) if n] + per_problem_notes(data, path)
-    view.notes += [f"warning: {w}" for w in data.get("warnings") or [] if isinstance(w, str)]
+    view.notes = [n for n in (settings_note(data),) if n] + closing_notes(data, path)
     return view
 
 
-def per_problem_notes(data: dict, path: str) -> list[str]:
+def closing_notes(data: dict, path: str) -> list[str]:
     stem = os.path.splitext(os.path.basename(path))[0]
-    return [f"{len(data[name])} per-problem rows ({name}) are in {stem}_{name}.csv beside {os.path.basename(path)}"
-            for name in PER_PROBLEM if is_records(data.get(name))]
+    notes = [f"{len(data[name])} per-problem rows ({name}) are in {stem}_{name}.csv beside {os.path.basename(path)}"
+             for name in PER_PROBLEM if is_records(data.get(name))]
+    return notes + [f"warning: {w}" for w in data.get("warnings") or [] if isinstance(w, str)]
 
 
 def flatten(value, prefix: str = "") -> dict:

@@ -6,7 +6,6 @@ variance_analysis table); across folders, each model's change from the first fol
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -78,13 +77,10 @@ def gain_table(gains: list[dict]) -> list[tuple[str, dict]]:
 
 
 def _read_json(path: str, warnings: list) -> dict | None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-        return data if isinstance(data, dict) else None
-    except (OSError, ValueError) as exc:
-        warnings.append(f"{path}: unreadable ({type(exc).__name__}: {exc}); not shown")
-        return None
+    data = analyses_mod.load_json(path)
+    if isinstance(data, Exception):
+        warnings.append(f"{path}: unreadable ({type(data).__name__}: {data}); not shown")
+    return data if isinstance(data, dict) else None
 
 
 def strat_flags(strata: dict) -> list[str]:

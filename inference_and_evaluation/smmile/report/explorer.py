@@ -141,15 +141,6 @@ class Images:
         return (self._uris.get(digest, "") for digest in self._index)
 
 
-def _on_white(img):
-    from PIL import Image
-
-    rgba = img.convert("RGBA")
-    flat = Image.new("RGB", rgba.size, (255, 255, 255))
-    flat.paste(rgba, mask=rgba.getchannel("A"))
-    return flat
-
-
 def _upright(img, orientation):
     """``img`` turned by its EXIF ``orientation`` as ``ImageRef.load`` turns it for the model."""
     from PIL import Image
@@ -160,22 +151,30 @@ def _upright(img, orientation):
     return img.transpose(method) if method is not None else img
 
 
+def _jpeg(data: bytes, side: int, quality: int, **resample) -> tuple[bytes, tuple, str | None]:
+    """The image upright, on white, at most ``side`` pixels long, as JPEG; and the image's size and format."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as img:
+        size, fmt, orientation = img.size, img.format, img.getexif().get(ORIENTATION)
+        img.draft("RGB", (side, side))
+        img.thumbnail((side, side), **resample)
+        rgba = _upright(img, orientation).convert("RGBA")
+    flat = Image.new("RGB", rgba.size, (255, 255, 255))
+    flat.paste(rgba, mask=rgba.getchannel("A"))
+    buffer = io.BytesIO()
+    flat.save(buffer, format="JPEG", quality=quality, optimize=True)
+    return buffer.getvalue(), size, fmt
+
+
 def thumbnails(chunk: list[tuple[bytes, bytes]], full_dir: str) -> list[tuple[str, str]]:
     """Per ``(digest, encoded image)``: its JPEG thumbnail's data URI and the name of its full-resolution file
     in ``full_dir`` ("" when the image is no larger than its thumbnail)."""
-    from PIL import Image
-
     out = []
     for digest, data in chunk:
         try:
-            with Image.open(io.BytesIO(data)) as img:
-                size, fmt, orientation = img.size, img.format, img.getexif().get(ORIENTATION)
-                img.draft("RGB", (THUMB_SIZE, THUMB_SIZE))
-                img.thumbnail((THUMB_SIZE, THUMB_SIZE))
-                flat = _on_white(_upright(img, orientation))
-            buffer = io.BytesIO()
-            flat.save(buffer, format="JPEG", quality=THUMB_QUALITY, optimize=True)
-            uri = "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+            thumb, size, fmt = _jpeg(data, THUMB_SIZE, THUMB_QUALITY)
+            uri = "data:image/jpeg;base64," + base64.b64encode(thumb).decode("ascii")
         except Exception:  # an undecodable image is shown as missing, not a failed report
             out.append(("", ""))
             continue
@@ -199,14 +198,8 @@ def full_image(digest: bytes, data: bytes, size: tuple, fmt: str | None, full_di
     if fmt in SHOWN_AS_IS and max(size) <= FULL_SIZE:
         name, encoded = digest.hex()[:32] + SHOWN_AS_IS[fmt], data
     else:
-        with Image.open(io.BytesIO(data)) as img:
-            orientation = img.getexif().get(ORIENTATION)
-            img.draft("RGB", (FULL_SIZE, FULL_SIZE))
-            img.thumbnail((FULL_SIZE, FULL_SIZE), Image.Resampling.LANCZOS)
-            flat = _on_white(_upright(img, orientation))
-        buffer = io.BytesIO()
-        flat.save(buffer, format="JPEG", quality=FULL_QUALITY, optimize=True)
-        name, encoded = digest.hex()[:32] + ".jpg", buffer.getvalue()
+        encoded = _jpeg(data, FULL_SIZE, FULL_QUALITY, resample=Image.Resampling.LANCZOS)[0]
+        name = digest.hex()[:32] + ".jpg"
     path = os.path.join(full_dir, name)
     if not (os.path.isfile(path) and os.path.getsize(path) == len(encoded)):
         atomic_write_bytes(path, encoded)
