@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import fsguard
 from ..errors import UserError
-from .outputs import allow_csv_fields, read_manifest, write_csv, write_json
+from .outputs import allow_csv_fields, csv_text, read_manifest
 
 SHARD = re.compile(r"^(?P<stem>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.csv$")
 
@@ -101,6 +101,6 @@ def merge(paths: list[Path], out: Path | None = None, force: bool = False) -> Pa
     merged = {k: v for k, v in shards[0][1].items() if k not in ("shard", "counts", "failures")}
     merged.update(result_file=out.name, merged_from=[p.name for p in paths], counts={"rows": total, "failed": 0})
     with fsguard.OutputLock(out, f"the merged result {out.name}"):
-        write_csv(out, shards[0][2], [by_index[i] for i in range(total)])
-        write_json(out.with_name(f"{out.stem}.manifest.json"), merged)
+        fsguard.atomic_write_text(out, csv_text(shards[0][2], [by_index[i] for i in range(total)]))
+        fsguard.atomic_write_json(out.with_name(f"{out.stem}.manifest.json"), merged, ensure_ascii=False, default=str)
     return out

@@ -1,4 +1,4 @@
-"""Output files: result CSVs in the original's format, manifests, accuracy summaries; all atomic."""
+"""Output files: result CSVs in the original's format, manifests, accuracy summaries."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ import json
 import sys
 import time
 from pathlib import Path
-
-from ..fsguard import atomic_write_text
 
 
 def csv_text(columns: list[str], rows: list[dict]) -> str:
@@ -29,14 +27,6 @@ def allow_csv_fields(size: int) -> None:
     the default limit is 131,072). The limit is process-wide, so it is only ever raised (no race between threads)."""
     if csv.field_size_limit() < size:
         csv.field_size_limit(min(size, sys.maxsize))
-
-
-def write_csv(path: Path, columns: list[str], rows: list[dict]) -> None:
-    atomic_write_text(path, csv_text(columns, rows))
-
-
-def write_json(path: Path, data: dict) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 def read_manifest(path: Path) -> dict:

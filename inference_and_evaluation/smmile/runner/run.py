@@ -20,9 +20,9 @@ from ..errors import UserError
 from ..models import registry
 from ..models.base import Backend, Family, Response, resolve_settings
 from ..protocol.items import SEED, Item, Rngs
-from ..fsguard import OutputLock, atomic_write_text, check_writable_dir
+from ..fsguard import OutputLock, atomic_write_json, atomic_write_text, check_writable_dir
 from .executor import RESPONSES_FORMAT, Executor, Journal, Work, digest
-from .outputs import accuracy_summary, read_manifest, write_csv, write_json
+from .outputs import accuracy_summary, csv_text, read_manifest
 from .progress import Progress
 
 if TYPE_CHECKING:
@@ -192,7 +192,7 @@ class Runner:
         previous = read_manifest(self.manifest_path)
         self._set_aside_foreign_csv(previous)
         self._note_replaced_run(previous)
-        write_csv(self.csv_path, self.family.columns(s.fmt), rows)
+        atomic_write_text(self.csv_path, csv_text(self.family.columns(s.fmt), rows))
         self._write_manifest(loaded, items, ordered, failures, len(pending), time.time() - t0, previous)
         self._report(rows, failures, loaded, len(pending))
         return RunResult(self.csv_path, rows, failures, loaded.skipped, len(pending), 1 if failures else 0)
@@ -274,7 +274,7 @@ class Runner:
                 data["counts"]["computed_this_run"] = previous["counts"].get("computed_this_run", 0)
             if previous == json.loads(json.dumps(data, default=str)):
                 return
-        write_json(self.manifest_path, data)
+        atomic_write_json(self.manifest_path, data, ensure_ascii=False, default=str)
 
     def _report(self, rows, failures, loaded, computed) -> None:
         s = self.spec
