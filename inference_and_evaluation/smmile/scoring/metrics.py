@@ -13,6 +13,9 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+import pandas as pd
+
 from smmile.scoring.exact_match import ResultFileError, check_columns, check_judgement, flexible_matches, read_whole
 from smmile.scoring.naming import evaluationllm_json_path
 
@@ -54,9 +57,6 @@ def metrics_for(fmt: str) -> tuple[Metric, ...]:
 
 
 def _series(ids, values):
-    import numpy as np
-    import pandas as pd
-
     return pd.Series(np.asarray(values, dtype=np.float64), index=pd.Index([str(i) for i in ids], name="problem_id"))
 
 
@@ -118,8 +118,6 @@ def response_failure(response: dict) -> str:
 
 def failure_series(frame, result=None):
     """Per CSV row by problem_id: ``response_failure`` of its journaled response, else ``row_failures``."""
-    import pandas as pd
-
     ids = [str(i) for i in frame["problem_id"]]
     journaled = getattr(result, "responses", None) or {}
     kinds = [response_failure(journaled[pid]) if pid in journaled else kind
