@@ -16,7 +16,6 @@ API_FLAGS = ("concurrency", "max_retries", "timeout", "max_cost", "price", "base
 
 
 def add_api_flags(p: argparse.ArgumentParser) -> None:
-    """Transport and accounting flags shared by the API front doors and `smmile run`."""
     g = p.add_argument_group("API / server models")
     g.add_argument("--concurrency", type=concurrency, default=None, metavar="N|auto",
                    help="requests in flight at once; auto (the default, ollama: 8) starts at 4, adds one per round "

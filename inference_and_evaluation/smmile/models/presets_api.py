@@ -32,7 +32,6 @@ register(
 
 
 def backend_path(name: str | None) -> str | None:
-    """`--backend` value: a short name above, or a `module:Class` path."""
     return BACKENDS.get(name, name) if name else name
 
 

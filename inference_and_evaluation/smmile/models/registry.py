@@ -10,13 +10,12 @@ from .preset import MAKERS, PRESETS, Lazy, Preset, load_symbol, register
 
 MODEL_PREFIXES = tuple(MAKERS)  # `--model hf:<hub id or path>`: presets made on first use (presets_hf.preset_for)
 
+BASELINE = Lazy("smmile.models.baselines", "BaselineFamily"), Lazy("smmile.models.baselines", "BaselineBackend")
 register(
-    Preset("random", "random", Lazy("smmile.models.baselines", "BaselineFamily"),
-           Lazy("smmile.models.baselines", "BaselineBackend"), "random",
-           family_args={"kind": "random"}, notes="random ICL answer (open) / random option letter (MCQA)"),
-    Preset("majority", "majority", Lazy("smmile.models.baselines", "BaselineFamily"),
-           Lazy("smmile.models.baselines", "BaselineBackend"), "majority",
-           family_args={"kind": "majority"}, notes="most frequent ICL answer / its letter"),
+    Preset("random", "random", *BASELINE, "random", family_args={"kind": "random"},
+           notes="random ICL answer (open) / random option letter (MCQA)"),
+    Preset("majority", "majority", *BASELINE, "majority", family_args={"kind": "majority"},
+           notes="most frequent ICL answer / its letter"),
 )
 
 

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -333,7 +334,7 @@ class ApiBackend(Backend):
     def estimate(self, requests: list[ChatRequest]) -> dict:
         """What sending `requests` would take, without sending anything (--dry-run): requests, images and their
         sizes as sent, estimated input tokens, the output-token cap, the cost synchronously and in batch."""
-        sizes: dict[str, int] = {}
+        sizes: Counter[str] = Counter()
         images = b64 = text = image_tokens = cap = 0
         too_large = []
         for req in requests:
@@ -347,14 +348,13 @@ class ApiBackend(Backend):
                 images += 1
                 b64 += len(e.b64)
                 image_tokens += self.image_tokens(e.size) or 0
-                size = f"{e.size[0]}x{e.size[1]}"
-                sizes[size] = sizes.get(size, 0) + 1
+                sizes[f"{e.size[0]}x{e.size[1]}"] += 1
             cap += self.output_cap(req) or 0
         sync = self.meter.cost_of({"input_tokens": text + image_tokens, "output_tokens": cap})
         return {"model": self.model, "provider": self.provider, "endpoint": self.endpoint(),
                 "requests": len(requests) - len(too_large), "not_sent_too_large": len(too_large),
                 "images": images, "image_b64_bytes": b64,
-                "image_sizes": dict(sorted(sizes.items(), key=lambda kv: -kv[1])),
+                "image_sizes": dict(sizes.most_common()),
                 "image_rule": self.image_rule(), "input_tokens": text + image_tokens, "text_tokens": text,
                 "image_tokens": image_tokens, "output_tokens_cap": cap,
                 "max_tokens": sorted({self.output_cap(r) for r in requests}, key=lambda v: (v is None, v or 0)),

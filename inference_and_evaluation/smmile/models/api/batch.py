@@ -55,7 +55,6 @@ class Ledger:
             self.journal = AppendLog(path.with_name(f"{stem}.batches.jsonl"))
 
     def open_batches(self, provider: str) -> list[dict]:
-        """Batches recorded as submitted to `provider` and not yet collected, oldest first."""
         recs = self.journal.records() if self.journal is not None else {}
         return [r["batch"] for r in recs.values() if r.get("state") == "submitted"
                 and isinstance(r.get("batch"), dict) and r["batch"].get("provider") == provider]
@@ -328,7 +327,6 @@ class BatchRun:
             self.ledger.close()
 
     def wait(self) -> None:
-        """Poll the open batches until every one has ended and been collected (resubmitting as needed)."""
         shown: dict[str, tuple] = {}
         canceled: set[str] = set()
         while self.open:

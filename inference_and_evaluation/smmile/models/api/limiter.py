@@ -84,7 +84,6 @@ class Limiter:
         return text
 
     async def acquire(self) -> int:
-        """Wait for a slot; returns the epoch the request was launched in."""
         async with self.cond:
             while True:
                 wait = self.paused_until - time.monotonic()

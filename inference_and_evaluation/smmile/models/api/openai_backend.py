@@ -17,11 +17,6 @@ AZURE_API_VERSION = "2024-05-01-preview"  # the original's default (spec §1.6)
 OPENAI_ENDPOINT = "https://api.openai.com/v1"
 
 
-def no_openai_account(openai) -> dict:
-    """Client arguments that keep OPENAI_ORG_ID / OPENAI_PROJECT_ID (read by the SDK) off other servers."""
-    return {"default_headers": {"OpenAI-Organization": openai.Omit(), "OpenAI-Project": openai.Omit()}}
-
-
 class OpenAIChatBackend(ApiBackend):
     name = "openai"
     provider = "openai"
@@ -37,8 +32,10 @@ class OpenAIChatBackend(ApiBackend):
     def make_client(self):
         openai = import_sdk("openai", f"the {self.provider} backend")
         cls = openai.AsyncAzureOpenAI if self.provider == "azure" else openai.AsyncOpenAI
+        # OPENAI_ORG_ID / OPENAI_PROJECT_ID (read by the SDK) are kept off other servers
+        omit = {"OpenAI-Organization": openai.Omit(), "OpenAI-Project": openai.Omit()}
         return cls(**self._client_args, max_retries=0, timeout=self.timeout,
-                   **({} if self.provider == "openai" else no_openai_account(openai)))
+                   **({} if self.provider == "openai" else {"default_headers": omit}))
 
     def endpoint(self) -> str | None:
         return public_url(self.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_ENDPOINT)

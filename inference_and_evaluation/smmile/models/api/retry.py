@@ -27,7 +27,6 @@ class RetryPolicy:
         self._rng = random.Random()  # private: never touches the seeded streams
 
     def should_retry(self, failure: Failure, attempt: int) -> bool:
-        """`attempt` counts from 0 (the first request)."""
         return failure.transient and attempt < self.max_retries
 
     def delay(self, failure: Failure, attempt: int) -> float:

@@ -46,7 +46,6 @@ def with_images(messages: list[dict], images: list, kind: str = "image") -> list
 
 
 def encode_chat_tokenize(processor, model, reqs: list[HFRequest]) -> dict:
-    """apply_chat_template(tokenize=True) with the images inside the messages (MedGemma)."""
     convs = [with_images(r.messages, r.load_images()) for r in reqs]
     return processor.apply_chat_template(convs, add_generation_prompt=True, tokenize=True, return_dict=True,
                                          return_tensors="pt", processor_kwargs=dict(reqs[0].processor_kwargs))

@@ -29,7 +29,6 @@ def rgb_on_white(_index: int, img):
 
 
 def conversation(problem: Problem, mode: str, target: str) -> tuple[list[dict], list]:
-    """(chat messages with image placeholders, the images in prompt order) of the canonical conversation."""
     turns = build_conversation(problem, mode, target)
     return render_messages(turns, STYLE), user_images(turns)
 

@@ -61,9 +61,7 @@ class GenericHFBackend(HFBackend):
         probe = run_probe(self.render, self.score, problem_id, icl, query, is_oom)
         self.info["capabilities"] = probe.as_dict(mode)
         self.layout = probe.run_layout(mode, self.preset.name if self.preset else str(self.path))
-        self._check_context(icl if mode == "ICL" else query)
-
-    def _check_context(self, conv) -> None:
+        conv = icl if mode == "ICL" else query
         tokens = int(self.inputs([self.layout.apply(conv[0])], [conv[1]])["input_ids"].shape[1])
         config = getattr(self.model.config, "text_config", None) or self.model.config
         context = getattr(config, "max_position_embeddings", None)

@@ -59,16 +59,12 @@ def load_image_processor(path: str, image_backend: str, **hub):
     return AutoImageProcessor.from_pretrained(path, **pick, **hub)
 
 
-def backend_of(image_processor) -> str:
-    """'pil' or 'torchvision' (transformers 5 says so itself; 4.x fast processors end in 'Fast')."""
-    backend = getattr(image_processor, "backend", None)
-    if isinstance(backend, str):
-        return backend
-    return "torchvision" if type(image_processor).__name__.endswith("Fast") else "pil"
-
-
 def describe_image_processor(image_processor, requested: str) -> dict:
-    return {"class": type(image_processor).__name__, "backend": backend_of(image_processor), "requested": requested}
+    """Its backend: 'pil' or 'torchvision' (transformers 5 says so itself; 4.x fast processors end in 'Fast')."""
+    name, backend = type(image_processor).__name__, getattr(image_processor, "backend", None)
+    if not isinstance(backend, str):
+        backend = "torchvision" if name.endswith("Fast") else "pil"
+    return {"class": name, "backend": backend, "requested": requested}
 
 
 def set_pixel_limits(image_processor, min_pixels: int | None = None, max_pixels: int | None = None) -> None:
@@ -108,7 +104,6 @@ def _read_json(path: str, name: str, **hub) -> dict:
 
 
 def image_only_processor(path: str, image_backend: str = "auto", **hub):
-    """The checkpoint's processor class built without its (torchvision-only) video processor."""
     from unittest import mock
 
     import transformers
