@@ -1,8 +1,7 @@
 """Outputs of ``smmile analyze`` / ``smmile agreement`` (``<out>/<analysis>.json`` and a CSV per table,
 docs/analyses.md) as report tables, never raw JSON. Known tables get a fixed layout of typed columns; per-problem
 tables are counted and left to their CSV files; any other CSV or JSON becomes a plain table of its scalars. A field
-renamed between versions is found under any of its names.
-"""
+renamed between versions is found under any of its names."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Gather everything the report shows (no rendering, no plotting): one ``ReportSet`` per results folder
 (estimates with intervals, ICL − 0-shot comparisons, strata with an interval each, run provenance, the faithful
 variance_analysis table); across folders, each model's change from the first folder, paired by base problem
-(``smmile.analysis.variants.compare``); the analyses (``report.analyses``).
-"""
+(``smmile.analysis.variants.compare``); the analyses (``report.analyses``)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
 """The problem explorer's data: every problem of each results folder's dataset with its images, examples,
-flags and every model's answers and scores, as one compact JSON payload for the page's script.
-
-Problems come from the dataset; ids only the result files have (all of them without a dataset) are shown
-from the result files alone. MCQA letters follow the order of the problem's distinct answers (spec §2.1-2.2).
-Answers and scores come from the report's own ``scoring.results`` records, so the explorer counts what the
-tables count. Every text is stored once (``strings``), every image once as a JPEG thumbnail (by content hash);
-an image larger than its thumbnail is also written beside the page (``images/<hash>.<ext>``, at most
-FULL_SIZE) and loaded only when clicked. Images are streamed (a batch of rows at a time, thumbnails made in
-worker processes): the encoded images of a whole dataset (632 MB for SMMILE++) are never in memory together.
-"""
+flags and every model's answers and scores (the report's own ``scoring.results`` records, so the explorer counts
+what the tables count), as one compact JSON payload for the page's script. MCQA letters follow the order of the
+problem's distinct answers (spec §2.1-2.2). Every image is stored once, as a JPEG thumbnail (by content hash);
+one larger than that is also written beside the page (``images/<hash>.<ext>``) and loaded only when clicked.
+Images are streamed (a batch of rows at a time, thumbnails made in worker processes): the encoded images of a
+whole dataset (632 MB for SMMILE++) are never in memory together."""
 
 from __future__ import annotations
 

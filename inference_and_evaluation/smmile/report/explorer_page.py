@@ -1,8 +1,7 @@
 """The problem explorer's section of the page; its style and script are assets/explorer.css and explorer.js
 (plain JavaScript, works from disk). The data (report.explorer) is JSON in a non-executed script element, its
 texts gzip-packed; filters and a single problem live in the URL (``#problems?model=qwen72B&metric=LLM``), so a
-main-table cell links to its problems. Reviews are kept in localStorage and downloaded as ``reviews.json``.
-"""
+main-table cell links to its problems. Reviews are kept in localStorage and downloaded as ``reviews.json``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The report's figures: what to draw (plain-data jobs for ``smmile.plotting``, display names only), drawn once
 each on the worker pool. Files are ``<out>/<slug>_<key>.<fmt>`` (the prefix names the results folder, so its
-figures keep their names), ``sets_<metric>`` across folders and ``analysis_<i>_<name>`` for analyses.
-"""
+figures keep their names), ``sets_<metric>`` across folders and ``analysis_<i>_<name>`` for analyses."""
 
 from __future__ import annotations
 

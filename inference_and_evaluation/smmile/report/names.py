@@ -1,7 +1,6 @@
 """What the report and the figures call things: models (display names, never internal keys), metrics, modes
 and problem flags. Model names are ``smmile.identity``'s, so the analyses name models alike; the report
-``learn``s the identity of every result it reads, so models outside the paper keep the name their run recorded.
-"""
+``learn``s the identity of every result it reads, so models outside the paper keep the name their run recorded."""
 
 from __future__ import annotations
 

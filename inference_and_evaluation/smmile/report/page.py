@@ -1,8 +1,7 @@
 """The work of ``smmile report``: ``<out>/index.html`` (figures and the explorer's data embedded, so it opens from
 disk), ``<out>/report_data.json`` (the numbers shown) and the PNG/SVG figures. The output folder is checked before
 any work and only reused when an earlier ``smmile report`` wrote it (or with ``--force``). The same inputs give
-byte-identical files.
-"""
+byte-identical files."""
 
 from __future__ import annotations
 

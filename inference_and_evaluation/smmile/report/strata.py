@@ -1,8 +1,7 @@
 """The stratified-accuracy section: per metric and flag, the heatmap (strata too small for every model left out,
 and named) and a table of every stratum's accuracy with its 95% interval and n. SMMILE++ strata come from
 stratify's ``_ci.json``, else with ``--dataset`` from the result rows (``cluster_by_rows``), else they are
-counted in rows and the page says so.
-"""
+counted in rows and the page says so."""
 
 from __future__ import annotations
 

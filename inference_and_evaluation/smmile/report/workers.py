@@ -2,8 +2,7 @@
 
 Workers ignore Ctrl-C and SIGTERM (the parent alone handles an interrupt and cancels what has not started) and die
 with their parent however it ends (SIGKILL, the OOM killer): the kernel kills them on Linux, and each one watches
-for its parent. Without fork, or with one worker, jobs run in the calling process when their results are asked for.
-"""
+for its parent. Without fork, or with one worker, jobs run in the calling process when their results are asked for."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Console reports (spec §4.5) and the comparison report ``model_comparison*.txt`` (spec §4.6).
 
 ``results`` everywhere is an insertion-ordered mapping ``"<display>:<mode>" -> stats dict`` (the
-dicts written to ``*_evaluation.json`` / ``*_evaluationllm.json``), in file-discovery order.
-"""
+dicts written to ``*_evaluation.json`` / ``*_evaluationllm.json``), in file-discovery order."""
 
 from __future__ import annotations
 

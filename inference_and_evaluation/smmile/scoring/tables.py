@@ -1,8 +1,7 @@
 """The variance_analysis summary tables (spec §7.3 text, §7.4 LaTeX), byte for byte.
 
 ``results`` is ``{model: {metric: {mode: (mean, std)}}}`` with metric in LLM/EM/MCQA and mode in
-0-shot/ICL; ``std`` is ``None`` in mean-only mode; a failed cell holds ``(inf, inf)``.
-"""
+0-shot/ICL; ``std`` is ``None`` in mean-only mode; a failed cell holds ``(inf, inf)``."""
 
 from __future__ import annotations
 

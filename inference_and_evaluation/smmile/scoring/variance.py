@@ -4,8 +4,7 @@ Faithful to spec §7: one legacy numpy stream seeded 42 consumed file after file
 EM bootstrap before the LLM bootstrap of each open file (``statistics.legacy_bootstrap``); the LLM cell with
 the original's ``// 100`` (``metrics.metric_scores``). Differences (docs/deviations.md, V1-V8): the tables are
 written once at the end and never over a table with more filled cells; broken inputs are one-line warnings
-and exit status 1; ``--sorted`` and ``--ci`` are additions.
-"""
+and exit status 1; ``--sorted`` and ``--ci`` are additions."""
 
 from __future__ import annotations
 
