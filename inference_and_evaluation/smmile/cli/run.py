@@ -20,8 +20,8 @@ def build_parser():
                    help="preset name (see the list below), or hf:<hub id or local path> / vllm:<hub id or "
                         "local path>: any vision-language checkpoint through its own chat template "
                         "(transformers / vLLM; capabilities probed first, recorded in the manifest)")
-    p.add_argument("--inference_mode", "--inference-mode", dest="inference_mode", choices=["0-shot", "ICL"], default="ICL",
-                   help=fd.MODE_HELP)
+    p.add_argument("--inference_mode", "--inference-mode", dest="inference_mode", choices=["0-shot", "ICL"],
+                   default="ICL", help=fd.MODE_HELP)
     p.add_argument("--task_format", "--task-format", dest="task_format", choices=["open", "mcqa"], default="open",
                    help=fd.FORMAT_HELP)
     fd.add_dataset_flag(p)
@@ -32,20 +32,6 @@ def build_parser():
     p.add_argument("--no-open-suffix", action="store_true",
                    help="name open results result_<tag>_<mode>.csv, as the original open-only scripts did")
     fd.add_run_flags(p)
-    add_generation_flags(p)
-    add_api_flags(p)
-    add_local_model_flags(p)
-    add_engine_flags(p)
-    return p
-
-
-def _bool(text: str) -> bool:
-    if text.lower() not in ("true", "yes", "1", "false", "no", "0"):
-        raise ValueError(text)
-    return text.lower() in ("true", "yes", "1")
-
-
-def add_generation_flags(p) -> None:
     g = p.add_argument_group("generation (unset: what the original script passed; recorded in the manifest)")
     g.add_argument("--temperature", type=float, default=None, help="sampling temperature")
     g.add_argument("--top-p", type=float, default=None, help="nucleus sampling probability mass")
@@ -56,6 +42,16 @@ def add_generation_flags(p) -> None:
     g.add_argument("--seed", type=int, default=None, help="sampling seed sent to the backend")
     g.add_argument("--stop", action="append", default=None, metavar="TEXT",
                    help="stop generating at this text (repeatable)")
+    add_api_flags(p)
+    add_local_model_flags(p)
+    add_engine_flags(p)
+    return p
+
+
+def _bool(text: str) -> bool:
+    if text.lower() not in ("true", "yes", "1", "false", "no", "0"):
+        raise ValueError(text)
+    return text.lower() in ("true", "yes", "1")
 
 
 GENERATION_FLAGS = ("temperature", "top_p", "top_k", "do_sample", "repetition_penalty", "seed", "stop")

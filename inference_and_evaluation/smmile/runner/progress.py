@@ -17,17 +17,14 @@ MIN_FRACTION = 0.10
 
 class Progress:
     def __init__(self, total: int, done: int, desc: str, *, stream: TextIO | None = None,
-                 interactive: bool | None = None, clock: Callable[[], float] = time.monotonic,
-                 detail: Callable[[], str] | None = None):
+                 clock: Callable[[], float] = time.monotonic, detail: Callable[[], str] | None = None):
         self.total, self.done, self.desc = total, done, desc
         self.detail = detail  # e.g. an API backend's current concurrency, shown on each status line
         self.stream, self.clock, self.failed = stream or sys.stderr, clock, 0
         self.start = self.last_time = clock()
         self.first = self.last_done = done
-        if interactive is None:
-            interactive = getattr(self.stream, "isatty", lambda: False)()
         self.bar = None
-        if interactive:
+        if getattr(self.stream, "isatty", lambda: False)():
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, initial=done, desc=desc, unit="problem", file=self.stream,
