@@ -73,19 +73,12 @@ class Pool:
                 signal.pthread_sigmask(signal.SIG_SETMASK, held)
         return self._executor.submit(fn, arg)
 
-    def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-
-    def cancel(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-
     def __enter__(self) -> "Pool":
         return self
 
     def __exit__(self, kind, exc, tb) -> None:
-        self.cancel() if kind is not None else self.close()
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=kind is not None)
 
 
 class _Later:
