@@ -14,6 +14,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from smmile.environment import command_line, git_revision
 from smmile.errors import UserError
 from smmile.fsguard import OutputLock, atomic_write_json, atomic_write_text, check_writable_dir
 from smmile.generation import GenerationSettings
@@ -141,8 +142,6 @@ def write_judgements(job: FileJob, judged) -> None:
 def write_file_results(job: FileJob, judged, identity: dict, sent: int, members: list[Member]) -> dict:
     """``_judgements.jsonl``, the faithful JSON (unparseable or no majority: judged 0, in ``llm_err_count``), then
     the record of who judged and each judge's journal (relative): scoring reads the verdicts there."""
-    from smmile.environment import command_line, git_revision
-
     unparseable = sum(j.status in (UNPARSEABLE, NO_MAJORITY) for j in judged)
     stats = summarize(job.frame, [j.value == 1 for j in judged], job.model, job.mode, job.original_count,
                       job.excluded, extra={"llm_err_count": unparseable})
