@@ -21,12 +21,7 @@ MARKER_NOTES = {
     "**": "LLaVA-Med v1.5 (Mistral 7B), run with its own conversation template and image padding; "
           "marked as in the paper's table",
 }
-FLAGS = {
-    "speciality": "speciality",
-    "flag_answer_format": "answer format",
-    "flag_image_type": "image type",
-    "flag_cognitive_process": "cognitive process",
-    "flag_rarity": "rarity",
+FLAGS = {  # the names flag() does not derive from the column
     "flag_difficulty_llms": "difficulty for LLMs",
     "flag_num_ICL": "number of ICL examples",
     "flag_first_ICL_match_problem": "first example has the query's answer",
