@@ -217,8 +217,7 @@ class ApiBackend(Backend):
         try:
             wire, notes = await asyncio.to_thread(self.prepare, req)
         except TooLarge as exc:
-            self.stats["not_sent_too_large"] += 1
-            return Response(error=req.error_format.format(e=f"{exc} (not sent)"), extra={"not_sent": str(exc)})
+            return self.not_sent(req, exc)
         self.stats["downscaled_images"] += notes["downscaled_images"]
         budget = self.meter.cost_of({"input_tokens": notes["estimated_input_tokens"],
                                      "output_tokens": self.output_cap(req) or 0})  # at most: the whole output cap
@@ -235,14 +234,21 @@ class ApiBackend(Backend):
                 usage = {k: usage.get(k, 0) + usage2.get(k, 0) for k in {*usage, *usage2}}
                 text = second
         usage = {**usage, "requests": extra["attempts"]}
-        cost = self.meter.cost_of(usage)
+        return self.respond(req, text, usage, self.meter.cost_of(usage), failure, extra, time.monotonic() - t0)
+
+    def respond(self, req: ChatRequest, text: str, usage: dict, cost: float | None, failure: Failure | None,
+                extra: dict, seconds: float = 0.0) -> Response:
+        """The Response of one request (synchronous or batch): its cost in `usage`, a failure as the error text."""
         if cost is not None:
             usage["cost_usd"] = cost
-        seconds = time.monotonic() - t0
-        if failure is not None:
-            extra.update(status=failure.status, transient=failure.transient, failure=failure.message)
-            return Response(error=req.error_format.format(e=failure.message), usage=usage, seconds=seconds, extra=extra)
-        return Response(text=text, usage=usage, seconds=seconds, extra=extra)
+        if failure is None:
+            return Response(text=text, usage=usage, seconds=seconds, extra=extra)
+        extra.update(status=failure.status, transient=failure.transient, failure=failure.message)
+        return Response(error=req.error_format.format(e=failure.message), usage=usage, seconds=seconds, extra=extra)
+
+    def not_sent(self, req: ChatRequest, exc: TooLarge) -> Response:
+        self.stats["not_sent_too_large"] += 1
+        return Response(error=req.error_format.format(e=f"{exc} (not sent)"), extra={"not_sent": str(exc)})
 
     def count_journaled(self, records) -> None:
         """Called by the executor with the journal's records of this output: the budget counts what they cost."""

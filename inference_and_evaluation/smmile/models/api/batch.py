@@ -235,9 +235,7 @@ class BatchRun:
                 if len(line) > self.max_bytes:
                     raise TooLarge(f"request of {len(line)} bytes exceeds the {self.max_bytes}-byte batch limit")
             except TooLarge as exc:
-                self.backend.stats["not_sent_too_large"] += 1
-                self.finish(cid, Response(error=req.error_format.format(e=f"{exc} (not sent)"),
-                                          extra={"not_sent": str(exc)}))
+                self.finish(cid, self.backend.not_sent(req, exc))
                 return None
             self.backend.stats["downscaled_images"] += notes["downscaled_images"]
             self.lines[cid] = (line, notes)
@@ -301,15 +299,10 @@ class BatchRun:
         notes = self.lines[cid][1] if cid in self.lines else {}
         usage = {**result.usage, "requests": 1}
         cost = batch_cost(self.backend.meter.cost_of(usage))  # batch requests are billed at a discount
-        if cost is not None:
-            usage["cost_usd"] = cost
         extra = {"batch": batch_id, "attempts": max(1, self.attempts.get(cid, 1)), **notes}
         if result.failure is not None:
-            f = result.failure
-            f.message = self.backend.scrub(f.message)
-            extra.update(status=f.status, transient=f.transient, failure=f.message)
-            return Response(error=req.error_format.format(e=f.message), usage=usage, extra=extra)
-        return Response(text=result.text, usage=usage, extra=extra)
+            result.failure.message = self.backend.scrub(result.failure.message)
+        return self.backend.respond(req, result.text, usage, cost, result.failure, extra)
 
     def run(self) -> None:
         try:
