@@ -7,7 +7,6 @@ unparseable reply (0, counted in ``llm_err_count``). A jury of one is that judge
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -16,7 +15,7 @@ from pathlib import Path
 
 from smmile.errors import UserError
 from smmile.runner.executor import digest
-from smmile.scoring.exact_match import plain
+from smmile.scoring.exact_match import content_sha256, plain
 from smmile.scoring.kappa import majority
 from smmile.scoring.naming import question_column
 
@@ -46,10 +45,6 @@ def build_prompt(row, question_col: str) -> str:
 
 def parse_reply(reply: str | None) -> tuple[int, str]:
     return (int(reply), OK) if reply in ("1", "0") else (0, UNPARSEABLE)
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -95,7 +90,7 @@ def judge_identity(settings: JudgeSettings, endpoint: str | None) -> dict:
     """Who judged: recorded beside each ``_evaluationllm.json``; a different identity is a different judge."""
     return {"backend": settings.backend, "model": settings.model, "endpoint": endpoint,
             "protocol": settings.protocol, "options": settings.options(),
-            "prompt_sha256": sha256(JUDGE_PROMPT), "parse": PARSE_RULE}
+            "prompt_sha256": content_sha256(JUDGE_PROMPT.encode()), "parse": PARSE_RULE}
 
 
 @dataclass
@@ -150,7 +145,7 @@ def judgements(planned: PlannedFrame, records: dict[str, dict], fresh: set[str],
     out = []
     for index, (pid, prompt, key) in enumerate(zip(planned.problem_ids, planned.prompts, planned.keys)):
         rec = records.get(key)
-        j = Judgement(index, pid, sha256(prompt), key, meta=meta,
+        j = Judgement(index, pid, content_sha256(prompt.encode()), key, meta=meta,
                       cached=(rec is not None and key not in fresh) or key in sent_earlier)
         if rec is None:
             j.error = NOT_SENT

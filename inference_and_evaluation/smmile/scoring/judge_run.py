@@ -20,11 +20,11 @@ from smmile.fsguard import OutputLock, atomic_write_json, atomic_write_text, che
 from smmile.generation import GenerationSettings
 from smmile.runner.executor import RESPONSES_FORMAT, Executor, Journal, Work
 from smmile.scoring import comparison
-from smmile.scoring.exact_match import (ResultFileError, check_judgement, exclude_problems, json_text,
+from smmile.scoring.exact_match import (ResultFileError, check_judgement, content_sha256, exclude_problems, json_text,
                                         read_whole_hashed, summarize)
 from smmile.scoring.judge import (FAILED, MAJORITY, NO_MAJORITY, NO_VERDICT, TIE, UNPARSEABLE, JudgeSettings,
                                   PlannedFrame, check_panel, judge_identity, judgements, jury_identity, label,
-                                  plan_frame, sha256, tally, verdicts)
+                                  plan_frame, tally, verdicts)
 from smmile.scoring.naming import evaluationllm_json_path, judge_patterns
 from smmile.scoring.naming import judge_record_path as record_path  # the report reads it as judge_run's
 from smmile.scoring.naming import judgements_path, question_column
@@ -273,8 +273,8 @@ def earlier_replies(journal, work: dict, results_dir, settings: JudgeSettings) -
         return []
     have, out = journal.records(), []
     for key, w in work.items():
-        prompt = w.request.messages[0]["content"]  # the earlier key: sha256 of the sorted request JSON
-        rec = old.get(sha256(json.dumps({"prompt": prompt, **settings.identity()}, sort_keys=True)), {})
+        earlier_key = {"prompt": w.request.messages[0]["content"], **settings.identity()}  # sha256 of its sorted JSON
+        rec = old.get(content_sha256(json.dumps(earlier_key, sort_keys=True).encode()), {})
         if key not in have and rec.get("status", "ok") == "ok" and isinstance(rec.get("reply"), str) and rec["reply"]:
             out.append({"v": RESPONSES_FORMAT, "key": key, **w.planned, "status": "ok", "time": rec.get("time"),
                         "response": {"text": rec["reply"], "usage": rec.get("usage") or {},
