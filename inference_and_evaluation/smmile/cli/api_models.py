@@ -166,7 +166,7 @@ def format_estimate(est: dict, planned: int, unit: str) -> str:
     return "\n".join(lines)
 
 
-def _parser(description: str, *, fmt_default: str, fmt_choices=("open", "mcqa"), output_dir_flag: str = "smmile"):
+def _parser(description: str, *, fmt_default: str, fmt_choices=("open", "mcqa")):
     p = fd.parser(description)
     p.add_argument("--inference_mode", choices=["0-shot", "ICL"], default="ICL", help=fd.MODE_HELP)
     if fmt_choices:

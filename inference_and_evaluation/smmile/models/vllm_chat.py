@@ -1,9 +1,6 @@
-"""vLLM backend of `--model vllm:<id>`: any checkpoint through `LLM.chat`, one call for the run.
-
-The generic family's conversations in the probed layout (`hf/probe.py`), rendered with the chat template the HF path
-uses; sampling as `vllm_backend.sampling_settings`. `limit_mm_per_prompt` is the run's largest image count, so a
-0-shot run leaves the probe's several-image checks unknown. The probe's image checks compare the first token's
-top-20 log-probabilities with an image inverted.
+"""vLLM backend of `--model vllm:<id>`: any checkpoint through `LLM.chat`, one call for the run: the generic
+family's conversations in the probed layout (`hf/probe.py`), with the chat template the HF path uses.
+`limit_mm_per_prompt` is the run's largest image count, so a 0-shot run leaves the several-image checks unknown.
 """
 
 from __future__ import annotations

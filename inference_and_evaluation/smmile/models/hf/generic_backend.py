@@ -1,9 +1,5 @@
-"""The transformers backend of `--model hf:<id>`: any checkpoint, its own chat template, a probed layout.
-
-Loading is the HF backend's, the class `AutoModelForImageTextToText` else the config's `architectures`. The probe
-(`probe.py`) runs before the first problem; its result goes in the manifest (`backend.capabilities`). BOS is added
-only when the rendered template lacks it; images are nested per conversation.
-"""
+"""The transformers backend of `--model hf:<id>`: any checkpoint, its own chat template, and the layout the probe
+(`probe.py`) finds before the first problem (in the manifest as `backend.capabilities`)."""
 
 from __future__ import annotations
 
