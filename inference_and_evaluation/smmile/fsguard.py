@@ -134,12 +134,17 @@ def refuse_dangerous_dir(path: str | os.PathLike) -> None:
                             "choose a new or empty folder")
 
 
-def read_marker(path: str | os.PathLike) -> dict | None:
+def read_json(path: str | os.PathLike) -> dict | None:
+    """The JSON object in `path`; None when there is none or it cannot be read."""
     try:
-        data = json.loads((Path(path) / MARKER).read_text())
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def read_marker(path: str | os.PathLike) -> dict | None:
+    return read_json(Path(path) / MARKER)
 
 
 def check_output_dir(path: str | os.PathLike, owner: str, force: bool = False) -> Path:
@@ -240,11 +245,7 @@ class OutputLock:
             raise
 
     def _holder(self) -> dict:
-        try:
-            holder = json.loads(self.file.read_text() or "{}")
-        except (OSError, ValueError):
-            return {}
-        return holder if isinstance(holder, dict) else {}
+        return read_json(self.file) or {}
 
     def _stale_holder(self) -> tuple | None:
         """(pid, inode) of the lock file when the process it names ran on this host and is gone, else None."""

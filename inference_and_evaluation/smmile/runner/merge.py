@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import fsguard
 from ..errors import UserError
-from .outputs import allow_csv_fields, csv_text, read_manifest
+from .outputs import allow_csv_fields, csv_text
 
 SHARD = re.compile(r"^(?P<stem>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.csv$")
 
@@ -94,13 +94,14 @@ def merge(paths: list[Path], out: Path | None = None, force: bool = False) -> Pa
         raise UserError(f"shards cover {len(by_index)} of {total} problems")
     out = out or paths[0].with_name(f"{stems.pop()}.csv")
     fsguard.check_writable_file(out, "merged CSV")
+    manifest = out.with_name(f"{out.stem}.manifest.json")
     # an unsharded run's result has the same name: a CSV that no merge wrote is not replaced
-    if out.exists() and not force and "merged_from" not in read_manifest(out.with_name(f"{out.stem}.manifest.json")):
+    if out.exists() and not force and "merged_from" not in (fsguard.read_json(manifest) or {}):
         raise UserError(f"{out} exists and was not written by `smmile merge` (an unsharded run's result?); "
                         "choose another --out or pass --force to replace it")
     merged = {k: v for k, v in shards[0][1].items() if k not in ("shard", "counts", "failures")}
     merged.update(result_file=out.name, merged_from=[p.name for p in paths], counts={"rows": total, "failed": 0})
     with fsguard.OutputLock(out, f"the merged result {out.name}"):
         fsguard.atomic_write_text(out, csv_text(shards[0][2], [by_index[i] for i in range(total)]))
-        fsguard.atomic_write_json(out.with_name(f"{out.stem}.manifest.json"), merged, ensure_ascii=False, default=str)
+        fsguard.atomic_write_json(manifest, merged, ensure_ascii=False, default=str)
     return out

@@ -1,13 +1,11 @@
-"""Output files: result CSVs in the original's format, manifests, accuracy summaries."""
+"""Output files: result CSVs in the original's format and accuracy summaries."""
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import sys
 import time
-from pathlib import Path
 
 
 def csv_text(columns: list[str], rows: list[dict]) -> str:
@@ -27,15 +25,6 @@ def allow_csv_fields(size: int) -> None:
     the default limit is 131,072). The limit is process-wide, so it is only ever raised (no race between threads)."""
     if csv.field_size_limit() < size:
         csv.field_size_limit(min(size, sys.maxsize))
-
-
-def read_manifest(path: Path) -> dict:
-    """An existing manifest, or {} when there is none or it cannot be read."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def accuracy_summary(display: str, mode: str, fmt: str, correct: int, n: int) -> str:

@@ -20,9 +20,9 @@ from ..errors import UserError
 from ..models import registry
 from ..models.base import Backend, Family, Response, resolve_settings
 from ..protocol.items import SEED, Item, Rngs
-from ..fsguard import OutputLock, atomic_write_json, atomic_write_text, check_writable_dir
+from ..fsguard import OutputLock, atomic_write_json, atomic_write_text, check_writable_dir, read_json
 from .executor import RESPONSES_FORMAT, Executor, Journal, Work, digest
-from .outputs import accuracy_summary, csv_text, read_manifest
+from .outputs import accuracy_summary, csv_text
 from .progress import Progress
 
 if TYPE_CHECKING:
@@ -189,7 +189,7 @@ class Runner:
             return RunResult(self.csv_path, [], [(p, "not run") for p in not_run], loaded.skipped, len(pending), 1)
         ordered = [records[keys[it.index]] for it in items]
         rows, failures = self.derive_rows(items, ordered)
-        previous = read_manifest(self.manifest_path)
+        previous = read_json(self.manifest_path) or {}
         self._set_aside_foreign_csv(previous)
         self._note_replaced_run(previous)
         atomic_write_text(self.csv_path, csv_text(self.family.columns(s.fmt), rows))
