@@ -13,6 +13,7 @@ import re
 import string
 from typing import Any, Sequence
 
+from smmile.fsguard import read_json
 from smmile.protocol.outputs import SCORED as REQUIRED_COLUMNS
 from smmile.runner.outputs import allow_csv_fields
 from smmile.scoring.naming import get_model_info, judge_record_path
@@ -188,10 +189,7 @@ def check_judgement(csv_path: str | os.PathLike, judged: dict, frame=None) -> No
     cannot be read is not compared (scoring it reports its own problem)."""
     path = os.fspath(csv_path)
     json_name = os.path.basename(path)[:-len(".csv")] + "_evaluationllm.json"
-    try:
-        recorded = json.loads(judge_record_path(path).read_text(encoding="utf-8")).get("result_sha256")
-    except (OSError, ValueError, AttributeError):
-        recorded = None
+    recorded = (read_json(judge_record_path(path)) or {}).get("result_sha256")
     try:
         content = read_csv_bytes(path) if isinstance(recorded, str) else None
         if frame is None and content is None:
