@@ -42,6 +42,7 @@ class Backend:
     come resolved from the runner; a backend built on its own (tests, tools) resolves them the same way."""
 
     name = "backend"
+    info: dict | None = None  # what `describe` records, for a backend that completes it as it runs
 
     def __init__(self, preset=None, spec=None, settings: dict | None = None,
                  generation: GenerationSettings | None = None):
@@ -57,7 +58,7 @@ class Backend:
 
     def describe(self) -> dict:
         """Settings recorded in the manifest (never secrets)."""
-        return {"backend": self.name}
+        return {"backend": self.name} if self.info is None else self.info
 
     def close(self) -> None:
         pass

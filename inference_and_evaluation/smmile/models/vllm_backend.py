@@ -77,9 +77,6 @@ class VLLMBackend(Backend):
         self.info = {"backend": self.name, "model_path": self.path, "tensor_parallel_size": self.tp,
                      "dtype": self.settings.get("dtype"), "calls": self.calls}
 
-    def describe(self) -> dict:
-        return self.info
-
     def _vllm(self):
         try:
             import vllm

@@ -149,9 +149,6 @@ class HFBackend(Backend):
 
         return AutoModelForImageTextToText
 
-    def describe(self) -> dict:
-        return self.info  # completed when the model loads
-
     def close(self) -> None:
         """Free the model (and the CUDA cache) before the next run of the process (`--models all`)."""
         import gc
