@@ -178,10 +178,8 @@ def bars_figure(rows: list[dict], series: list[str], title: str, ylabel: str, n_
 
 def forest_figure(rows: list[dict], labels: list[str], panels: list[str], title: str, xlabel: str,
                   series: list[str] = (), significance: str = "significant"):
-    """``rows``: ``[{"label", "panel", "series", "estimate", "low", "high", "significant"}]``, or
-    ``{"label", "panel", "series", "missing": True}`` for a result that is not there (a grey × at 0);
-    ``labels`` (top to bottom) and ``panels`` (left to right) fix the layout. Colour and marker shape tell
-    the series apart; filled = significant, open = not (``significance`` says what that means)."""
+    """``rows``: ``[{"label", "panel", "series", "estimate", "low", "high", "significant"}]``, or ``{..., "missing":
+    True}`` (a grey × at 0); ``labels`` (top to bottom) and ``panels`` fix the layout. Filled = ``significance``."""
     plt = pyplot()
     from matplotlib.lines import Line2D
 
@@ -219,9 +217,8 @@ def forest_figure(rows: list[dict], labels: list[str], panels: list[str], title:
 
 def dumbbell_figure(rows: list[dict], labels: list[str], panels: list[str], series: list[str], title: str,
                     xlabel: str, interval: bool = True, xlim: tuple | None = (0, 100)):
-    """``rows``: ``[{"label", "panel", "values": {series: [estimate, low, high]}}]``: per row, each
-    series' estimate (marker) with its interval, the estimates joined by a grey line; ``xlim`` fixes
-    the axis (accuracies: 0-100, so that panels compare)."""
+    """``rows``: ``[{"label", "panel", "values": {series: [estimate, low, high]}}]``: each series' estimate with
+    its interval, joined by a grey line; ``xlim`` fixes the axis (accuracies: 0-100, so that panels compare)."""
     plt = pyplot()
     from matplotlib.lines import Line2D
 
@@ -255,10 +252,8 @@ def dumbbell_figure(rows: list[dict], labels: list[str], panels: list[str], seri
 
 
 def heatmap_figure(panels: list[dict], rows: list[str], title: str, small_label: str):
-    """``panels``: ``[{"title", "columns": [column label], "values": [[value or None per column] per row],
-    "small": [[bool]]}]`` sharing ``rows`` (display names, top to bottom). Values 0-100 on cividis, written
-    in each cell; small cells are hatched light grey without a value (``small_label`` explains them in
-    the legend, when there are any; the report lists their values with intervals)."""
+    """``panels``: ``[{"title", "columns", "values": [[value or None]], "small": [[bool]]}]`` sharing ``rows``
+    (top to bottom). Values 0-100 written in each cell; small cells hatched without a value (``small_label``)."""
     plt = pyplot()
     from matplotlib.patches import Patch
 

@@ -169,9 +169,8 @@ def read_whole(csv_path: str | os.PathLike, required: Sequence[str] = REQUIRED_C
 
 
 def read_whole_hashed(csv_path: str | os.PathLike, required: Sequence[str] = REQUIRED_COLUMNS):
-    """(frame, sha256 of the bytes read) of a result CSV that is whole: it parses cleanly (as many fields per
-    record as the header, no quote running to the end, a final line break), pandas reads as many rows as there
-    are records, and there is at least one."""
+    """(frame, sha256 of the bytes) of a result CSV that is whole: it parses cleanly (a final line break, no
+    stray quote), pandas reads as many rows as there are records, and there is at least one."""
     path = os.fspath(csv_path)
     content = read_csv_bytes(path)
     frame = parse_result_csv(path, content, required)
@@ -184,9 +183,8 @@ def read_whole_hashed(csv_path: str | os.PathLike, required: Sequence[str] = REQ
 
 
 def check_judgement(csv_path: str | os.PathLike, judged: dict, frame=None) -> None:
-    """``ResultFileError`` unless the ``_evaluationllm.json`` dict ``judged`` judged the CSV as it is now: the
-    sha256 its judge record holds, else (the published outputs) the problem ids and row count. A CSV that
-    cannot be read is not compared (scoring it reports its own problem)."""
+    """``ResultFileError`` unless ``judged`` judged the CSV as it is now: the sha256 its judge record holds,
+    else (the published outputs) the problem ids and row count. An unreadable CSV is not compared."""
     path = os.fspath(csv_path)
     json_name = os.path.basename(path)[:-len(".csv")] + "_evaluationllm.json"
     recorded = (read_json(judge_record_path(path)) or {}).get("result_sha256")

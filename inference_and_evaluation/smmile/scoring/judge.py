@@ -138,9 +138,8 @@ def plan_frame(frame, settings: JudgeSettings) -> PlannedFrame:
 
 def judgements(planned: PlannedFrame, records: dict[str, dict], fresh: set[str], settings: JudgeSettings,
                sent_earlier: set[str]) -> list[Judgement]:
-    """Per-row verdicts from the journal ``records`` (a key with none was never sent). A row counts as cached
-    when its record was journaled before this run (not in ``fresh``) or its key is in ``sent_earlier`` (an
-    identical earlier row, of this file or an earlier one in the run). ``sent_earlier`` grows."""
+    """Per-row verdicts from the journal ``records`` (no record: never sent). A row is cached when its record
+    is not ``fresh`` or its key is in ``sent_earlier`` (an identical earlier row in this run; it grows)."""
     meta = {"backend": settings.backend, "model": settings.model, "protocol": settings.protocol}
     out = []
     for index, (pid, prompt, key) in enumerate(zip(planned.problem_ids, planned.prompts, planned.keys)):

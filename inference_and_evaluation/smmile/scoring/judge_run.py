@@ -298,9 +298,8 @@ def members_of(panel: list[JudgeSettings]) -> tuple[list[Member], dict]:
 def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, outcome: Outcome, *,
                 cache: bool = True, overwrite: bool = False, panel: list[JudgeSettings] | None = None,
                 estimates: list | None = None) -> dict:
-    """Plan every file, refuse to replace another judge's results, send each distinct request once per judge
-    (``panel``: a jury, one judge after the other). ``estimates`` (``--dry-run``): filled per judge with (member,
-    ``ApiBackend.estimate`` of the requests it would send, requests planned); nothing is sent or written."""
+    """Plan every file, refuse to replace another judge's results, send each distinct request once per judge.
+    ``estimates`` (``--dry-run``): filled per judge with (member, estimate, requests planned); nothing is sent."""
     members, identity = members_of(panel or [settings])
     dry = estimates is not None
     for folder in [] if dry else sorted({str(results_dir)} | {str(r.path.parent) for r in found}):

@@ -79,9 +79,8 @@ def _text(value) -> str:
 
 
 def row_failures(frame) -> list[str]:
-    """Per CSV row, in this precedence: ``refused`` (a response column mentions a content filter), ``failed``
-    (an answer starting ``ERROR``, spec §3, or ``selected_option`` ``ERROR``), ``empty`` (a blank response) or
-    ``""``."""
+    """Per CSV row, in this precedence: ``refused`` (a content filter is mentioned), ``failed`` (``ERROR``,
+    spec §3), ``empty`` (a blank response) or ``""``."""
     columns = [c for c in ("generated_answer", "full_response", "selected_option") if c in frame.columns]
     response = "full_response" if "full_response" in frame.columns else "generated_answer"
     kinds = []
@@ -151,9 +150,8 @@ def judge_scores(result, legacy_floor: bool = False, frame=None):
 
 
 def metric_scores(result, metric: Metric | str, *, legacy_floor: bool = False, frame=None):
-    """Per-row scores in [0, 1] of ``metric`` for ``result`` (a ``results.RunRecord`` or a CSV path) by
-    problem_id (text), file order, duplicated ids kept; None if the judge was not run. ``frame``: the CSV
-    already read. ``ResultFileError`` for a file that cannot be scored."""
+    """Per-row scores in [0, 1] by problem_id (text; file order, duplicates kept); None if the judge was not
+    run. ``frame``: the CSV already read. ``ResultFileError`` for a file that cannot be scored."""
     metric = get_metric(metric)
     if metric.source == "judge":
         return judge_scores(result, legacy_floor, frame)

@@ -110,9 +110,8 @@ class RunRecord:
 
 
 def journaled_accuracies(result: RunRecord) -> dict | None:
-    """The judge record (``<stem>_evaluationllm.manifest.json``) names each judge and its journal; the CSV's rows
-    are planned, looked up and combined as the judge did (``judge_run.finish_file``). None unless the CSV holds
-    the bytes judged and every judge's journal answers every row."""
+    """The CSV's rows planned, looked up in each judge's journal (the judge record names them) and combined as
+    the judge did; None unless the CSV holds the bytes judged and every journal answers every row."""
     csv = result.csv
     record = json.loads(naming.judge_record_path(csv).read_text(encoding="utf-8"))
     identity, journals = record["judge"], record["journals"]
@@ -283,9 +282,8 @@ def find_result_files(results_dir, patterns: Sequence[str], model: str | None, m
 
 def replace_output(path: str | os.PathLike, text: str, entries: set, existing: Callable[[str], set],
                    what: str) -> str | None:
-    """Write ``text`` to ``path`` atomically unless the file there holds entries (``existing(old text)``) that
-    ``entries`` lacks (a result from fewer inputs never replaces a fuller one): then a one-line warning is
-    returned. Identical content is not rewritten; an unreadable or unparseable file is replaced."""
+    """Write ``text`` atomically unless the file there holds entries (``existing(old text)``) that ``entries``
+    lacks: then a one-line warning is returned. Identical content is not rewritten; an unreadable file is replaced."""
     path = Path(path)
     try:
         old = path.read_text(encoding="utf-8")
