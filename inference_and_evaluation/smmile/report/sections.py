@@ -304,10 +304,6 @@ def analyses_section(data, figs, page_dir: str) -> str:
 
 
 # -- reviews -------------------------------------------------------------------------------------------
-def _cell(value) -> str:
-    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else fmt_number(value, 0)
-
-
 def _plain_table(head: list[str], rows: list[list[str]]) -> str:
     return table(["<tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"],
                       ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows])
@@ -339,6 +335,7 @@ def reviews_section(data, paths) -> str:
         if len(disputed):
             parts.append(f"<h3>Disputed verdicts ({esc(rset.label)}): {len(disputed)}</h3>" + _plain_table(
                 ["Model", "Mode", "Format", "Problem", "verdict shown", "reviewers", "exact match", "reviews", "notes"],
-                [[esc(r.model), esc(r.mode), esc(r.format), esc(r.problem_id), _cell(r.verdict_shown),
-                  _cell(r.reviewed), _cell(r.em), esc(r.reviews), esc(r.notes)] for r in disputed.itertuples()]))
+                [[esc(r.model), esc(r.mode), esc(r.format), esc(r.problem_id), fmt_number(r.verdict_shown, 0),
+                  fmt_number(r.reviewed, 0), fmt_number(r.em, 0), esc(r.reviews), esc(r.notes)]
+                 for r in disputed.itertuples()]))
     return "".join(parts)
