@@ -209,9 +209,8 @@ def _sigterm_as_interrupt():
 
 
 def guarded(main: Callable[[], int], interrupted: str = INTERRUPTED) -> int:
-    """Run a CLI entry point: user mistakes (and an unwritable or full disk) become one line on stderr and exit
-    status 2; Ctrl-C prints `interrupted` (a message fitting the command) and exits 130, SIGTERM the same and
-    exits 143 (128 + 15), without a traceback."""
+    """Run a CLI entry point: user mistakes (and an unwritable or full disk) are one line on stderr, exit 2;
+    Ctrl-C prints `interrupted` (fitting the command), exit 130; SIGTERM the same, exit 143; no traceback."""
     try:
         with _sigterm_as_interrupt():
             return main()

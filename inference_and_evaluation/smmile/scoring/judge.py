@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -216,10 +217,8 @@ def verdicts(per_judge: list[list[Judgement]], labels: list[str]) -> list[Judgem
 
 
 def tally(judged: list[Judgement]) -> dict:
-    counts = {MAJORITY: 0, TIE: 0, NO_VERDICT: 0}
-    for j in judged:
-        counts[j.meta.get("jury_outcome", MAJORITY)] += 1
-    return counts
+    counts = Counter(j.meta.get("jury_outcome", MAJORITY) for j in judged)
+    return {how: counts[how] for how in (MAJORITY, TIE, NO_VERDICT)}
 
 
 def jury_identity(panel: list[JudgeSettings], identities: list[dict]) -> dict:

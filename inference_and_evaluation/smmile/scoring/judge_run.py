@@ -77,12 +77,9 @@ class Member:
     settings: JudgeSettings
     backend: object
     identity: dict
+    label: str  # backend:model
     executor: object = None
     seen: set = field(default_factory=set)  # keys already met in this run (cached rows)
-
-    @property
-    def label(self) -> str:
-        return label(self.settings)
 
 
 def other_judge(job: FileJob, identity: dict) -> str | None:
@@ -288,7 +285,7 @@ def members_of(panel: list[JudgeSettings]) -> tuple[list[Member], dict]:
     for settings in panel:
         settings = checked_settings(settings)
         backend = build_backend(settings)
-        members.append(Member(settings, backend, judge_identity(settings, backend.endpoint())))
+        members.append(Member(settings, backend, judge_identity(settings, backend.endpoint()), label(settings)))
     check_panel([m.settings for m in members])
     identity = members[0].identity if len(members) == 1 else jury_identity(
         [m.settings for m in members], [m.identity for m in members])
