@@ -84,10 +84,9 @@ def accelerator() -> dict:
         return {}
     import torch
 
-    out = {"torch_cuda": torch.version.cuda, "cuda_available": torch.cuda.is_available(), "gpus": []}
-    if out["cuda_available"]:
-        out["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    return out
+    cuda = torch.cuda.is_available()
+    return {"torch_cuda": torch.version.cuda, "cuda_available": cuda,
+            "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else []}
 
 
 def same_release(installed: str, pinned: str) -> bool:

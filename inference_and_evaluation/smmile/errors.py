@@ -2,8 +2,6 @@
 
 
 class UserError(Exception):
-    """A mistake in the input (flags, dataset, files). Reported as one line; exit status 2."""
-
     exit_code = 2
 
 

@@ -383,9 +383,8 @@ def _per_problem(scores: pd.Series, path, warn) -> pd.Series:
     return scores.groupby(level=0, sort=False).mean()
 
 
-def result_records(result: RunRecord, frame: pd.DataFrame, warn=None) -> list[Record]:
+def result_records(result: RunRecord, frame: pd.DataFrame, warn: Callable[[str], None]) -> list[Record]:
     """The records of one result: MCQA, or EM plus the judge when it was run."""
-    warn = warn or log.warning
     gold = None if "true_answer" not in frame.columns else pd.Series(
         frame["true_answer"].to_numpy(), index=frame["problem_id"].astype(str)).groupby(level=0, sort=False).first()
     failures = metrics.failure_series(frame, result).groupby(level=0, sort=False).first()
