@@ -39,17 +39,16 @@ class Strings:
     """Each distinct text once; entries refer to it by index."""
 
     def __init__(self):
-        self.items: list[str] = []
         self._index: dict[str, int] = {}
+
+    @property
+    def items(self) -> list[str]:
+        return list(self._index)
 
     def add(self, text) -> int:
         if text is None or (isinstance(text, float) and text != text):
             return -1
-        text = str(text)
-        if text not in self._index:
-            self._index[text] = len(self.items)
-            self.items.append(text)
-        return self._index[text]
+        return self._index.setdefault(str(text), len(self._index))
 
 
 StoredImage = namedtuple("StoredImage", "digest")  # an image as the explorer keeps it (the bytes stay in the dataset)
