@@ -32,8 +32,7 @@ class DiskFull(UserError):
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temp path beside `path` (same suffix: writers pick the format from it); on success it is fsynced
-    and renamed onto `path`, else removed."""
+    """A temp path beside `path` (same suffix: writers pick the format); fsynced, renamed onto it on success."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
     os.close(fd)
@@ -88,8 +87,7 @@ def _keep_mode(path: Path, tmp: Path) -> None:
 
 
 def check_writable_dir(path: str | os.PathLike, what: str) -> Path:
-    """Raise UserError unless `path` is a folder that exists (or can be created) and can be written. Nothing is
-    created: the nearest existing folder is probed with a temp file."""
+    """UserError unless `path` is, or can be created as, a writable folder (creates nothing: probes the nearest)."""
     path = Path(path).expanduser()
     probe = path
     while not probe.exists():
@@ -166,8 +164,7 @@ def check_output_dir(path: str | os.PathLike, owner: str, force: bool = False) -
 
 
 def prepare_output_dir(path: str | os.PathLike, owner: str, force: bool = False) -> Path:
-    """Create and mark `path` for `owner` (the command name); nothing in it is deleted. A non-empty folder is
-    used only if it carries `owner`'s marker from an earlier run (or `force`)."""
+    """Create and mark `path` for `owner`, deleting nothing; a non-empty folder needs `owner`'s marker (or `force`)."""
     path = check_output_dir(path, owner, force)
     path.mkdir(parents=True, exist_ok=True)
     write_marker(path, owner)

@@ -49,8 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"error: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
-    # argparse names the program after sys.argv[0]: `usage: smmile run ...`, and the manifests record the
-    # command as typed (`smmile run --model ...`)
+    # argparse's program name and the manifests' command come from sys.argv: `smmile run ...`, as typed
     saved, sys.argv = sys.argv, [f"smmile {name}", *rest]
     try:  # guarded: a Ctrl-C while the command's modules import is no traceback either
         return fd.guarded(lambda: int(importlib.import_module(f"smmile.cli.{name}").main(rest) or 0))

@@ -40,8 +40,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """Accepts every long flag in both spellings, `--inference_mode` and `--inference-mode` (the original scripts
-    mix them); help lists the declared one."""
+    """Accepts every long flag in both spellings (`--inference_mode`, `--inference-mode`: the original mixes them)."""
 
     def parse_known_args(self, args=None, namespace=None):
         args = sys.argv[1:] if args is None else list(args)
