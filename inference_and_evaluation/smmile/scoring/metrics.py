@@ -99,14 +99,11 @@ def row_failures(frame) -> list[str]:
     return kinds
 
 
-FINISH_KEYS = ("finish_reason", "stop_reason")  # where backends put the provider's reason in Response.extra
-
-
 def response_failure(response: dict) -> str:
     """``refused`` (the error or a finish reason names a content filter or a refusal), ``failed`` (any other
     error), ``empty`` (a null or blank text) or ``""`` for one journaled response."""
-    extra = response.get("extra") or {}
-    reasons = " ".join(str(extra.get(k) or "") for k in FINISH_KEYS).lower()
+    extra = response.get("extra") or {}  # where backends put the provider's finish reason
+    reasons = " ".join(str(extra.get(k) or "") for k in ("finish_reason", "stop_reason")).lower()
     said = f"{response.get('error') or ''} {reasons}".lower()
     if any(marker in said for marker in REFUSAL_MARKERS) or "refusal" in reasons:
         return "refused"

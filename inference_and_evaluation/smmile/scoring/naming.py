@@ -137,10 +137,6 @@ def stratify_patterns(ext: str, model: str | None = None, mode: str | None = Non
     return [f"result_{m}_{s}_{ext}.json" for m, s in _suffixes(model, mode, both)]
 
 
-# What scoring writes beside ``<stem>.csv``; ``result_stem`` strips any of these (or ``.csv``)
-PER_FILE_SUFFIXES = ("_evaluationllm.json", "_evaluation.json", "_judgements.jsonl", ".manifest.json", ".csv")
-
-
 def _stem(csv_path: str | os.PathLike) -> str:
     text = os.fspath(csv_path)
     return text[: -len(".csv")] if text.endswith(".csv") else text
@@ -149,7 +145,8 @@ def _stem(csv_path: str | os.PathLike) -> str:
 def result_stem(path: str | os.PathLike) -> str:
     """``d/result_x_ICL`` for ``d/result_x_ICL.csv`` and for the files scoring writes beside it."""
     text = os.fspath(path)
-    suffix = next((s for s in PER_FILE_SUFFIXES if text.endswith(s)), "")
+    beside = ("_evaluationllm.json", "_evaluation.json", "_judgements.jsonl", ".manifest.json", ".csv")
+    suffix = next((s for s in beside if text.endswith(s)), "")
     return text[: len(text) - len(suffix)]
 
 
