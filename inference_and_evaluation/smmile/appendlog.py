@@ -1,7 +1,6 @@
-"""An append-only JSONL journal (runner/executor.py, models/api/batch.py): one object with a "key" per line, fsynced
-as it is appended; reading gives the latest record per key. A record cut short by a kill is ignored (its problem
-runs again); any other bad line (not JSON, not a record, another smmile version's format) is refused in one line
-naming the file and line. Nothing is ever written through a symbolic link."""
+"""An append-only JSONL journal: one fsynced object with a "key" per line; reading gives the latest record per key. A
+record cut short by a kill is ignored; any other bad line is refused in one line naming the file and line. Nothing
+is ever written through a symbolic link."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Progress on stderr: a bar on a terminal; in a log (a Slurm job's stderr), a line when the run starts, then when
-both 30 s and 10 % of the problems have passed since the last (about ten lines however long the run), and at the end.
-"""
+"""Progress on stderr: a bar on a terminal; in a log, a line at the start, when both 30 s and 10 % of the problems
+have passed since the last (about ten lines however long the run), and at the end."""
 
 from __future__ import annotations
 
