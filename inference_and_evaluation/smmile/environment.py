@@ -17,8 +17,7 @@ PACKAGES = ("smmile", "torch", "transformers", "tokenizers", "qwen-vl-utils", "p
 
 
 def command_line() -> list[str]:
-    """The command as typed, for the records (manifests, output-folder markers, lock files): the program's
-    name without its folder, then the arguments; [] when Python was not started from a command line."""
+    """The command as typed, for the records: the program's name without its folder, then the arguments ([] if none)."""
     argv = getattr(sys, "argv", None) or [""]
     return [Path(argv[0]).name, *argv[1:]] if argv[0] else []
 

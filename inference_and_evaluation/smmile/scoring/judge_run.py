@@ -113,8 +113,7 @@ def lost_problems(job: FileJob) -> str | None:
 
 
 def check_existing(jobs: list[FileJob], identity: dict, overwrite: bool, outcome: Outcome) -> list[FileJob]:
-    """Before any request: refuse to replace another judge's results (UserError, nothing sent) and set aside
-    files whose existing results are fuller, unless ``overwrite``."""
+    """Before any request: another judge's results refused (nothing sent); files with fuller results set aside."""
     if overwrite:
         return jobs
     conflicts = [c for c in (other_judge(job, identity) for job in jobs) if c]

@@ -23,8 +23,7 @@ _MODES_BASELINE = (("_ICL", "ICL"),)
 
 @dataclass(frozen=True)
 class ModelRule:
-    """One row of the §4.3 table: if ``token`` occurs in the basename, the model is the scoring name of
-    ``tag`` (the tag itself for models outside the paper)."""
+    """A §4.3 row: ``token`` in the basename means the scoring name of ``tag`` (the tag itself outside the paper)."""
 
     token: str
     tag: str | None = None  # default: the token
