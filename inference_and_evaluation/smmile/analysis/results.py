@@ -9,7 +9,6 @@ import math
 from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from .. import fsguard
@@ -17,6 +16,7 @@ from ..data.load import DATED_IDS, PLUSPLUS_ID
 from ..data.schema import MANIFEST
 from ..errors import UserError
 from ..scoring.results import Record, ResultSet, records_of
+from ..scoring.stats_run import json_safe
 
 ORIGINAL = "original"
 log = logging.getLogger(__name__)
@@ -81,18 +81,6 @@ def output_folder(out: str, command: str, force: bool, what: str):
 
     with fsguard.OutputLock(folder, f"the {what} folder {folder}"):
         yield folder, warn, warnings
-
-
-def json_safe(value):
-    if isinstance(value, (np.integer, np.floating, np.bool_)):
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
 
 
 def write_tables(out: Path, stem: str, tables: dict, meta: dict) -> list[Path]:

@@ -22,8 +22,7 @@ log = logging.getLogger(__name__)
 
 
 def json_safe(value):
-    """``value`` with numpy scalars as Python ones and NaN as None, through dicts and lists (for JSON).
-    analysis.results.json_safe is a copy of it (analysis may import this one)."""
+    """``value`` with numpy scalars as Python ones and NaN as None, through dicts and lists (for JSON)."""
     if isinstance(value, (np.integer, np.floating, np.bool_)):
         value = value.item()
     if isinstance(value, float) and math.isnan(value):
