@@ -87,6 +87,23 @@ def demo_dir(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory, demo_dir) -> dict:
+    """The demo reports of ``report_fixtures.demo_reports`` (built once per session)."""
+    from report_fixtures import demo_reports
+
+    return demo_reports(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless system Chromium (``report_fixtures.system_chromium``; skips, saying why, without one)."""
+    from report_fixtures import system_chromium
+
+    with system_chromium() as launched:
+        yield launched
+
+
 @pytest.fixture
 def published() -> Path:
     if not PUBLISHED.is_dir():

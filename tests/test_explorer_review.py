@@ -17,7 +17,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from report_fixtures import demo_reports, system_chromium
 from smmile.cli import main as smmile
 from smmile.errors import MissingDependency
 from smmile.report.explorer_page import unpacked
@@ -30,17 +29,6 @@ pytestmark = pytest.mark.slow
 def payload(page: Path) -> dict:
     found = re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', page.read_text(), re.S)
     return unpacked(json.loads(found.group(1).replace("<\\/", "</")))
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with system_chromium() as launched:
-        yield launched
-
-
-@pytest.fixture(scope="module")
-def reports(tmp_path_factory, demo_dir):
-    return demo_reports(tmp_path_factory)
 
 
 @pytest.fixture

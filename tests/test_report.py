@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 import pytest
 from childproc import default_signals
 
-from report_fixtures import N_BOOT, demo_reports, rendered_pt, svg_texts
+from report_fixtures import N_BOOT, rendered_pt, svg_texts
 from smmile.cli import main as smmile
 from smmile.identity import BY_KEY
 from smmile.report import build, manifests, names
@@ -71,11 +71,6 @@ def parse(path: Path) -> Page:
     page = Page()
     page.feed(path.read_text(encoding="utf-8"))
     return page
-
-
-@pytest.fixture(scope="module")
-def reports(tmp_path_factory, demo_dir):
-    return demo_reports(tmp_path_factory)
 
 
 def records(res: Path):

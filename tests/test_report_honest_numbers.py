@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from report_fixtures import N_BOOT, demo_reports, svg_texts, svg_width_pt
+from report_fixtures import N_BOOT, svg_texts, svg_width_pt
 from smmile.cli import main as smmile
 from smmile.report import build, figures, names
 from smmile.scoring import statistics
@@ -31,11 +31,6 @@ from smmile import plotting
 
 pytestmark = pytest.mark.slow
 FLAG = "flag_answer_format"  # a dataset column: the first flag of the demo's stratification
-
-
-@pytest.fixture(scope="module")
-def reports(tmp_path_factory, demo_dir):
-    return demo_reports(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -13,22 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from report_fixtures import demo_reports, rendered_pt, system_chromium
+from report_fixtures import rendered_pt, system_chromium
 from smmile.scoring import results as stats
 
 WINDOW = {"width": 1280, "height": 1000}
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with system_chromium() as launched:
-        yield launched
-
-
-@pytest.fixture(scope="module")
-def reports(tmp_path_factory, demo_dir):
-    return demo_reports(tmp_path_factory)
 
 
 def open_page(browser, page_path: Path):
