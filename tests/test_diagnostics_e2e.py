@@ -80,3 +80,20 @@ def test_every_variant_to_the_report(root, capsys):
         "shot curve (accuracy against the number of examples)", "flipped answers",
         "examples without images, blind query", "summary per model"]
     assert "shots_curve" in section and "not computed (missing runs)" in section
+
+
+def test_shots_without_matplotlib_writes_tables_and_warns(root, tmp_path, monkeypatch, caplog):
+    """Without the optional matplotlib the curve's figure is left out with a warning; the tables are written."""
+    from smmile import plotting
+    from smmile.errors import MissingDependency
+
+    def missing():
+        raise MissingDependency("matplotlib", "plots", why="figures")
+
+    monkeypatch.setattr(plotting, "pyplot", missing)
+    out = tmp_path / "an"
+    assert smmile(["analyze", "shots", *[str(root / "res" / label) for label in ("original", "k-shot-1")],
+                   "--out", str(out), "--n-boot", "50"]) == 0
+    assert json.loads((out / "shots.json").read_text())["curve"]
+    assert not (out / "shots_curve.png").exists()
+    assert "the curve's figure was not drawn" in caplog.text and "matplotlib" in caplog.text

@@ -168,3 +168,23 @@ def test_outcome_counts_no_verdict_and_ties():
     assert outcome([1, 0]) == (None, "tie")
     assert outcome([0, 1, 1]) == (1, "majority") and outcome([0, 0, 1, 1]) == (None, "tie")
     assert outcome([0]) == (0, "majority")
+
+
+def test_agreement_without_matplotlib_writes_tables_and_warns(folder, tmp_path, monkeypatch, caplog):
+    """matplotlib is an optional extra: without it the judges' figure is left out with a warning, the tables are
+    written and the command succeeds (it exited 2 once the tables were written)."""
+    from smmile import plotting
+    from smmile.errors import MissingDependency
+
+    with FakeApi(reply=reply) as api:
+        assert judge_cli.main([str(folder), "--jury", *jury(api.url)]) == 0
+
+    def missing():
+        raise MissingDependency("matplotlib", "plots", why="figures")
+
+    monkeypatch.setattr(plotting, "pyplot", missing)
+    out_dir = tmp_path / "agreement"
+    assert agreement_cli.main([str(folder), "--judges", "--out", str(out_dir), "--n-boot", "50"]) == 0
+    assert json.loads((out_dir / "agreement.json").read_text())["judges"]
+    assert not [p for p in out_dir.glob("agreement_judges.*") if p.suffix in (".png", ".svg")]
+    assert "the judges' figure was not drawn" in caplog.text and "matplotlib" in caplog.text

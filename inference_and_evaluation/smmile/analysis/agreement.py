@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import plotting
-from ..errors import UserError
+from ..errors import MissingDependency, UserError
 from ..scoring.estimates import clusters_for
 from ..scoring.kappa import (NAN, cohen_kappa, fleiss_agreement, fleiss_kappa, majority, pair_agreement,
                              pairwise_percent, pearson, percent_agreement)
@@ -289,6 +289,6 @@ def draw_judges(rows: list[dict], out, warn) -> list[Path]:
     job = {"kind": "forest", "spec": spec, "out": str(out), "name": "agreement_judges", "formats": ("png", "svg")}
     try:
         return [Path(p) for p in plotting.draw(job)]
-    except ImportError as exc:
+    except (ImportError, MissingDependency) as exc:
         warn(f"warning: the judges' figure was not drawn ({exc})")
         return []

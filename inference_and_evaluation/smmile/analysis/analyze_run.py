@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..errors import MissingDependency
 from ..scoring.estimates import check_resampling
 from ..scoring.statistics import DEFAULT_LEVEL, DEFAULT_N_BOOT
 from . import diagnostics, variants
@@ -65,5 +66,8 @@ def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", for
                 "warnings": warnings}
         written = write_tables(folder, analysis, tables, meta)
         if analysis == "shots":
-            written += diagnostics.draw_curve(report.extra["curve"], folder, level)
+            try:
+                written += diagnostics.draw_curve(report.extra["curve"], folder, level)
+            except MissingDependency as exc:
+                warn(f"warning: the curve's figure was not drawn ({exc})")
         return console(report) + "\nWritten: " + ", ".join(str(p) for p in written)
