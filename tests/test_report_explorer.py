@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -130,3 +131,20 @@ def test_plusplus_grouped_and_sharing_images(tmp_path_factory, demo_dir):
     assert all(p["id"].startswith(p["base"] + "_perm_") for p in plus)
     digests = {r.image.digest for p in load_problems("demo") for r in p.rows if r.image is not None}
     assert len(data["images"]) == len(digests), "the permutations reuse SMMILE's images"
+
+
+def test_judge_named_by_its_record_without_the_replies_file(small, tmp_path):
+    """Without ``_judgements.jsonl`` the explorer names the judge its record (``_evaluationllm.manifest.json``)
+    names, not "unrecorded judge" (the record is under RunInfo.judge["record"])."""
+    res, _, _ = small
+    copy = tmp_path / "res"
+    shutil.copytree(res, copy)
+    stem = copy / "result_gpt-4o_ICL_open"
+    Path(f"{stem}_judgements.jsonl").unlink()
+    Path(f"{stem}_evaluationllm.manifest.json").write_text(json.dumps(
+        {"judge": {"backend": "ollama", "model": "llama3.3", "protocol": "paper"}}))
+    out = tmp_path / "out"
+    assert smmile(["report", str(copy), "--dataset", "demo", "--out", str(out), "--n-boot", "50",
+                   "--formats", "svg"]) == 0
+    judged = [r for r in payload(out / "index.html")["results"] if "LLM" in r["metrics"]]
+    assert [r.get("judges") for r in judged] == [["ollama:llama3.3"]]

@@ -350,7 +350,8 @@ def result_entries(rset, set_index: int, models: dict, strings: Strings, problem
             replies, recorded = judge_replies(source)
             found = open_answers(record.frame, scores, replies, strings)
             # named by the replies file, else by the judge record, else unrecorded (the published outputs)
-            judges = (recorded or judge_labels(getattr(info, "judge", None)) or [UNRECORDED_JUDGE]
+            judge_record = ((info.judge if info else None) or {}).get("record") or {}
+            judges = (recorded or judge_labels(judge_record.get("judge")) or [UNRECORDED_JUDGE]
                       if "LLM" in scores else [])
         for pid, pair in asked(record.frame).items():
             from_csv.setdefault(pid, pair)
