@@ -24,8 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "order of glob.glob, so the ± values are the same on every machine. The "
                              "default keeps the original's order-dependent single random stream.")
     parser.add_argument("--ci", action="store_true",
-                        help="(addition) also report point estimates with seeded 95%% percentile bootstrap "
-                             "CIs (as `smmile stats`; cluster bootstrap for SMMILE++ _perm_k ids) and write "
+                        help="(addition) also report point estimates with 95%% Wilson intervals on the effective "
+                             "sample size (as `smmile stats`; SMMILE++ _perm_k ids clustered) and write "
                              "stats_estimates.csv/json and stats_table.tex into the directory")
     return parser
 
