@@ -285,3 +285,12 @@ def test_judge_batch_gives_the_synchronous_verdicts(env, tmp_path, provider):
     ledgers = list((tmp_path / "batch" / ".smmile" / "judge").glob("*.batches.jsonl"))
     assert len(ledgers) == 1 and [json.loads(x)["state"] for x in ledgers[0].read_text().splitlines()] == [
         "submitted", "collected"]
+
+
+def test_batch_status_lines_follow_the_log_level(env, tmp_path, capsys):
+    """Batch status lines go through the command line's log (stderr): shown by default, silenced by -q."""
+    with FakeBatchApi(reply=reply) as api:
+        assert front(point(env, "openai", api.url), tmp_path / "loud", *BATCH) == 0
+        assert "submitted" in capsys.readouterr().err
+        assert front(point(env, "openai", api.url), tmp_path / "quiet", *BATCH, "-q") == 0
+        assert "batch " not in capsys.readouterr().err

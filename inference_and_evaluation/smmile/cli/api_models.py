@@ -92,10 +92,6 @@ def api_settings(args: argparse.Namespace) -> dict:
     if getattr(args, "base_url", None) and url_has_credentials(args.base_url):
         raise UserError("--base-url must not carry credentials (user:password@ or ?query); API keys come from the "
                         "environment only")
-    if getattr(args, "batch", None):
-        from ..models.api.batch import show_progress
-
-        show_progress()
     return {k: getattr(args, k) for k in API_FLAGS if getattr(args, k, None) is not None}
 
 

@@ -9,7 +9,6 @@ from ..scoring.judge import DEFAULT_JUDGE_MODEL, JudgeSettings, parse_judge
 from ..scoring.judge_run import judge_backends, run_judge
 from . import common as fd
 from .api_models import add_batch_flags, add_estimate_and_key_flags, concurrency, format_estimate
-from ..models.api.batch import show_progress
 
 INTERRUPTED = ("interrupted: replies received so far are kept in the judge's journal under the results folder's "
                ".smmile/judge/ and no file was left half-written; rerun the same command to continue")
@@ -70,8 +69,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_from(args: argparse.Namespace) -> JudgeSettings:
-    if args.batch:
-        show_progress()
     return JudgeSettings(
         backend=args.judge_backend, model=args.judge_model, base_url=args.judge_base_url, protocol=args.protocol,
         seed=args.judge_seed, max_tokens=args.judge_max_tokens, concurrency=args.judge_concurrency,

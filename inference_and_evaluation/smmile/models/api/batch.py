@@ -356,24 +356,3 @@ def _duration(seconds: float) -> str:
     if seconds >= 3600:
         return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
     return f"{seconds // 60}m{seconds % 60:02d}s"
-
-
-def show_progress() -> None:
-    """Batch status lines on stderr (the CLI's choice; the library only logs)."""
-    if not log.handlers:
-        import sys
-
-        class Stderr(logging.StreamHandler):
-            @property
-            def stream(self):  # the current stderr, also when a test or a caller swapped it
-                return sys.stderr
-
-            @stream.setter
-            def stream(self, value):
-                pass
-
-        handler = Stderr()
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
-        log.propagate = False
