@@ -10,6 +10,7 @@ from prettytable import PrettyTable
 
 from smmile.data.schema import flag_columns
 from smmile.scoring import statistics
+from smmile.scoring.exact_match import plain
 
 DERIVED_FLAGS = ("speciality", "flag_num_ICL", "flag_first_ICL_match_problem", "flag_last_ICL_match_problem")
 MIN_PROBLEMS = 20  # a stratum with fewer base problems is `small` (greyed out in figures)
@@ -37,10 +38,6 @@ def valid_flags(problems: Sequence) -> list[str]:
     return (flag_columns(list(problems[0].rows[0].fields)) if problems else []) + list(DERIVED_FLAGS)
 
 
-def _plain(value):
-    return value.item() if hasattr(value, "item") else value
-
-
 def problem_labels(problem, flags: Iterable[str], mode: str) -> dict:
     """Label per stratum; the derived ICL flags are 0 / False for 0-shot results."""
     zero_shot = mode == "0-shot"
@@ -50,7 +47,7 @@ def problem_labels(problem, flags: Iterable[str], mode: str) -> dict:
         "flag_first_ICL_match_problem": False if zero_shot else query.answer == rows[0].answer,
         "flag_last_ICL_match_problem": False if zero_shot or len(rows) < 2 else query.answer == rows[-2].answer,
     }
-    return {flag: derived[flag] if flag in derived else _plain(query.fields.get(flag)) for flag in flags}
+    return {flag: derived[flag] if flag in derived else plain(query.fields.get(flag)) for flag in flags}
 
 
 def _group(problem_accuracies: Mapping, labels_by_problem: Mapping, flag: str) -> dict:

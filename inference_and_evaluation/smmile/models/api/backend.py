@@ -18,7 +18,7 @@ from typing import Any
 from ...errors import UserError
 from ..base import Backend, Response
 from .accounting import CostMeter, batch_cost, price_for, text_tokens
-from .limiter import Limiter
+from .limiter import THROTTLED, Limiter
 from .request import ChatRequest, Encoded, TooLarge, encode_png, import_sdk
 from .retry import Failure, RetryPolicy
 from .secrets import Scrubber, host_of, key_may_go_to, public_url
@@ -52,7 +52,6 @@ class ApiBackend(Backend):
         level = s.get("concurrency") or self.default_concurrency
         self.concurrency = level if level == "auto" else max(1, int(level))
         self.limiter = Limiter(None if level == "auto" else self.concurrency, note=self._note)
-        self.dry_run = bool(s.get("dry_run"))
         self.fatal: str | None = None  # why the run stopped at once (a refused key, a very long Retry-After)
         self.timeout = float(s["timeout"])
         self.policy = RetryPolicy(max_retries=int(s["max_retries"]))
@@ -191,7 +190,7 @@ class ApiBackend(Backend):
                     failure.message = self.scrub(failure.message)
                     headers = getattr(getattr(exc, "response", None), "headers", None)
                     status = failure.status or (503 if failure.transient else 0)  # timeouts: the server is busy
-                    self.stats["throttled"] += failure.status in (429, 503, 529)
+                    self.stats["throttled"] += failure.status in THROTTLED
                     too_long = failure.retry_after is not None and failure.retry_after > self.policy.max_retry_after
                     await self.limiter.release(epoch, status, None if too_long else failure.retry_after, headers)
                     if failure.status in (401, 403):  # the key was refused: every other request would be too
