@@ -294,3 +294,15 @@ def test_batch_status_lines_follow_the_log_level(env, tmp_path, capsys):
         assert "submitted" in capsys.readouterr().err
         assert front(point(env, "openai", api.url), tmp_path / "quiet", *BATCH, "-q") == 0
         assert "batch " not in capsys.readouterr().err
+
+
+def test_batch_run_cost_is_the_discounted_cost_its_responses_record(env, tmp_path):
+    """The manifest's cost (and what --max-cost counts) is the sum of the journaled responses' cost_usd, which for
+    a batch request carries the batch discount (it was the tokens re-priced at the synchronous rate: twice that)."""
+    with FakeBatchApi(reply=reply) as api:
+        assert front(point(env, "openai", api.url), tmp_path / "b", *BATCH) == 0
+    records = journal(tmp_path / "b", "openai").values()
+    journaled = sum(r["response"]["usage"]["cost_usd"] for r in records)
+    manifest = json.loads((tmp_path / "b" / f"{STEM['openai'].format(mode='0-shot')}.manifest.json").read_text())
+    assert journaled > 0
+    assert manifest["backend"]["accounting"]["estimated_cost_usd"] == pytest.approx(journaled, abs=1e-6)

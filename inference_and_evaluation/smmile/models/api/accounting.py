@@ -66,6 +66,7 @@ class CostMeter:
     reserved: float = 0.0
     estimated_input_tokens: int = 0  # of the requests sent, before sending
     estimated_output_cap: int = 0
+    spent_now: float = 0.0  # this process's responses' `cost_usd` (a batch request's carries the batch discount)
 
     def cost_of(self, usage: dict) -> float | None:
         if self.price is None:
@@ -75,10 +76,12 @@ class CostMeter:
     def add(self, usage: dict) -> None:
         self.input_tokens += int(usage.get("input_tokens", 0) or 0)
         self.output_tokens += int(usage.get("output_tokens", 0) or 0)
+        cost = usage["cost_usd"] if usage.get("cost_usd") is not None else self.cost_of(usage)
+        self.spent_now += float(cost or 0.0)
 
     @property
     def cost(self) -> float | None:
-        return self.cost_of({"input_tokens": self.input_tokens, "output_tokens": self.output_tokens})
+        return None if self.price is None else self.spent_now
 
     @property
     def spent(self) -> float:
