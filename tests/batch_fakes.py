@@ -40,6 +40,7 @@ class FakeBatchApi(LoopbackServer):
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}  # id -> {"kind", "items": [(custom_id, body)], "polls", "state", ...}
         self.calls: list[tuple[str, str]] = []  # (method, path) of every request
+        self.header_names: set[str] = set()  # lower-case names of every header received
         self.submitted: dict[str, int] = {}  # custom_id -> times submitted
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -177,6 +178,7 @@ class FakeBatchApi(LoopbackServer):
                 path = urlsplit(self.path).path
                 with api._lock:
                     api.calls.append(("GET", path))
+                    api.header_names.update(k.lower() for k in self.headers)
                 m = re.fullmatch(r"(?:/v1|/openai)/files/([^/]+)/content", path)
                 if m and m.group(1) in api.files:
                     return self._send(200, api.files[m.group(1)], "application/octet-stream")
@@ -201,6 +203,7 @@ class FakeBatchApi(LoopbackServer):
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
                 with api._lock:
                     api.calls.append(("POST", path))
+                    api.header_names.update(k.lower() for k in self.headers)
                 if re.fullmatch(r"(?:/v1|/openai)/files", path):
                     return self._upload(raw)
                 if re.fullmatch(r"(?:/v1|/openai)/batches", path):

@@ -306,3 +306,15 @@ def test_batch_run_cost_is_the_discounted_cost_its_responses_record(env, tmp_pat
     manifest = json.loads((tmp_path / "b" / f"{STEM['openai'].format(mode='0-shot')}.manifest.json").read_text())
     assert journaled > 0
     assert manifest["backend"]["accounting"]["estimated_cost_usd"] == pytest.approx(journaled, abs=1e-6)
+
+
+@pytest.mark.parametrize("provider", ["azure", "openai"])
+def test_batch_client_keeps_openai_account_headers_to_openai(env, tmp_path, provider):
+    """OPENAI_ORG_ID / OPENAI_PROJECT_ID go to OpenAI only, with --batch as without (the batch client is built
+    with the synchronous client's header rule)."""
+    env.setenv("OPENAI_ORG_ID", "org-SECRETORG123")
+    env.setenv("OPENAI_PROJECT_ID", "proj-SECRETPROJ456")
+    with FakeBatchApi(reply=reply) as api:
+        assert front(point(env, provider, api.url), tmp_path / "b", *BATCH) == 0
+    sent = {"openai-organization", "openai-project"} & api.header_names
+    assert sent == (set() if provider == "azure" else {"openai-organization", "openai-project"})

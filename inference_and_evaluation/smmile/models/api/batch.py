@@ -97,7 +97,8 @@ class OpenAIBatches:
 
     def __init__(self, backend):
         openai = import_sdk("openai", "--batch")
-        args = {**backend._client_args, "max_retries": backend.policy.max_retries, "timeout": backend.timeout}
+        args = {**backend._client_args, **backend.header_args(openai), "max_retries": backend.policy.max_retries,
+                "timeout": backend.timeout}
         self.azure = backend.name == "azure-openai"
         if self.azure:
             if args["api_version"] < "2024-07-01":  # batches came with 2024-07-01-preview

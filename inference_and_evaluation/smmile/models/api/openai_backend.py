@@ -32,10 +32,12 @@ class OpenAIChatBackend(ApiBackend):
     def make_client(self):
         openai = import_sdk("openai", f"the {self.provider} backend")
         cls = openai.AsyncAzureOpenAI if self.provider == "azure" else openai.AsyncOpenAI
-        # OPENAI_ORG_ID / OPENAI_PROJECT_ID (read by the SDK) are kept off other servers
+        return cls(**self._client_args, **self.header_args(openai), max_retries=0, timeout=self.timeout)
+
+    def header_args(self, openai) -> dict:
+        """OPENAI_ORG_ID / OPENAI_PROJECT_ID (read by the SDK) are kept off servers other than OpenAI's."""
         omit = {"OpenAI-Organization": openai.Omit(), "OpenAI-Project": openai.Omit()}
-        return cls(**self._client_args, max_retries=0, timeout=self.timeout,
-                   **({} if self.provider == "openai" else {"default_headers": omit}))
+        return {} if self.provider == "openai" else {"default_headers": omit}
 
     def endpoint(self) -> str | None:
         return public_url(self.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_ENDPOINT)
