@@ -10,6 +10,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from smmile.analysis import diagnostics, variants
 from smmile.report.html import pick
 
 SECTIONS = (("noise", "Noise: an unrelated example added"),
@@ -21,7 +22,7 @@ SECTIONS = (("noise", "Noise: an unrelated example added"),
             ("diagnostics", "ICL diagnostics: summary per model"),
             ("agreement", "Agreement: judge vs humans and exact match"),
             ("other", "Other analysis files"))
-VARIANT_KINDS = ("noise", "order", "permutation", "shots", "flip", "images", "diagnostics")
+VARIANT_KINDS = variants.KINDS + diagnostics.KINDS  # the analyses of `smmile analyze`
 PER_PROBLEM = ("flips", "by_problem", "items", "reviewed_cells")
 MAX_ROWS = 200
 IMAGE_EXTS = (".png", ".svg")

@@ -264,7 +264,7 @@ def sets_section(data, figs, page_dir: str) -> str:
 
 # -- analyses --------------------------------------------------------------------------------------------
 EMPTY = ('<p class="note">No analysis outputs given. Produce them with <code>smmile analyze '
-         "noise|order|permutation|shots|flip|images|diagnostics</code> and <code>smmile agreement</code>, then pass the output folder with "
+         f"{'|'.join(analyses.VARIANT_KINDS)}</code> and <code>smmile agreement</code>, then pass the output folder with "
          "<code>--analyses DIR</code> (docs/reproducing-the-paper.md).</p>")
 INTRO = ('<p class="note">Paired differences (variant − reference, percentage points) with their bootstrap '
          "interval, the paired test and its Holm adjustment, as computed by <code>smmile analyze</code>; judge "
