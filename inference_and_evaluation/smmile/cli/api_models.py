@@ -101,13 +101,6 @@ def openai_provider() -> str:
     return "openai" if not os.environ.get("AZURE_OPENAI_API_KEY") and os.environ.get("OPENAI_API_KEY") else "azure"
 
 
-def auto_backend(preset_backend: str) -> str:
-    """The backend a preset runs on when --backend is not given: an Azure preset follows `openai_provider`."""
-    from ..models.presets_api import BACKENDS
-
-    return BACKENDS[openai_provider()] if preset_backend == BACKENDS["azure"] else preset_backend
-
-
 def dry_run(spec: RunSpec) -> int:
     """--dry-run: plan the run as `run(spec)` would, and print what the requests it would send cost; send
     nothing, write nothing."""

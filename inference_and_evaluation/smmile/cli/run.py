@@ -85,5 +85,5 @@ def _preset_backend(model: str) -> str | None:
     """`--model gpt-4o` without --backend picks Azure or OpenAI as inference_openai.py does."""
     preset = registry.PRESETS.get(model)
     if preset is not None and preset.backend == presets_api.BACKENDS["azure"]:
-        return api_models.auto_backend(preset.backend)
+        return presets_api.BACKENDS[api_models.openai_provider()]
     return None
