@@ -113,13 +113,14 @@ class FakeApi(LoopbackServer):
                     return self._json(404, {"error": {"message": f"no route {parts.path}"}})
                 action = (api.script(rec) if api.script else None) or Action()
                 with api._lock:
-                    if api.limit is not None and api.in_flight >= api.limit:
+                    throttled = api.limit is not None and api.in_flight >= api.limit
+                    if throttled:  # not counted in flight: answered at once
                         action = Action("status", 429, headers={"retry-after": api.limit_retry_after})
                     else:
                         api.in_flight += 1
                         api.max_in_flight = max(api.max_in_flight, api.in_flight)
                 rec["action"] = action.kind if action.kind != "status" else action.status
-                if action.kind == "status" and action.status == 429 and api.limit is not None:
+                if throttled:
                     body = _error(protocol, 429, "too many requests in flight")
                     return self._json(429, body, action.headers)
                 try:

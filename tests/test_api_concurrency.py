@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from api_server import Action, FakeApi
+from api_server import Action, FakeApi, ForkedFakeApi
 from smmile.cli.run import main as smmile_run
 from smmile.models.api.limiter import parse_reset
 
@@ -25,7 +25,8 @@ def test_reset_formats():
 
 
 def test_auto_is_the_default_and_stays_near_the_servers_limit(tmp_path):
-    with FakeApi(latency=0.2, limit=4, limit_retry_after="1") as api:
+    # the server in its own process: timed, it must not compete with the client for the GIL under load
+    with ForkedFakeApi(latency=0.2, limit=4, limit_retry_after="1") as api:
         t0 = time.monotonic()
         assert served(api, tmp_path) == 0
         seconds = time.monotonic() - t0
