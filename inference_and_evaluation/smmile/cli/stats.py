@@ -12,7 +12,8 @@ from . import common as fd
 def build_parser() -> argparse.ArgumentParser:
     parser = fd.parser(
         "Accuracy per model/metric/mode with continuity-corrected Wilson intervals on the effective sample size "
-        "(design effect of the SMMILE++ orders of a base problem), and paired comparisons: the difference, its "
+        "(design effect of the SMMILE++ orders of a base problem; at 0 % or 100 % the plain Wilson bound on the "
+        "units), and paired comparisons: the difference, its "
         "interval and the cluster score test of that same difference (Holm within each family). Failed, refused "
         "and empty rows are counted beside every number.", prog="smmile stats")
     parser.add_argument("results_dir", help="directory with result_*.csv (+ *_evaluationllm.json)")
