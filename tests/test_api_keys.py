@@ -100,7 +100,8 @@ def test_null_content_is_a_failure(env, tmp_path, capsys, front):
     with FakeApi(script=lambda rec: Action("null") if rec["n"] == 0 else None) as api:
         env.setenv("OPENAI_BASE_URL", api.url + "/v1")  # names the endpoint: the key may go there
         env.setenv("ANTHROPIC_BASE_URL", api.url)
-        rc = (gpt if front == "openai" else claude)(api, tmp_path, "--concurrency", "1")
+        # --protocol corrected: under paper the row is the original's empty answer (tests/test_api_empty_reply.py)
+        rc = (gpt if front == "openai" else claude)(api, tmp_path, "--concurrency", "1", "--protocol", "corrected")
     name = "result_gpt-4o_0-shot_open" if front == "openai" else "result_claude-3-7-sonnet_0-shot_open"
     manifest = json.loads((tmp_path / f"{name}.manifest.json").read_text())
     with open(tmp_path / f"{name}.csv", newline="") as fh:

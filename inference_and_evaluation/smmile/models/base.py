@@ -8,7 +8,7 @@ from typing import Any, Callable
 from ..generation import GenerationSettings, resolve_generation, split_settings
 from ..protocol.items import Item, Rngs
 from ..protocol.options import options_text, shuffled_options
-from ..protocol.outputs import OutputSpec, derive_row, error_row, output_spec
+from ..protocol.outputs import OutputSpec, derive_row, failed_row, output_spec
 from ..protocol.templates import MCQA_TEMPLATES, mcqa_prompt
 
 
@@ -103,7 +103,7 @@ class Family:
         return derive_row(self.output, item, response)
 
     def error_row(self, item: Item, response: Response) -> dict:
-        return error_row(self.output, item, response.error or "ERROR")
+        return failed_row(self.output, item, response)
 
     def columns(self, fmt: str) -> list[str]:
         return list(self.output.columns(fmt))

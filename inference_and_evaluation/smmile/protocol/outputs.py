@@ -1,5 +1,5 @@
 """How each original script turned a model's reply into its CSV row (spec §2.5, §2.6, §3, §3.16): an `OutputSpec`
-per script (answer cut, MCQA extractor chain, columns, error texts), applied by `derive_row` / `error_row`. Under
+per script (answer cut, MCQA extractor chain, columns, error texts), applied by `derive_row` / `failed_row`. Under
 `--protocol corrected` some scripts have a second spec (`<script>/corrected`): the answer is the new tokens only,
 stripped, and MCQA extraction never falls back to text that contains the prompt. A reply is a `models.base.Response`."""
 
@@ -65,6 +65,9 @@ class OutputSpec:
     errors: Mapping[str, str] = field(default_factory=lambda: ERRORS_PLAIN)  # read-only
     failed_as_is: bool = False  # a failed extraction stored as EXTRACTION_FAILED, not INVALID_OPTION:... (API)
     full_is_option: bool = False  # MCQA full_response = the chosen option's text (baselines)
+    # formats in which a reply without content (null) is written as the original's row of an empty reply (API scripts
+    # under `paper`); the failure stays in the journal and manifest (`failed_row`)
+    null_as_empty: tuple[str, ...] = ()
 
     def columns(self, fmt: str) -> tuple[str, ...]:
         return self.mcqa_columns if fmt == "mcqa" else self.open_columns
@@ -99,6 +102,18 @@ def derive_row(spec: OutputSpec, item: Item, reply) -> dict:
 def error_row(spec: OutputSpec, item: Item, message: str) -> dict:
     """The original's row for a failed problem: the error text in the answer columns, `ERROR` as letter."""
     return csv_row(spec, item, message, message, "ERROR")
+
+
+def null_as_empty(spec: OutputSpec, item: Item, reply) -> bool:
+    """Whether the original took this failed reply (no content: `extra["no_content"]`) as an empty answer."""
+    return item.fmt in spec.null_as_empty and bool(reply.extra.get("no_content"))
+
+
+def failed_row(spec: OutputSpec, item: Item, reply) -> dict:
+    """The row of a failed reply: the error row, or the original's row of an empty reply (`null_as_empty`)."""
+    if null_as_empty(spec, item, reply):
+        return derive_row(spec, item, replace(reply, text="", full_text="", error=None))
+    return error_row(spec, item, reply.error or "ERROR")
 
 
 # -- answer cuts ----------------------------------------------------------------------------------------------------
@@ -142,7 +157,8 @@ LLAVA = OutputSpec(lambda r: (r.text, r.full_text or ""), LLAVA_CHAIN)
 LLAVA_CORRECTED = replace(LLAVA, cut=lambda r: (r.text.strip(), r.full_text or ""), extractors=LLAVA_CHAIN[:2])
 LLAMA = OutputSpec(lambda r: (llama_sequence(r).split("assistant")[-1].strip(), llama_sequence(r)),
                    (Extract(extract_e3, "full", options=False),), mcqa_columns=MCQA_NO_GEN, errors=ERRORS_LLAMA)
-API = OutputSpec(reply, (Extract(extract_e2),), errors=ERRORS_API, failed_as_is=True)
+API = OutputSpec(reply, (Extract(extract_e2),), errors=ERRORS_API, failed_as_is=True, null_as_empty=("open", "mcqa"))
+TEXTONLY = OutputSpec(textonly_full, (E1,), null_as_empty=("open",))  # MCQA: the original asked again (§3.10)
 
 OUTPUTS: dict[str, OutputSpec] = {  # key: the original script (spec §3.15), `/corrected`: its corrected variant
     "qwen": OutputSpec(lambda r: (qwen_cut(r.full_text or ""), r.full_text or ""), (E1, E1_FULL),
@@ -160,9 +176,11 @@ OUTPUTS: dict[str, OutputSpec] = {  # key: the original script (spec §3.15), `/
     "llava_mcqa/corrected": replace(LLAVA_CORRECTED, errors=ERRORS_MCQA_SCRIPT),
     "llavamed": OutputSpec(reply_stripped, (E1,)),  # generation from embeddings: new tokens only
     "llavamed_mcqa": OutputSpec(reply_stripped, (E1,), errors=ERRORS_MCQA_SCRIPT),
-    "llama33textonly": OutputSpec(textonly_full, (E1,)),  # both text-only scripts
+    "llama33textonly": TEXTONLY,  # both text-only scripts
+    "llama33textonly/corrected": replace(TEXTONLY, null_as_empty=()),
     "api": API,  # anthropic, openai, and models served behind an OpenAI-compatible API
-    "generic": replace(API, cut=reply_stripped, errors=ERRORS_PLAIN),  # hf:/vllm: any checkpoint
+    "api/corrected": replace(API, null_as_empty=()),
+    "generic": replace(API, cut=reply_stripped, errors=ERRORS_PLAIN, null_as_empty=()),  # hf:/vllm: any checkpoint
     "baselines": OutputSpec(reply, full_is_option=True),
 }
 

@@ -20,6 +20,7 @@ from ..errors import UserError
 from ..models import registry
 from ..models.base import Backend, Family, Response, resolve_settings
 from ..protocol.items import SEED, Item, Rngs
+from ..protocol.outputs import null_as_empty
 from ..fsguard import OutputLock, atomic_write_json, atomic_write_text, check_writable_dir, read_json
 from .executor import RESPONSES_FORMAT, Executor, Journal, Work, digest
 from .outputs import accuracy_summary, csv_text
@@ -188,14 +189,14 @@ class Runner:
                         f"Nothing was written to {self.csv_path}.")
             return RunResult(self.csv_path, [], [(p, "not run") for p in not_run], loaded.skipped, len(pending), 1)
         ordered = [records[keys[it.index]] for it in items]
-        rows, failures = self.derive_rows(items, ordered)
+        rows, failures, answered = self.derive_rows(items, ordered)
         previous = read_json(self.manifest_path) or {}
         self._set_aside_foreign_csv(previous)
         self._note_replaced_run(previous)
         atomic_write_text(self.csv_path, csv_text(self.family.columns(s.fmt), rows))
         self._write_manifest(loaded, items, ordered, failures, len(pending), time.time() - t0, previous)
         self._report(rows, failures, loaded, len(pending))
-        return RunResult(self.csv_path, rows, failures, loaded.skipped, len(pending), 1 if failures else 0)
+        return RunResult(self.csv_path, rows, failures, loaded.skipped, len(pending), int(len(failures) > answered))
 
     def _set_aside_foreign_csv(self, previous: dict) -> None:
         """A CSV at the result's name that no smmile run wrote (no manifest names it; e.g. a published result) is in
@@ -222,9 +223,10 @@ class Runner:
                         "responses are kept in the journal: rerun its command to write them again without a model "
                         "call.")
 
-    def derive_rows(self, items: list[Item], records: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
-        """CSV rows from the journaled responses, by the family's current output spec (`protocol.outputs`)."""
-        rows, failures = [], []
+    def derive_rows(self, items: list[Item], records: list[dict]) -> tuple[list[dict], list[tuple[str, str]], int]:
+        """CSV rows from the journaled responses, by the family's current output spec (`protocol.outputs`), the
+        failures, and how many of them the original wrote as answers (exit status 0: `outputs.null_as_empty`)."""
+        rows, failures, answered = [], [], 0
         for it, rec in zip(items, records):
             response = Response(**rec["response"])
             if rec["status"] == "ok":
@@ -232,7 +234,8 @@ class Runner:
             else:
                 rows.append(self.family.error_row(it, response))
                 failures.append((it.problem_id, response.error or "unknown error"))
-        return rows, failures
+                answered += null_as_empty(self.family.output, it, response)
+        return rows, failures, answered
 
     def _write_manifest(self, loaded, items, records, failures, computed, seconds, previous: dict) -> None:
         """`records`: the journal records of `items`, in order; `previous`: the manifest already there ({})."""

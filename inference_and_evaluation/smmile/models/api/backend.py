@@ -103,7 +103,7 @@ class ApiBackend(Backend):
         if isinstance(exc, ConnectionError):  # e.g. ollama's "Failed to connect to Ollama..." (the original's text)
             return Failure(str(exc) or type(exc).__name__, True)
         if isinstance(exc, NoContent):
-            return Failure(str(exc), False)
+            return Failure(str(exc), False, no_content=True)
         if isinstance(exc, json.JSONDecodeError):
             return Failure(f"malformed response: {exc}", True)
         return Failure(f"{exc}", False)
@@ -242,7 +242,8 @@ class ApiBackend(Backend):
             usage["cost_usd"] = cost
         if failure is None:
             return Response(text=text, usage=usage, seconds=seconds, extra=extra)
-        extra.update(status=failure.status, transient=failure.transient, failure=failure.message)
+        extra.update(status=failure.status, transient=failure.transient, failure=failure.message,
+                     **({"no_content": True} if failure.no_content else {}))
         return Response(error=req.error_format.format(e=failure.message), usage=usage, seconds=seconds, extra=extra)
 
     def not_sent(self, req: ChatRequest, exc: TooLarge) -> Response:

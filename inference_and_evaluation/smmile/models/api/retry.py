@@ -14,6 +14,7 @@ class Failure:
     transient: bool
     retry_after: float | None = None
     status: int | None = None
+    no_content: bool = False  # a reply without content (the original took it as an empty answer)
 
 
 @dataclass
