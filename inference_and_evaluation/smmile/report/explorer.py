@@ -253,7 +253,10 @@ def judge_replies(csv_path: str) -> tuple[dict, list[str]]:
 
 
 def _first_rows(frame, columns: list[str]) -> dict:
-    """problem_id -> {column: value} of its first row (missing columns -> None)."""
+    """problem_id -> {column: value} of its first row (missing columns -> None); {} without a frame (a judge JSON
+    without its CSV)."""
+    if frame is None:
+        return {}
     ids = [str(i) for i in frame["problem_id"]]
     values = [frame[c].tolist() if c in frame.columns else [None] * len(ids) for c in columns]
     rows: dict = {}
@@ -275,6 +278,8 @@ def _text(value) -> str | None:
 
 def asked(frame) -> dict:
     """problem_id -> (question, gold answer) as the result file gives them (None where it has no column)."""
+    if frame is None:
+        return {}
     qcol = next((c for c in QUESTION_COLUMNS if c in frame.columns), None)
     gcol = next((c for c in GOLD_COLUMNS if c in frame.columns), None)
     rows = _first_rows(frame, [c for c in (qcol, gcol) if c])
@@ -285,10 +290,11 @@ def asked(frame) -> dict:
 def open_answers(frame, scores: dict, replies: dict, strings: Strings) -> dict:
     em, llm = _scores(scores.get("EM")), _scores(scores.get("LLM"))
     out = {}
-    for pid, row in _first_rows(frame, ["generated_answer"]).items():
+    rows = _first_rows(frame, ["generated_answer"]) if frame is not None else dict.fromkeys(llm, {})
+    for pid, row in rows.items():
         reply, status = replies.get(pid, (None, None))
         judged = strings.add(reply if status in (None, "ok") else f"[{status}] {reply or ''}".strip())
-        out[pid] = [strings.add(row["generated_answer"]), em.get(pid), llm.get(pid), judged]
+        out[pid] = [strings.add(row.get("generated_answer")), em.get(pid), llm.get(pid), judged]
     return out
 
 
