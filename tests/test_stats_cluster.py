@@ -119,17 +119,17 @@ def row_weighted_reference(a, b, clusters) -> float:
 def test_plusplus_comparisons_are_cluster_aware_and_never_significant_with_zero_inside(plusplus):
     truth, _, comp = plusplus
     scores = truth["scores"]
-    assert (comp.p_method == bs.SCORE_ROW).all() and (comp.n_pairs == 1038).all() and (comp.n_problems == 86).all()
+    assert comp.p_method.str.startswith("sign-flip").all() and (comp.n_pairs == 1038).all()
+    assert (comp.n_problems == 86).all()
     assert (comp.ci_high > comp.ci_low).all()
     for row in comp.itertuples():
         a = scores[(row.model_a, row.metric, row.mode_a)]  # these models' keys are their file tags
         b = scores[(row.model_b, row.metric, row.mode_b)]
-        assert abs(row.p_value - row_weighted_reference(a, b, base_of(truth["ids"]))) < 1e-9
-        assert (row.p_value < 0.05) == (row.ci_low > 0 or row.ci_high < 0)  # one test, its own interval
-        if row.significant:
-            assert row.p_holm < 0.05 and (row.ci_low > 0 or row.ci_high < 0)
-    for kind, family in comp.groupby("kind"):  # Holm within each family
-        assert family.p_holm.tolist() == pytest.approx(bs.holm(family.p_value.tolist()))
+        assert abs(row.p_score - row_weighted_reference(a, b, base_of(truth["ids"]))) < 1e-9
+        if row.ci_low_marginal != row.ci_high_marginal:  # one test, its own interval (issue #31: sign-flip)
+            assert (row.p_value < 0.05) == (row.ci_low_marginal > 0 or row.ci_high_marginal < 0)
+        assert row.significant == (row.p_adjusted < 0.05) == (row.ci_low > 0 or row.ci_high < 0)
+        assert row.p_adjusted >= row.p_value - 1e-12
     same = comp[(comp.model_a == "MedVLM-R1") & (comp.kind == "icl_vs_0shot")].iloc[0]
     bound = 100 * Z95 ** 2 / (86 + Z95 ** 2)
     assert (same.difference, same.ci_low, same.ci_high) == pytest.approx((0.0, -bound, bound))
@@ -176,7 +176,7 @@ def test_published_smmile_estimates_are_wilson_intervals_of_the_counts(published
     zero = est[est.accuracy == 0]
     assert len(zero) == 16 and (zero.ci_low == 0).all()
     assert zero.ci_high.tolist() == pytest.approx([100 * Z95 ** 2 / (111 + Z95 ** 2)] * 16)  # 3.35
-    assert (comp.p_method == bs.SCORE_IID).all()
+    assert comp.p_method.str.startswith("sign-flip").all()
 
 
 def test_published_smmile_iid_p_values_are_mcnemar_of_the_files(published_stats):
@@ -189,5 +189,9 @@ def test_published_smmile_iid_p_values_are_mcnemar_of_the_files(published_stats)
         p = 2 * (1 - NormalDist().cdf(abs(b - c) / math.sqrt(b + c))) if b + c else 1.0
         row = comp[(comp.model_a == model) & (comp.metric == "MCQA")].iloc[0]
         assert (row.only_a_correct, row.only_b_correct) == (b, c)
-        assert row.p_value == pytest.approx(p, rel=1e-9)
-        assert row.n_pairs == 111 and row.significant == (row.p_holm < 0.05 and (row.ci_low > 0 or row.ci_high < 0))
+        assert row.p_score == pytest.approx(p, rel=1e-9)
+        n = b + c  # issue #31: the sign-flip test of independent 0/1 pairs is the exact McNemar (binomial) test
+        exact = min(1.0, 2 * sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2 ** n) if b != c else 1.0
+        if n <= 20:
+            assert row.p_value == pytest.approx(exact, abs=1e-12)
+        assert row.n_pairs == 111 and row.significant == (row.p_adjusted < 0.05) == (row.ci_low > 0 or row.ci_high < 0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
-from ..scoring import estimates, stats_run
+from ..scoring import estimates, signflip, stats_run
 from . import common as fd
 
 
@@ -13,9 +13,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = fd.parser(
         "Accuracy per model/metric/mode with continuity-corrected Wilson intervals on the effective sample size "
         "(design effect of the SMMILE++ orders of a base problem; at 0 % or 100 % the plain Wilson bound on the "
-        "units), and paired comparisons: the difference, its "
-        "interval and the cluster score test of that same difference (Holm within each family). Failed, refused "
-        "and empty rows are counted beside every number.", prog="smmile stats")
+        "units), and paired comparisons: the difference and a sign-flip randomisation test over base problems "
+        "(exact up to 2^20 patterns), adjusted within each family (Westfall-Young step-down minP by default), "
+        "with the interval from the same procedure. Failed, refused and empty rows are counted beside every "
+        "number.", prog="smmile stats")
     parser.add_argument("results_dir", help="directory with result_*.csv (+ *_evaluationllm.json)")
     parser.add_argument("--out", help="output folder (default: results_dir, where only stats_* files are written)")
     parser.add_argument("--force", action="store_true",
@@ -23,7 +24,13 @@ def build_parser() -> argparse.ArgumentParser:
     fd.add_resampling_flags(parser, "CI level; comparisons are significant at alpha = 1 - level")
     parser.add_argument("--compare", choices=estimates.COMPARE_CHOICES, default="icl",
                         help="icl: ICL vs 0-shot per model (default; the family of the headline claims); "
-                             "models: model vs model per metric/mode; all: both (each its own Holm family); none")
+                             "models: model vs model per metric/mode; all: both (each its own family); none")
+    parser.add_argument("--adjust", choices=signflip.ADJUSTMENTS, default="minP",
+                        help="multiplicity adjustment within a family: minP = Westfall-Young step-down minP on the "
+                             "joint sign flips of the base problems (default); holm = Holm on the sign-flip p-values")
+    parser.add_argument("--n-flips", type=int, default=signflip.DEFAULT_N_FLIPS,
+                        help="Monte Carlo sign patterns when a family has more than 20 base problems with a "
+                             "difference (seeded by --seed; default %(default)s)")
     add_estimand_flags(parser)
     return parser
 

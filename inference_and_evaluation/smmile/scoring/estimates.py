@@ -6,6 +6,7 @@ estimate uses the same seed, so results do not depend on file order."""
 from __future__ import annotations
 
 import logging
+import math
 import os
 from itertools import combinations
 from typing import Callable
@@ -14,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from smmile.errors import UserError
-from smmile.scoring import statistics, metrics, tables
+from smmile.scoring import metrics, signflip, statistics, tables
 from smmile.scoring.results import MODES, Record
 
 METRICS = tuple(metrics.METRICS)  # LLM, EM, MCQA: the tables' column order
@@ -22,7 +23,7 @@ CLUSTER_CHOICES = ("auto", "none", "base")
 WEIGHT_CHOICES = statistics.WEIGHTS  # row (default, the paper's tables), problem
 FAILURE_CHOICES = ("wrong", "exclude")  # wrong: the paper's rule
 COMPARE_CHOICES = ("icl", "models", "all", "none")
-KINDS = ("icl_vs_0shot", "model_vs_model")  # each kind is its own Holm family
+KINDS = ("icl_vs_0shot", "model_vs_model")  # each kind is its own family of comparisons
 MAX_NOTES = 10  # pairing warnings printed in full; the rest are counted
 
 
@@ -214,27 +215,67 @@ def apply_holm(rows: list[dict], level: float, family=lambda row: None) -> None:
             row["significant"] = statistics.is_significant(adjusted, row["ci_low"], row["ci_high"], 1 - level)
 
 
+def _labels(frame: pd.DataFrame, cluster: str):
+    """The resampling unit of each pair: its base problem (clustered) or its problem."""
+    clusters = clusters_for(frame["problem_id"], cluster)
+    return frame["problem_id"].astype(str).to_list() if clusters is None else clusters
+
+
+def _flip_method(result: signflip.FlipResult, seed: int) -> str:
+    how = "exact" if result.exact else f"Monte Carlo, seed {seed}"
+    return f"sign-flip randomisation over base problems ({how}, {result.n_patterns} patterns)"
+
+
+def apply_family(rows: list[dict], frames: list[pd.DataFrame], level: float, cluster: str = "auto",
+                 adjust: str = "minP", n_flips: int = signflip.DEFAULT_N_FLIPS, seed: int = 0) -> None:
+    """One family's sign-flip test (``signflip``): ``p_value`` each comparison's own, ``p_adjusted`` by
+    ``adjust`` within the family, ``significant``, and the interval ``ci_low``/``ci_high`` from the same
+    procedure (it excludes 0 exactly when significant); ``ci_*_marginal``: the comparison's interval alone. The
+    score test's p and interval stay as ``p_score``, ``ci_low_score``, ``ci_high_score``."""
+    family = [signflip.units(f["a"] - f["b"], _labels(f, cluster), row["weight"]) for row, f in zip(rows, frames)]
+    results = signflip.family_test(family, 1 - level, adjust, n_flips, seed)
+    name = f"{signflip.ADJUSTMENT_NAMES[adjust]} within a family of {len(rows)} comparison(s)"
+    for row, unit, result in zip(rows, family, results):
+        estimate = row["difference"] / 100
+        low, high = signflip.interval(estimate, unit, result.critical)
+        low_m, high_m = signflip.interval(estimate, unit, result.marginal)
+        if math.isnan(low):  # no base problem with a difference: the no-spread bound of the score interval
+            low, high = low_m, high_m = row["ci_low"] / 100, row["ci_high"] / 100
+        row.update({"p_score": row["p_value"], "ci_low_score": row["ci_low"], "ci_high_score": row["ci_high"],
+                    "p_value": result.p_value, "p_method": _flip_method(result, seed),
+                    "p_adjusted": result.p_adjusted, "adjustment": name, "significant": result.significant,
+                    "ci_low": 100 * low, "ci_high": 100 * high, "ci_low_marginal": 100 * low_m,
+                    "ci_high_marginal": 100 * high_m,
+                    "ci_method": f"sign-flip critical value of the {signflip.ADJUSTMENT_NAMES[adjust]} step (D ± c·se0)"})
+        row.pop("p_holm", None)
+
+
 def comparisons(records: list[Record], compare: str, n_boot: int, seed: int, cluster: str, level: float,
                 include_gold_mismatch: bool = False, warn=None, weight: str = "row",
-                failures: str = "wrong") -> list[dict]:
-    """The rows of ``stats_comparisons``, Holm-adjusted within each kind; pairing warnings go to ``warn``
-    (the first ``MAX_NOTES`` in full, then a count)."""
+                failures: str = "wrong", adjust: str = "minP", n_flips: int = signflip.DEFAULT_N_FLIPS) -> list[dict]:
+    """The rows of ``stats_comparisons``, each kind its own family (``apply_family``); pairing warnings go to
+    ``warn`` (the first ``MAX_NOTES`` in full, then a count)."""
     notes: list[str] = []
-    rows = []
+    rows, frames = [], []
     for kind, a, b in comparison_pairs(records, compare):
         label = (f"{a.model} {a.metric} ICL vs 0-shot" if kind == "icl_vs_0shot"
                  else f"{a.metric} {a.mode}: {a.model} vs {b.model}")
-        row, _ = paired(a, b, label, cluster=cluster, weight=weight, level=level, n_boot=n_boot, seed=seed,
-                        include_gold_mismatch=include_gold_mismatch, failures=failures, notes=notes)
+        row, frame = paired(a, b, label, cluster=cluster, weight=weight, level=level, n_boot=n_boot, seed=seed,
+                            include_gold_mismatch=include_gold_mismatch, failures=failures, notes=notes)
         rows.append({"kind": kind, "metric": a.metric, "model_a": a.model, "mode_a": a.mode, "model_b": b.model,
                      "mode_b": b.mode, **row})
-    apply_holm(rows, level, family=lambda row: row["kind"])
+        frames.append(frame)
+    for kind in KINDS:
+        members = [i for i, row in enumerate(rows) if row["kind"] == kind]
+        if members:
+            apply_family([rows[i] for i in members], [frames[i] for i in members], level, cluster, adjust,
+                         n_flips, seed)
     warn = warn or log.warning
     for note in notes[:MAX_NOTES]:
         warn(f"warning: {note}")
     if len(notes) > MAX_NOTES:
-        warn(f"warning: {len(notes) - MAX_NOTES} more pairing warning(s) like these; see the n_a, n_b, n_pairs "
-             "and gold_mismatches columns")
+        warn(f"warning: and {len(notes) - MAX_NOTES} more pairing warning(s) like these; see the n_a, n_b, "
+             "n_pairs and gold_mismatches columns")
     return rows
 
 

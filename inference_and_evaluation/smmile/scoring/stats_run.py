@@ -13,7 +13,7 @@ import pandas as pd
 
 from smmile import fsguard
 from smmile.errors import UserError
-from smmile.scoring import metrics, statistics, tables
+from smmile.scoring import metrics, signflip, statistics, tables
 from smmile.scoring.estimates import (FAILURE_CHOICES, KINDS, WEIGHT_CHOICES, check_resampling, comparisons,
                                       estimates)
 from smmile.scoring.results import load_records
@@ -61,21 +61,25 @@ def console_table(rows: list[dict]) -> str:
 
 
 def comparison_summary(rows: list[dict], level: float = statistics.DEFAULT_LEVEL) -> str:
+    """Per family, once: how many are significant, by which procedure, and what the intervals are; then the ICL
+    lines, whose interval and * come from that one procedure."""
     alpha = 1 - level
     lines = []
     for kind in KINDS:
         family = [r for r in rows if r["kind"] == kind]
         if family:
             lines.append(f"{len(family)} {kind} comparison(s); {sum(r['significant'] for r in family)} significant "
-                         f"(Holm-adjusted p < {alpha:.2g} within this family; the {level:.0%} interval inverts the "
-                         f"same test); estimand: {family[0]['estimand']}; test: {family[0]['p_method']}")
+                         f"(*: adjusted p < {alpha:.2g}, {family[0]['adjustment']}; test: {family[0]['p_method']}); "
+                         f"each interval comes from the same procedure and family, so it excludes 0 exactly when "
+                         f"* is shown; estimand: {family[0]['estimand']}")
     for r in rows:
         if r["kind"] == "icl_vs_0shot":
             mark = " *" if r["significant"] else ""
             lines.append(f"  ICL - 0-shot  {r['model_a']:<22} {r['metric']:<5} {r['difference']:+7.2f} pp "
-                         f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]  p={r['p_value']:.3g}  p_holm={r['p_holm']:.3g}  "
-                         f"n_pairs={r['n_pairs']} ({r['n_problems']} problems, {r['gold_mismatches']} gold "
-                         f"mismatch(es) {'kept' if r['gold_mismatches_included'] else 'excluded'}){mark}")
+                         f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]  p={r['p_value']:.3g}  "
+                         f"p_adj={r['p_adjusted']:.3g}  n_pairs={r['n_pairs']} ({r['n_problems']} problems, "
+                         f"{r['gold_mismatches']} gold mismatch(es) "
+                         f"{'kept' if r['gold_mismatches_included'] else 'excluded'}){mark}")
     return "\n".join(lines)
 
 
@@ -91,6 +95,8 @@ class StatsSettings:
     include_gold_mismatch: bool = False
     weight: str = "row"
     failures: str = "wrong"
+    adjust: str = "minP"
+    n_flips: int = signflip.DEFAULT_N_FLIPS
 
 
 def run_stats(results_dir: str, *, out: str | None = None, force: bool = False, **settings) -> tuple[int, str]:
@@ -104,6 +110,8 @@ def run_stats(results_dir: str, *, out: str | None = None, force: bool = False, 
     check_resampling(s.n_boot, s.level)
     if s.weight not in WEIGHT_CHOICES:
         raise UserError(f"--weight must be one of {', '.join(WEIGHT_CHOICES)}")
+    if s.n_flips < 1:
+        raise UserError("--n-flips must be at least 1")
     if s.failures not in FAILURE_CHOICES:
         raise UserError(f"--failures must be one of {', '.join(FAILURE_CHOICES)}")
     if not out:
@@ -132,7 +140,7 @@ def _compute_into(results_dir: str, out: str, s: StatsSettings) -> tuple[int, st
     report = [console_table(rows)]
     if s.compare != "none":
         pairs = comparisons(records, s.compare, s.n_boot, s.seed, s.cluster, s.level, s.include_gold_mismatch,
-                            log.warning, s.weight, s.failures)
+                            log.warning, s.weight, s.failures, s.adjust, s.n_flips)
         written += write_rows(pairs, os.path.join(out, "stats_comparisons"), settings)
         report.append(comparison_summary(pairs, s.level))
     report.append("Written: " + ", ".join(written))

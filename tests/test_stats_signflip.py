@@ -1,0 +1,122 @@
+"""Sign-flip randomisation tests and Westfall-Young step-down max-T (issue #31, deliverable 1), checked against
+an independent brute force: every sign pattern by itertools.product, statistics as plain Python sums."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from smmile.scoring import signflip
+
+
+def brute_force(family: list[dict], alpha: float):
+    """``family``: per comparison {label: v}. Returns (per-comparison p, step-down minP adjusted p, Holm adjusted
+    p of the sign-flip p's), each by direct enumeration of the labels with a non-zero v."""
+    labels = sorted({k for comp in family for k, v in comp.items() if v != 0})
+
+    def t(comp, sign):
+        norm = math.sqrt(sum(v * v for v in comp.values()))
+        return sum(sign.get(k, 1) * v for k, v in comp.items()) / norm if norm else 0.0
+
+    observed = [abs(t(c, {})) for c in family]
+    flips = [[abs(t(c, dict(zip(labels, s)))) for c in family]
+             for s in itertools.product((1, -1), repeat=len(labels))]
+    n = len(flips)
+    p = [sum(f[j] >= observed[j] - 1e-9 for f in flips) / n for j in range(len(family))]
+    flipped_p = [[sum(g[j] >= f[j] - 1e-9 for g in flips) / n for j in range(len(family))] for f in flips]
+    order = sorted(range(len(family)), key=lambda j: p[j])
+    minp, running = [0.0] * len(family), 0.0
+    for r, j in enumerate(order):
+        rest = order[r:]
+        step = sum(min(q[i] for i in rest) <= p[j] + 1e-12 for q in flipped_p) / n
+        running = max(running, step)
+        minp[j] = running
+    holm, running = [0.0] * len(family), 0.0
+    for r, j in enumerate(sorted(range(len(family)), key=lambda j: p[j])):
+        running = max(running, min(1.0, (len(family) - r) * p[j]))
+        holm[j] = running
+    return p, minp, holm
+
+
+def random_family(seed: int, n_units: int = 9, n_comparisons: int = 4) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    family = []
+    for _ in range(n_comparisons):
+        sizes = rng.choice([1, 2, 6, 24], n_units)
+        diffs = rng.choice([-1, 0, 0, 0, 1, 0.5, -0.5, 1 / 3], n_units)  # ties and zeros on purpose
+        family.append({f"u{k}": float(s * d) for k, (s, d) in enumerate(zip(sizes, diffs))})
+    family.append({f"u{k}": 1.0 for k in range(4)})  # one-directional: every unit with a difference favours A
+    return family
+
+
+def as_units(comp: dict) -> signflip.Units:
+    labels = sorted(comp)
+    return signflip.Units(tuple(labels), np.array([comp[k] for k in labels]), float(len(labels)))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_exact_p_values_and_step_down_min_p_match_a_brute_force(seed):
+    family = random_family(seed)
+    p, minp, holm = brute_force(family, 0.05)
+    got = signflip.family_test([as_units(c) for c in family], 0.05, "minP")
+    assert all(r.exact for r in got)
+    np.testing.assert_allclose([r.p_value for r in got], p, rtol=0, atol=1e-12)
+    np.testing.assert_allclose([r.p_adjusted for r in got], minp, rtol=0, atol=1e-12)
+    got_holm = signflip.family_test([as_units(c) for c in family], 0.05, "holm")
+    np.testing.assert_allclose([r.p_adjusted for r in got_holm], holm, rtol=0, atol=1e-12)
+
+
+def test_every_unit_favouring_one_side_gives_two_patterns_of_2_to_the_k():
+    comp = {f"b{k}": float(size) for k, size in enumerate([2, 6, 24, 24, 2, 6, 24, 2, 6, 24, 2])}  # 11 units
+    comp.update({f"z{k}": 0.0 for k in range(75)})  # base problems without a difference change nothing
+    result, = signflip.family_test([as_units(comp)], 0.05)
+    assert result.p_value == pytest.approx(2 / 2 ** 11, abs=1e-15) and result.significant
+
+
+@pytest.mark.parametrize("adjust", signflip.ADJUSTMENTS)
+@pytest.mark.parametrize("seed", range(6))
+def test_the_interval_excludes_zero_exactly_when_the_adjusted_p_is_below_alpha(adjust, seed):
+    family = random_family(seed, n_units=10, n_comparisons=6)
+    units = [as_units(c) for c in family]
+    for u, r in zip(units, signflip.family_test(units, 0.05, adjust)):
+        estimate = float(u.values.sum()) / u.total_weight
+        low, high = signflip.interval(estimate, u, r.critical)
+        if math.isnan(low):
+            assert not r.significant
+            continue
+        assert r.significant == (low > 0 or high < 0) == (r.p_adjusted < 0.05)
+
+
+def test_monte_carlo_beyond_the_exact_limit_is_seeded_and_close_to_the_truth():
+    rng = np.random.default_rng(5)
+    comp = {f"u{k}": float(v) for k, v in enumerate(rng.choice([-1, 1, 1, 0], 40))}
+    first = signflip.family_test([as_units(comp)], 0.05, n_flips=20_000, seed=3)[0]
+    again = signflip.family_test([as_units(comp)], 0.05, n_flips=20_000, seed=3)[0]
+    assert first == again and not first.exact and first.n_patterns == 20_001
+    nonzero = [v for v in comp.values() if v]
+    # exact: |Σ s| ≥ |Σ v| for n fair signs, by the binomial distribution
+    n, total = len(nonzero), abs(sum(nonzero))
+    exact = sum(math.comb(n, k) for k in range(n + 1) if abs(2 * k - n) >= total) / 2 ** n
+    assert n > signflip.EXACT_MAX
+    assert first.p_value == pytest.approx(exact, abs=4 * math.sqrt(exact * (1 - exact) / 20_000) + 1e-4)
+
+
+def test_a_one_sided_comparison_stays_significant_in_a_large_monte_carlo_family():
+    """SMMILE++-shaped: 86 base problems (27 × 2, 24 × 6, 35 × 24 orders); one comparison where the 11 base
+    problems with a difference all favour A (gpt-4o exact match, ICL − 0-shot), 43 noisy ones beside it."""
+    rng = np.random.default_rng(0)
+    sizes = [2] * 27 + [6] * 24 + [24] * 35
+    favoured = {f"b{k}": float(sizes[k]) * rng.uniform(0.2, 1) for k in rng.choice(86, 11, replace=False)}
+    family = [{f"b{k}": favoured.get(f"b{k}", 0.0) for k in range(86)}]
+    family += [{f"b{k}": float(sizes[k]) * rng.choice([-0.5, 0, 0, 0.5]) for k in range(86)} for _ in range(43)]
+    units = [as_units(c) for c in family]
+    results = signflip.family_test(units, 0.05, "minP", n_flips=20_000, seed=1)
+    first = results[0]
+    assert first.exact and first.p_value == pytest.approx(2 / 2 ** 11, abs=1e-15)
+    assert first.significant and first.p_adjusted < 0.05
+    for u, r in zip(units, results):
+        low, high = signflip.interval(float(u.values.sum()) / u.total_weight, u, r.critical)
+        assert math.isnan(low) or r.significant == (low > 0 or high < 0)
