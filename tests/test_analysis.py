@@ -131,11 +131,19 @@ def test_permutation_pairs_by_base_problem_with_clusters(tmp_path):
 def test_labels_come_from_run_manifests(tmp_path, demo_dir):
     ds = tmp_path / "ds"
     ds.mkdir()
-    (ds / "variant_manifest.json").write_text(json.dumps({"kind": "noise-targeted"}))
-    for folder, dataset in (("o", {"kind": "demo", "id": "/x"}), ("v", {"kind": "local", "id": str(ds)})):
+    (ds / "variant_manifest.json").write_text(json.dumps({"kind": "order-last", "transform": "order-last"}))
+    recorded = {"kind": "local", "id": str(ds), "variant": {"kind": "noise-targeted"}}  # what the run recorded
+    legacy = {"kind": "local", "id": str(ds)}  # a run from before variants were recorded: the folder, checked
+    for folder, dataset in (("o", {"kind": "demo", "id": "/x"}), ("v", recorded), ("w", legacy)):
         write_open(tmp_path / folder, "random", ORIGINAL)
         (tmp_path / folder / "result_random_ICL.manifest.json").write_text(json.dumps({"dataset": dataset}))
-    assert list(rs.load_sets([str(tmp_path / "o"), str(tmp_path / "v")])) == ["original", "noise-targeted"]
+    assert list(rs.load_sets([str(tmp_path / f) for f in "ovw"])) == ["original", "noise-targeted", "order-last"]
+    assert rs.variant_kind({**recorded, "variant": None}) == "original"
+    with pytest.raises(UserError, match="malformed variant"):
+        rs.variant_kind({**recorded, "variant": {"kind": "../../etc/passwd"}})
+    (ds / "variant_manifest.json").write_text("[]")
+    with pytest.raises(UserError, match="variant_manifest.json"):
+        rs.variant_kind(legacy)
     assert list(rs.load_sets([f"mine={tmp_path / 'v'}"])) == ["mine"]
     assert rs.variant_kind({"kind": "hub", "id": "smmile/SMMILE-augmented-050825"}) == "permute"
     assert rs.variant_kind({"kind": "hub", "id": "smmile/SMMILE"}) == "original"

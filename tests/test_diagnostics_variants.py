@@ -51,35 +51,72 @@ def test_k_shot_keeps_the_first_k_and_nests(tmp_path, source):
         assert kept[2][pid][:1] == kept[1][pid] and kept[3][pid][:2] == kept[2][pid]
 
 
-def test_flip_answers_come_from_the_same_speciality_and_format(tmp_path, source):
+def test_flip_answers_is_a_consistent_flip_of_the_problems_own_answers(tmp_path, source, capsys):
+    """Binary: yes <-> no; otherwise a derangement of the problem's distinct example answers (each answer maps to
+    another of them, the same one every time); what could not be flipped is counted and printed."""
     path = variant(tmp_path, "flip-answers")
     info = manifest(path)
-    flipped = 0
+    unchanged = 0
     for p in load_problems(str(path)):
         original = source[p.problem_id]
-        assert p.query == original.query and len(p.examples) == len(original.examples)
-        group = (original.query.fields["speciality"], original.query.fields["flag_answer_format"])
+        assert p.query.answer == original.query.answer and len(p.examples) == len(original.examples)
+        own = {norm(r.answer) for r in original.examples}
+        mapping: dict = {}
         for new, old in zip(p.examples, original.examples):
             assert (new.question, new.image) == (old.question, old.image)
+            mapping.setdefault(norm(old.answer), set()).add(norm(new.answer))
+            if norm(old.answer) in ("yes", "no"):
+                assert norm(new.answer) == {"yes": "no", "no": "yes"}[norm(old.answer)]
+            elif len(own) > 1:
+                assert norm(new.answer) in own and norm(new.answer) != norm(old.answer)
+            else:
+                unchanged += 1
+        assert all(len(v) == 1 for v in mapping.values())  # consistent within the problem
+        if len(own) > 1 and not own <= {"yes", "no"}:
+            assert sorted(next(iter(v)) for v in mapping.values()) == sorted(own)  # a permutation of its answers
+    assert info["counts"]["not_changed"] == unchanged == sum(n["not_changed"] for n in info["problems"])
+    gold = [pid for pid, p in source.items() if any(norm(r.answer) == norm(p.query.answer)
+                                                      for r in load_problems(str(path))[list(source).index(pid)].examples)]
+    assert info["counts"]["gold_among_examples"] == gold
+
+
+@pytest.mark.parametrize("kind", ["random-labels", "unrelated-labels", "no-answers"])
+def test_other_label_conditions(tmp_path, source, kind):
+    path = variant(tmp_path, kind)
+    for p in load_problems(str(path)):
+        original = source[p.problem_id]
+        fmt, spec = original.query.fields["flag_answer_format"], original.query.fields["speciality"]
+        others = [q for pid, q in source.items() if pid != p.problem_id]
+        mapping: dict = {}
+        for new, old in zip(p.examples, original.examples):
+            if kind == "no-answers":
+                assert new.answer == ""
+                continue
+            assert norm(new.answer) != norm(p.query.answer)  # never the gold answer
             if new.answer == old.answer:
                 continue
-            flipped += 1
-            assert norm(new.answer) != norm(old.answer)
-            donors = [q for pid, q in source.items() if pid != p.problem_id and
-                      (q.query.fields["speciality"], q.query.fields["flag_answer_format"]) == group]
-            assert any(new.answer in [r.answer for r in q.examples] for q in donors)
-    assert flipped == sum(n["flipped"] for n in info["problems"]) > 0
-    for note in info["problems"]:  # an example left as it was had no donor with another answer
-        for change in note["examples"]:
-            assert change["flipped"] == (change["answer"] != change["original"])
+            pool = [q for q in others if (q.query.fields["flag_answer_format"] == fmt if kind == "random-labels"
+                                          else q.query.fields["speciality"] != spec)]
+            assert any(new.answer in q.answers() for q in pool)
+            mapping.setdefault(norm(old.answer), set()).add(new.answer)
+        if kind == "unrelated-labels":
+            assert all(len(v) == 1 for v in mapping.values())
 
 
-def test_flip_fraction_flips_a_share(tmp_path, source):
-    info = manifest(variant(tmp_path, "flip-answers", "--fraction", "0.5"))
-    assert info["kind"] == "flip-answers-0.5"
+def test_a_label_fraction_changes_a_share(tmp_path, source, capsys):
+    info = manifest(variant(tmp_path, "random-labels", "--fraction", "0.5"))
+    assert info["kind"] == "random-labels-0.5"
     for note in info["problems"]:
         n = len(source[note["problem_id"]].examples)
-        assert note["chosen"] == int(n * 0.5 + 0.5) and note["flipped"] <= note["chosen"]
+        assert note["chosen"] == int(n * 0.5 + 0.5) and note["changed"] <= note["chosen"]
+
+
+def test_unflipped_examples_are_printed(tmp_path, capsys):
+    capsys.readouterr()
+    info = manifest(variant(tmp_path, "flip-answers"))
+    out = capsys.readouterr().out
+    assert info["counts"]["not_changed"] > 0  # the demo has problems with one distinct answer
+    assert f"{info['counts']['not_changed']} chosen example(s) could not be changed" in out
 
 
 @pytest.mark.parametrize("kind, whose", [("no-example-images", "examples"), ("no-query-image", "query")])
@@ -111,14 +148,16 @@ def test_an_unmarked_missing_image_still_drops_the_problem(tmp_path):
     assert rows[0]["problem_id"] in {pid for pid, _ in loaded.skipped}
 
 
-@pytest.mark.parametrize("kind, flags", [("k-shot", ("--k", "2")), ("flip-answers", ()),
-                                         ("flip-answers", ("--fraction", "0.5")), ("no-example-images", ()),
-                                         ("no-query-image", ())])
+@pytest.mark.parametrize("kind, flags", [("k-shot", ("--k", "2")), ("k-shot", ("--k", "2", "--draw", "3")),
+                                         ("flip-answers", ()), ("random-labels", ("--fraction", "0.5")),
+                                         ("unrelated-labels", ()), ("no-example-images", ("--fill", "noise")),
+                                         ("no-query-image", ()), ("swap-example-images", ()),
+                                         ("other-query-image", ())])
 def test_same_seed_same_bytes(tmp_path, kind, flags):
     a, b = variant(tmp_path / "a", kind, *flags), variant(tmp_path / "b", kind, *flags)
     files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
     assert files and all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
-    if kind == "flip-answers":
+    if kind in ("random-labels", "swap-example-images"):
         c = variant(tmp_path / "c", kind, *flags, seed=7)
         assert manifest(c)["problems"] != manifest(a)["problems"]
 

@@ -52,9 +52,11 @@ def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", for
         sets = load_sets(results, warn)
         notes: list[str] = []
         diagnosing = analysis in diagnostics.KINDS
-        report = (diagnostics if diagnosing else variants).analyse(analysis, sets, settings, notes)
-        for note in notes:
-            warn(f"warning: {note}")
+        try:
+            report = (diagnostics if diagnosing else variants).analyse(analysis, sets, settings, notes)
+        finally:  # what was left out is said even when nothing could be compared
+            for note in notes:
+                warn(f"warning: {note}")
         tables = {"summary": report.summary, **({} if diagnosing else {"averages": report.averages}), **report.extra,
                   "flips": pd.concat(report.flips, ignore_index=True)}
         missing = diagnostics.missing_quantities(list(sets)) if analysis == "diagnostics" else []

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .. import fsguard
 from ..data.load import DATED_IDS, PLUSPLUS_ID
-from ..data.schema import MANIFEST
+from ..data.variant_datasets import LABEL, variant_identity
 from ..errors import UserError
 from ..scoring.results import Record, ResultSet, records_of
 from ..scoring.stats_run import json_safe
@@ -23,17 +23,23 @@ log = logging.getLogger(__name__)
 
 
 def variant_kind(dataset: dict) -> str:
-    """A local/demo folder's `variant_manifest.json` (or the demo's `smmile_demo.json`) kind, `permute` for
-    SMMILE++ on the hub, else `original`."""
+    """The variant a run recorded (``dataset.variant``, at run time), `permute` for SMMILE++ on the hub, else
+    `original`; a run from before variants were recorded: its local folder's checked manifest, with a warning."""
     ref = dataset.get("id") or ""
+    if "variant" in dataset:
+        recorded = dataset["variant"]
+        kind = recorded.get("kind") if isinstance(recorded, dict) else None
+        if recorded is not None and not (isinstance(kind, str) and LABEL.match(kind)):
+            raise UserError(f"a run manifest records a malformed variant ({str(recorded)[:60]}); label the set "
+                            "explicitly as LABEL=PATH")
+        return kind or ORIGINAL
     if dataset.get("kind") == "hub":
         return "permute" if PLUSPLUS_ID in (ref, DATED_IDS.get(ref)) else ORIGINAL
-    for name in (MANIFEST, "smmile_demo.json"):
-        path = Path(ref) / name
-        if ref and path.is_file():
-            info = json.loads(path.read_text())
-            return info.get("kind") or info.get("variant") or ORIGINAL
-    return ORIGINAL
+    legacy = variant_identity(ref) if ref else None
+    if legacy:
+        log.warning(f"warning: a run on {ref} did not record its variant; read {legacy['kind']!r} from that folder "
+                    "now (it may have changed since): rerun it to record the variant")
+    return legacy["kind"] if legacy else ORIGINAL
 
 
 def detect_label(path: Path, records: list[Record]) -> str:

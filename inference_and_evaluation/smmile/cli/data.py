@@ -6,6 +6,9 @@ from pathlib import Path
 
 from ..data.demo import demo_root, make_demo
 from ..data.variant_datasets import variant_summary, write_variant
+from ..data.demos import EMBEDS, POLICIES
+from ..data.image_variants import FILLS
+from ..data.label_variants import LABEL_KINDS
 from ..data.variants import ALL_KINDS, NOISY_FLAGS
 from . import common as fd
 
@@ -25,15 +28,35 @@ def build_parser():
     demo.add_argument("--seed", type=int, default=42, help="generator seed; same seed, same bytes")
     demo.add_argument("--force", action="store_true", help=FORCE_HELP)
     v = sub.add_parser("variant", formatter_class=fd.HelpFormatter,
-                       help="write a seeded variant of a dataset (permute, noise, order, ICL diagnostics) as a local dataset",
+                       help="write a seeded variant of a dataset (permute, noise, order, ICL diagnostics, demonstration "
+                        "policies) as a local dataset",
                        description="Write a deterministic variant of an SMMILE-schema dataset as a local parquet "
                                    "dataset (+ variant_manifest.json) that every front door reads with --dataset "
                                    "PATH. See docs/analyses.md.")
     v.add_argument("kind", choices=list(ALL_KINDS) + list(NOISY_FLAGS), metavar="KIND",
                    help=f"one of {', '.join(ALL_KINDS)} (or the original --noisy values {', '.join(NOISY_FLAGS)})")
-    v.add_argument("--k", type=int, default=None, help="k-shot: keep the first K ICL examples (required for k-shot)")
+    v.add_argument("--k", type=int, default=None, help="k-shot: keep K ICL examples (required); demos: show K "
+                                                       "(default: as many as the experts gave)")
+    v.add_argument("--draw", type=int, default=None,
+                   help="k-shot: keep the first K of an order seeded by DRAW and the problem id (nested in K for one "
+                        "draw; several draws give several random subsets); default: the first K")
     v.add_argument("--fraction", type=float, default=None,
-                   help="flip-answers: share of each problem's examples whose answer is flipped (default 1)")
+                   help=f"{', '.join(LABEL_KINDS)}: share of each problem's examples changed (default 1)")
+    v.add_argument("--fill", choices=FILLS, default=None,
+                   help="no-example-images / no-query-image: delete the image (none, default), or show a blank "
+                        "(grey) or seeded noise image of the same size")
+    v.add_argument("--policy", choices=POLICIES, default=None,
+                   help="demos: the experts' examples, random ones of the same speciality from other problems, the "
+                        "retrieved most similar (last or first), or the experts' without one (--index)")
+    v.add_argument("--index", type=int, default=None, help="demos --policy leave-one-out: the example left out (0 = "
+                                                           "first)")
+    v.add_argument("--encoder", default=None,
+                   help="demos --policy retrieved-*: a CLIP-style or text model (folder or hub id) transformers "
+                        "loads, or open_clip:<name> (e.g. BiomedCLIP; pip install open_clip_torch); embeddings are "
+                        "cached in $SMMILE_EMBEDDING_DIR or ~/.cache/smmile/embeddings")
+    v.add_argument("--embed", choices=EMBEDS, default=None,
+                   help="demos --policy retrieved-*: what is compared (default image for a CLIP-style encoder, else "
+                        "text)")
     fd.add_dataset_flag(v)
     v.add_argument("--revision", default=None, help="dataset revision to pin on the hub")
     v.add_argument("--augmented", action="store_true", help="start from SMMILE++ instead of SMMILE")
@@ -51,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}: {path}")
         else:
             out = write_variant(args.dataset, args.kind, Path(args.out), seed=args.seed, revision=args.revision,
-                                augmented=args.augmented, force=args.force, k=args.k, fraction=args.fraction)
+                                augmented=args.augmented, force=args.force, k=args.k, fraction=args.fraction,
+                                draw=args.draw, fill=args.fill, policy=args.policy, index=args.index,
+                                encoder=args.encoder, embed=args.embed)
             print(variant_summary(out, args.seed))
         return 0
 

@@ -7,33 +7,35 @@ a seed and the kind's parameter, returning the new problems and one record per s
   image type, else any) inserted at a seeded position (the original ``--noisy AddOneExample[-BySpeciality]``).
 * ``order-first`` / ``order-last``: the first ICL example answering like the query moved first / last; problems
   without one are dropped.
-* the ICL diagnostics (§5: what in the examples does a model use?): ``k-shot``, ``flip-answers``,
-  ``no-example-images``, ``no-query-image``. A dropped image is an empty ``image`` cell marked ``DROPPED`` = "true":
-  the loader keeps such a problem (an unmarked empty cell still drops it).
+* the ICL diagnostics (§5: what in the examples does a model use?): ``k-shot``, the label conditions
+  (``label_variants``), the input conditions (``image_variants``) and the demonstration policies (``demos``). A
+  dropped image is an empty ``image`` cell marked ``DROPPED`` = "true": the loader keeps such a problem (an unmarked
+  empty cell still drops it). Each holds the MCQA task fixed: the query row records the options of the unmodified
+  problem (``protocol.options.RECORDED``), so a variant changes the prompt only where it says.
 
 All but ``permute`` keep the problem ids, so their results pair with the original run."""
 
 from __future__ import annotations
 
 import itertools
-import math
 import random
-import re
 from dataclasses import replace
 
 from ..errors import UserError
+from ..protocol.items import SEED
+from ..protocol.options import RECORDED, fixed_options
 from ..protocol.problem import Problem, Row
-from .schema import DROPPED, base_id
+from .image_variants import FILLS, IMAGE_KINDS, reimage
+from .label_variants import LABEL_KINDS, relabel
+from .schema import base_id
 
 MAX_ORDERS = 24
 KINDS = ("permute", "noise-random", "noise-targeted", "order-first", "order-last")
-DIAGNOSTIC_KINDS = ("k-shot", "flip-answers", "no-example-images", "no-query-image")
+DIAGNOSTIC_KINDS = ("k-shot",) + LABEL_KINDS + IMAGE_KINDS + ("demos",)
 ALL_KINDS = KINDS + DIAGNOSTIC_KINDS
 NOISY_FLAGS = {"AddOneExample": "noise-random", "AddOneExample-BySpeciality": "noise-targeted"}
 TARGET_TIERS = (("speciality", "speciality"), ("image_type", "flag_image_type"), ("random", None))
-FORMAT_COLUMN, SPECIALITY_COLUMN = "flag_answer_format", "speciality"
-DROPS = {"no-example-images": "examples", "no-query-image": "query"}  # kind -> whose images are dropped
-_PUNCT = re.compile(r"[\W_]+")
+DROPS = {"no-example-images": "examples", "no-query-image": "query"}  # kind -> whose images are dropped (fill none)
 
 
 def _orders(n: int, rng: random.Random) -> list[tuple[int, ...]]:
@@ -150,82 +152,31 @@ def order_last(problems: list[Problem], seed: int = 42) -> tuple[list[Problem], 
     return _move(problems, last=True)
 
 
-def label(kind: str, k: int | None = None, fraction: float | None = None) -> str:
-    """The variant's name in manifests and results: ``k-shot-2``, ``flip-answers``, ``flip-answers-0.5``."""
+def label(kind: str, **params) -> str:
+    """The variant's name in manifests and results: ``k-shot-2``, ``k-shot-2-draw7``, ``flip-answers-0.5``,
+    ``no-example-images-noise``, ``demos-retrieved-last``, ``demos-leave-one-out-1``."""
+    p = {k: v for k, v in params.items() if v is not None}
     if kind == "k-shot":
-        return f"k-shot-{k}"
-    if kind == "flip-answers" and fraction is not None and fraction != 1:
-        return f"flip-answers-{fraction:g}"
-    return kind
+        return f"k-shot-{p['k']}" + (f"-draw{p['draw']}" if "draw" in p else "")
+    if kind == "demos":
+        return f"demos-{p['policy']}" + (f"-{p['index']}" if "index" in p else "") + (f"-k{p['k']}" if "k" in p else "")
+    if p.get("fraction", 1) != 1:
+        return f"{kind}-{p['fraction']:g}"
+    return kind + (f"-{p['fill']}" if p.get("fill", "none") != "none" else "")
 
 
-def k_shot(problems: list[Problem], k: int) -> tuple[list[Problem], list[dict]]:
-    """The first ``k`` examples of each problem (k=1 is inside k=2), then its query; fewer: whole, ``short``."""
+def k_shot(problems: list[Problem], k: int, draw: int | None = None) -> tuple[list[Problem], list[dict]]:
+    """``k`` examples of each problem, then its query: the first k, or (``draw``) the first k of an order seeded by
+    the draw and the problem id, so that k is inside k + 1 for one draw; fewer: whole, ``short``."""
     out, notes = [], []
     for p in problems:
-        kept = p.examples[:k]
-        out.append(Problem(p.problem_id, tuple(kept) + (p.query,)))
+        order = list(range(len(p.examples)))
+        if draw is not None:
+            random.Random(f"{draw}:k-shot:{p.problem_id}").shuffle(order)
+        kept = sorted(order[:k])  # in the problem's own order
+        out.append(Problem(p.problem_id, tuple(p.examples[i] for i in kept) + (p.query,)))
         notes.append({"problem_id": p.problem_id, "n_examples": len(p.examples), "kept": len(kept),
-                      "short": len(p.examples) < k})
-    return out, notes
-
-
-def normalise(answer: str) -> str:
-    """An answer compared case- and punctuation-insensitively ("Red." == "red")."""
-    return _PUNCT.sub(" ", str(answer)).strip().casefold()
-
-
-def _group(problem: Problem) -> tuple:
-    fields = problem.query.fields
-    return fields.get(SPECIALITY_COLUMN), fields.get(FORMAT_COLUMN)
-
-
-def _flip_one(problem: Problem, donors: list[tuple[str, str]], fraction: float, seed: int) -> tuple[Problem, dict]:
-    """``donors``: (base problem id, answer) of every example of the other problems of its group; ``fraction`` of
-    the examples (rounded half up, seeded) get a donor's answer never equal to theirs (case and punctuation
-    ignored); one without such a donor keeps its answer, flagged."""
-    rng = random.Random(f"{seed}:flip-answers:{problem.problem_id}")
-    n = len(problem.examples)
-    chosen = sorted(rng.sample(range(n), min(n, math.floor(fraction * n + 0.5))))
-    rows, changes = list(problem.examples), []
-    for i in chosen:
-        original = rows[i].answer
-        pool = [(pid, a) for pid, a in donors if normalise(a) != normalise(original)]
-        donor, answer = rng.choice(pool) if pool else (None, original)
-        rows[i] = replace(rows[i], answer=answer)
-        changes.append({"index": i, "original": original, "answer": answer, "donor_problem_id": donor,
-                        "flipped": bool(pool)})
-    speciality, fmt = _group(problem)
-    note = {"problem_id": problem.problem_id, "n_examples": n, "speciality": speciality, "answer_format": fmt,
-            "chosen": len(chosen), "flipped": sum(c["flipped"] for c in changes), "examples": changes}
-    return Problem(problem.problem_id, tuple(rows) + (problem.query,)), note
-
-
-def flip_answers(problems: list[Problem], seed: int, fraction: float = 1.0) -> tuple[list[Problem], list[dict]]:
-    """Donors: the examples of the other problems of the same speciality and answer format (dataset order)."""
-    missing = [c for c in (SPECIALITY_COLUMN, FORMAT_COLUMN) if not any(c in p.query.fields for p in problems)]
-    if missing:
-        raise UserError(f"flip-answers needs the column(s) {', '.join(missing)} (donors share the speciality and "
-                        "answer format)")
-    pools: dict[tuple, list[tuple[str, str]]] = {}
-    for p in problems:
-        pools.setdefault(_group(p), []).extend((base_id(p.problem_id), r.answer) for r in p.examples)
-    pairs = [_flip_one(p, [(pid, a) for pid, a in pools[_group(p)] if pid != base_id(p.problem_id)], fraction, seed)
-             for p in problems]
-    return [p for p, _ in pairs], [n for _, n in pairs]
-
-
-def drop_images(problems: list[Problem], whose: str) -> tuple[list[Problem], list[dict]]:
-    """``whose`` = "examples" | "query": those rows' images removed and marked ``DROPPED``."""
-    out, notes = [], []
-    for p in problems:
-        last = len(p.rows) - 1
-        targets = range(last) if whose == "examples" else (last,)
-        rows = [(replace(r, image=None, fields={**r.fields, DROPPED: "true"}) if i in targets else r)
-                for i, r in enumerate(p.rows)]
-        out.append(Problem(p.problem_id, tuple(rows)))
-        notes.append({"problem_id": p.problem_id, "n_examples": len(p.examples), "dropped": list(targets),
-                      "had_image": [p.rows[i].image is not None for i in targets]})
+                      "indices": kept, "short": len(p.examples) < k})
     return out, notes
 
 
@@ -233,6 +184,8 @@ TRANSFORMS = {  # the kinds taking the seed only
     "permute": permute_recorded, "noise-random": noise_random, "noise-targeted": noise_targeted,
     "order-first": order_first, "order-last": order_last,
 }
+PARAMS = {"k-shot": ("k", "draw"), "demos": ("policy", "k", "index", "encoder", "embed"),
+          **{kind: ("fraction",) for kind in LABEL_KINDS}, **{kind: ("fill",) for kind in IMAGE_KINDS[:2]}}
 
 
 def canonical_kind(kind: str) -> str:
@@ -244,29 +197,51 @@ def canonical_kind(kind: str) -> str:
     return kind
 
 
-def check_params(kind: str, k: int | None = None, fraction: float | None = None) -> str:
-    """The canonical kind, its parameters checked: ``k`` (k-shot), ``fraction`` (flip-answers); the others take none."""
+def check_params(kind: str, **params) -> str:
+    """The canonical kind, its parameters checked (``PARAMS``: which kind takes which)."""
     kind = canonical_kind(kind)
-    if kind in KINDS and (k is not None or fraction is not None):
-        raise UserError(f"{kind} takes no --k or --fraction")
+    for name, value in params.items():
+        if value is not None and name not in PARAMS.get(kind, ()):
+            takes = [k for k, names in PARAMS.items() if name in names]
+            raise UserError(f"--{name} applies to {', '.join(takes)} only, not {kind}")
+    k, fraction, fill = params.get("k"), params.get("fraction"), params.get("fill")
     if kind == "k-shot" and (k is None or k < 1):
         raise UserError("k-shot needs --k N with N >= 1 (the number of ICL examples kept)")
-    if kind != "k-shot" and k is not None:
-        raise UserError(f"--k applies to k-shot only, not {kind}")
-    if kind == "flip-answers" and fraction is not None and not 0 < fraction <= 1:
+    if k is not None and k < 1:
+        raise UserError(f"--k {k}: give at least 1 example")
+    if fraction is not None and not 0 < fraction <= 1:
         raise UserError(f"--fraction {fraction:g}: give a share of the examples in (0, 1]")
-    if kind != "flip-answers" and fraction is not None:
-        raise UserError(f"--fraction applies to flip-answers only, not {kind}")
+    if fill is not None and fill not in FILLS:
+        raise UserError(f"--fill {fill}: choose one of {', '.join(FILLS)}")
+    if kind == "demos":
+        from .demos import check_demo_params
+
+        check_demo_params(**{k: params.get(k) for k in PARAMS["demos"]})
     return kind
 
 
-def transform(kind: str, problems: list[Problem], seed: int = 42, k: int | None = None,
-              fraction: float | None = None) -> tuple[list[Problem], list[dict]]:
-    kind = check_params(kind, k, fraction)
+def keep_task(sources: list[Problem], new: list[Problem], seed: int = SEED) -> list[Problem]:
+    """``new`` with each query row carrying the MCQA options of its unmodified source problem (same id)."""
+    fixed = {p.problem_id: fixed_options(p, seed) for p in sources}
+    return [Problem(p.problem_id, p.rows[:-1] + (replace(p.query, fields={**p.query.fields,
+                                                                            RECORDED: fixed[p.problem_id]}),))
+            for p in new]
+
+
+def transform(kind: str, problems: list[Problem], seed: int = 42, **params) -> tuple[list[Problem], list[dict]]:
+    """The variant and its notes; every kind but the paper's (``KINDS``) keeps the MCQA task of the source."""
+    kind = check_params(kind, **params)
+    p = {k: v for k, v in params.items() if v is not None}
+    if kind in TRANSFORMS:
+        return TRANSFORMS[kind](problems, seed)
     if kind == "k-shot":
-        return k_shot(problems, k)
-    if kind == "flip-answers":
-        return flip_answers(problems, seed, 1.0 if fraction is None else fraction)
-    if kind in DROPS:
-        return drop_images(problems, DROPS[kind])
-    return TRANSFORMS[kind](problems, seed)
+        new, notes = k_shot(problems, p["k"], p.get("draw"))
+    elif kind in LABEL_KINDS:
+        new, notes = relabel(kind, problems, seed, p.get("fraction", 1.0))
+    elif kind in IMAGE_KINDS:
+        new, notes = reimage(kind, problems, seed, p.get("fill", "none"))
+    else:
+        from .demos import demos
+
+        new, notes = demos(problems, seed, **p)
+    return keep_task(problems, new), notes

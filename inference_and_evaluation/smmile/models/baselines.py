@@ -30,7 +30,8 @@ class BaselineFamily(Family):
                 choice = str(rngs.np.choice(list(item.options)))  # display order, numpy legacy stream
             else:
                 letter_of = {a: LETTERS[i] for i, a in enumerate(unique_answers(item.problem))}
-                choice = _majority([letter_of[a] for a in icl])
+                letters = [letter_of[a] for a in icl if a in letter_of]  # a variant's answers may not be options
+                choice = _majority(letters) if letters else next(iter(item.options))
         else:
             choice = str(rngs.np.choice(icl)) if self.kind == "random" else _majority(icl)
         item.extra["choice"] = choice

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..data.load import Loaded, load_for_run, verify_images
-from ..data.variant_datasets import refuse_dropped_images
+from ..data.variant_datasets import refuse_dropped_images, refuse_imageless
 from ..environment import command_line, git_revision, package_versions, version
 from ..errors import UserError
 from ..models import registry
@@ -159,7 +159,8 @@ class Runner:
             backend.close()
 
     def run(self) -> RunResult:
-        refuse_dropped_images(self.spec.dataset, output_key=self.family.output_key)  # before anything is written
+        # before anything is written: a malformed variant manifest, a variant the family cannot show
+        self.variant = refuse_dropped_images(self.spec.dataset, output_key=self.family.output_key)
         check_writable_dir(self.spec.output_dir, "output folder")  # before loading data or a model
         Path(self.spec.output_dir).mkdir(parents=True, exist_ok=True)
         with OutputLock(self.csv_path, f"{self.csv_path}"):
@@ -172,6 +173,7 @@ class Runner:
                               recover_missing=s.protocol == "corrected")
         if not loaded.problems:
             raise UserError(f"no problem left to run in {loaded.source.ref} (all skipped for missing images)")
+        refuse_imageless(loaded.problems, s.mode, self.family.output_key, loaded.source.ref)  # before a model loads
         self._items = items = self.plan(loaded)
         requests = {it.index: self.family.request(it) for it in items}
         keys = self.keys(items, requests)
@@ -251,6 +253,7 @@ class Runner:
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "smmile_git_revision": revision,
             "packages": package_versions(),
             "dataset": {**loaded.source.describe(), "fingerprint": loaded.fingerprint, "problems": len(loaded.problems),
+                        "variant": getattr(self, "variant", None),
                         "skipped_missing_images": [{"problem_id": p, "image_url": u} for p, u in loaded.skipped],
                         "recovered_images": [{"problem_id": p, "image_url": u} for p, u in loaded.recovered]},
             "model": {"preset": self.preset.name, "model_id": self.preset.model_id, "model_path": s.model_path,
