@@ -72,26 +72,35 @@ def test_row_failures_by_hand(tmp_path):
     assert metrics.row_failures(frame) == ["refused", "empty"] + [""] * 8
 
 
-def test_every_estimate_counts_failures_and_the_rule_is_recorded(tmp_path):
+def test_every_estimate_counts_failures_and_the_rule_is_recorded(tmp_path, capsys):
+    """Issue #31: a transport failure (row 2, ERROR) is not an answer and is left out by default; refusals (rows
+    0-1) and the empty row 3 are the model's answers, scored wrong; the paper's rule is --failures wrong."""
     _with_failures(tmp_path / "r")
     assert _stats(tmp_path / "r", tmp_path / "o") == 0
+    out = capsys.readouterr().out
     est = pd.read_csv(tmp_path / "o" / "stats_estimates.csv").set_index(["model", "metric", "mode"])
     em = est.loc[("gpt-4o", "EM", "ICL")]
-    assert (em.n_refused, em.n_failed, em.n_empty, em.failures) == (2, 1, 1, "wrong")
-    assert em.accuracy == pytest.approx(30.0)  # the paper's rule: failures are wrong
+    assert (em.n_refused, em.n_failed, em.n_empty, em.failures) == (2, 1, 1, "exclude")
+    assert em.accuracy == pytest.approx(100 * 3 / 9) and em.n_rows == 9  # refusals and the empty row: wrong
+    assert em.accuracy_other_rule == pytest.approx(30.0)  # the paper's rule, 3 of 10
+    line = next(x for x in out.splitlines() if x.startswith("gpt-4o") and " EM " in x and "ICL" in x)
+    assert line.endswith("2/1/1 (wrong: 30.00)")  # 33.33 vs 30.00: more than 1 pp apart, shown beside
+    assert "1 transport failure(s) in 1 result(s) are not answers and were left out" in out
     mcqa = est.loc[("gpt-4o", "MCQA", "ICL")]
-    assert (mcqa.n_refused, mcqa.n_failed, mcqa.n_empty) == (1, 0, 1)
+    assert (mcqa.n_refused, mcqa.n_failed, mcqa.n_empty, mcqa.n_rows) == (1, 0, 1, 10)
     settings = json.loads((tmp_path / "o" / "stats_estimates.json").read_text())["settings"]
-    assert settings["failures"] == "wrong"
+    assert settings["failures"] == "exclude"
+    comp = pd.read_csv(tmp_path / "o" / "stats_comparisons.csv").set_index("metric")
+    assert comp.loc["EM", "n_pairs"] == 9 and comp.loc["EM", "failure_pairs_excluded"] == 1
+    assert (comp.loc["EM", "n_refused_a"], comp.loc["EM", "n_failed_a"], comp.loc["EM", "n_empty_a"]) == (2, 1, 1)
+    assert comp.loc["EM", "difference_other_rule"] == pytest.approx(100 * (3 - 1) / 10)
+    assert "refused/failed/empty ICL 2/1/1, 0-shot 0/0/0" in out
 
-    assert _stats(tmp_path / "r", tmp_path / "x", "--failures", "exclude", "--compare", "icl") == 0
+    assert _stats(tmp_path / "r", tmp_path / "x", "--failures", "wrong", "--compare", "icl") == 0
     est = pd.read_csv(tmp_path / "x" / "stats_estimates.csv").set_index(["model", "metric", "mode"])
     em = est.loc[("gpt-4o", "EM", "ICL")]
-    assert em.accuracy == pytest.approx(100 * 3 / 6) and em.n_rows == 6 and em.n_refused == 2
-    assert json.loads((tmp_path / "x" / "stats_estimates.json").read_text())["settings"]["failures"] == "exclude"
-    comp = pd.read_csv(tmp_path / "x" / "stats_comparisons.csv").set_index("metric")
-    assert comp.loc["EM", "n_pairs"] == 6 and comp.loc["EM", "failure_pairs_excluded"] == 4
-    assert comp.loc["EM", "n_failed_a"] == 0  # counted among the pairs kept
+    assert em.accuracy == pytest.approx(30.0) and em.n_rows == 10 and em.n_refused == 2
+    assert json.loads((tmp_path / "x" / "stats_estimates.json").read_text())["settings"]["failures"] == "wrong"
 
 
 def test_report_cell_shows_the_failures(tmp_path):

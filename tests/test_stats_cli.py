@@ -74,7 +74,7 @@ def test_icl_comparisons(synthetic, tmp_path):
         acc = est.set_index(["model", "metric", "mode"]).accuracy
         assert row.difference == pytest.approx(acc[(row.model_a, row.metric, "ICL")] - acc[(row.model_a, row.metric, "0-shot")])
         assert row.ci_low <= row.difference <= row.ci_high
-        assert row.p_holm >= row.p_value
+        assert row.p_adjusted >= row.p_value - 1e-12
         assert (row.only_a_correct - row.only_b_correct) == pytest.approx(row.difference * row.n_pairs / 100)
 
 
@@ -84,10 +84,13 @@ def test_model_comparisons_and_holm_families(synthetic, tmp_path):
     models = comp[comp.kind == "model_vs_model"]
     groups = est.groupby(["metric", "mode"]).size()
     assert len(models) == sum(k * (k - 1) // 2 for k in groups)
-    for _, family in comp.groupby("kind"):  # each kind is its own Holm family
+    for kind, family in comp.groupby("kind"):  # each kind is its own family
+        assert family.adjustment.str.endswith(f"within a family of {len(family)} comparison(s)").all()
+    _, _, _, holm = run(tmp_path / "h", root, "--compare", "all", "--adjust", "holm")
+    for _, family in holm.groupby("kind"):  # Holm stays available: on the sign-flip p-values
         m = family.p_value.notna().sum()
         smallest = family.p_value.idxmin()
-        assert family.p_holm[smallest] == pytest.approx(min(1.0, m * family.p_value[smallest]))
+        assert family.p_adjusted[smallest] == pytest.approx(min(1.0, m * family.p_value[smallest]))
     assert json.loads((out / "stats_comparisons.json").read_text())["settings"]["compare"] == "all"
 
 

@@ -13,7 +13,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = fd.parser(
         "Accuracy per model/metric/mode with continuity-corrected Wilson intervals on the effective sample size "
         "(design effect of the SMMILE++ orders of a base problem; at 0 % or 100 % the plain Wilson bound on the "
-        "units), and paired comparisons: the difference and a sign-flip randomisation test over base problems "
+        "units; transport failures left out, refusals scored wrong), and paired comparisons: the difference and a sign-flip randomisation test over base problems "
         "(exact up to 2^20 patterns), adjusted within each family (Westfall-Young step-down minP by default), "
         "with the interval from the same procedure. Failed, refused and empty rows are counted beside every "
         "number.", prog="smmile stats")
@@ -40,9 +40,11 @@ def add_estimand_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weight", choices=estimates.WEIGHT_CHOICES, default="row",
                         help="row: every row (SMMILE++ order) counts, as in the paper's tables (default); problem: "
                              "every base problem counts once (test: cluster-adjusted McNemar, Durkalski 2003)")
-    parser.add_argument("--failures", choices=estimates.FAILURE_CHOICES, default="wrong",
-                        help="failed, refused (content filter) and empty responses: wrong = scored as wrong, the "
-                             "paper's rule (default); exclude = left out. Counted in the output either way")
+    parser.add_argument("--failures", choices=estimates.FAILURE_CHOICES, default="exclude",
+                        help="transport failures (connection errors, timeouts, 5xx after retries): exclude = not "
+                             "answers, left out (default; rerun the same command to fill them); wrong = scored "
+                             "wrong, the paper's rule. Refused (content filter) and empty responses are the "
+                             "model's answers, scored wrong, under both rules. Counted in the output either way")
     parser.add_argument("--include-gold-mismatch", action="store_true",
                         help="keep paired problems whose two files have different gold answers (true_answer); by "
                              "default they are excluded and counted")

@@ -21,7 +21,10 @@ from smmile.scoring.results import MODES, Record
 METRICS = tuple(metrics.METRICS)  # LLM, EM, MCQA: the tables' column order
 CLUSTER_CHOICES = ("auto", "none", "base")
 WEIGHT_CHOICES = statistics.WEIGHTS  # row (default, the paper's tables), problem
-FAILURE_CHOICES = ("wrong", "exclude")  # wrong: the paper's rule
+FAILURE_CHOICES = ("exclude", "wrong")  # exclude: transport failures left out (default); wrong: the paper's rule
+EXCLUDED_KINDS = ("failed",)  # transport failures (connection errors, timeouts, 5xx after retries): not answers
+OTHER_RULE = {"exclude": "wrong", "wrong": "exclude"}
+SHOW_OTHER_PP = 1.0  # the other rule's result is printed beside one that differs by more than this
 COMPARE_CHOICES = ("icl", "models", "all", "none")
 KINDS = ("icl_vs_0shot", "model_vs_model")  # each kind is its own family of comparisons
 MAX_NOTES = 10  # pairing warnings printed in full; the rest are counted
@@ -52,23 +55,27 @@ def failure_counts(kinds: pd.Series | None) -> dict:
     return {f"n_{kind}": int(counts.get(kind, 0)) for kind in metrics.FAILURE_KINDS}
 
 
-def _failed(record: Record, ids) -> np.ndarray:
-    """True for each id whose row failed, was refused or empty (False when unknown)."""
+def _failed(record: Record, ids, kinds=EXCLUDED_KINDS) -> np.ndarray:
+    """True for each id whose row's failure kind is one of ``kinds`` (False when unknown). Refused and empty
+    responses are the model's answers (scored wrong); only transport failures are not."""
     if record.failures is None:
         return np.zeros(len(ids), dtype=bool)
-    kinds = pd.Series([str(i) for i in ids], dtype=object).map(record.failures).fillna("").astype(str)
-    return (kinds != "").to_numpy(dtype=bool)
+    found = pd.Series([str(i) for i in ids], dtype=object).map(record.failures).fillna("").astype(str)
+    return found.isin(kinds).to_numpy(dtype=bool)
+
+
+def _under(scores: pd.Series, record: Record, failures: str) -> pd.Series:
+    return scores[~_failed(record, scores.index)] if failures == "exclude" else scores
 
 
 def estimate(record: Record, n_boot: int, seed: int, cluster: str, level: float, weight: str = "row",
-             failures: str = "wrong") -> dict:
+             failures: str = "exclude") -> dict:
     """One row of ``stats_estimates``: the ``weight``-ed accuracy with its Wilson interval on the effective
     sample size, se and the bootstrap se in percent; n_rows, n_problems, n_eff; failure counts (of the
-    whole result) and the rule applied to them."""
-    scores = record.scores
+    whole result), the rule applied to them and the accuracy under the other rule."""
     counts = failure_counts(record.failures)
-    if failures == "exclude":
-        scores = scores[~_failed(record, scores.index)]
+    scores = _under(record.scores, record, failures)
+    other = _under(record.scores, record, OTHER_RULE[failures])
     clusters = clusters_for(scores.index, cluster)
     ci = statistics.proportion_interval(scores.to_numpy(), clusters, weight, level)
     se_boot = statistics.bootstrap_se(scores.to_numpy(), clusters, weight, n_boot, seed)
@@ -76,12 +83,15 @@ def estimate(record: Record, n_boot: int, seed: int, cluster: str, level: float,
             "estimand": _estimand(weight, clusters), "weight": weight, "n_rows": ci.n, "n_problems": ci.n_clusters,
             "clustered": clusters is not None, "accuracy": 100 * ci.estimate, "ci_low": 100 * ci.low,
             "ci_high": 100 * ci.high, "ci_method": ci.method, "n_eff": ci.n_eff, "icc": ci.icc, "se": 100 * ci.se,
-            "se_bootstrap": 100 * se_boot, **counts, "failures": failures, "level": level, "n_boot": n_boot,
+            "se_bootstrap": 100 * se_boot, **counts, "failures": failures,
+            "accuracy_other_rule": 100 * weighted_mean(other.to_numpy(), clusters_for(other.index, cluster), weight),
+            "rerunnable": getattr(record.result, "manifest", None) is not None,
+            "level": level, "n_boot": n_boot,
             "seed": seed, "source": os.path.basename(record.source)}
 
 
 def estimates(records: list[Record], n_boot: int, seed: int, cluster: str, level: float, weight: str = "row",
-              failures: str = "wrong") -> list[dict]:
+              failures: str = "exclude") -> list[dict]:
     """Estimates in table order: model rows as in evaluation_results.txt, then metric, then mode."""
     rows = [estimate(r, n_boot, seed, cluster, level, weight, failures) for r in records]
     order = {m: i for i, m in enumerate(tables.row_order({row["model"] for row in rows}))}
@@ -159,28 +169,30 @@ def weighted_mean(values: np.ndarray, clusters, weight: str) -> float:
 
 def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto", weight: str = "row",
            level: float = statistics.DEFAULT_LEVEL, n_boot: int = statistics.DEFAULT_N_BOOT, seed: int = 0,
-           include_gold_mismatch: bool = False, failures: str = "wrong",
+           include_gold_mismatch: bool = False, failures: str = "exclude",
            notes: list | None = None) -> tuple[dict, pd.DataFrame]:
     """The one paired comparison (``smmile stats``, ``smmile analyze``): A − B in percentage points, with
     ``statistics.paired_score``'s interval and test.
 
     A's problem ``i`` pairs with B's ``key(i)`` (``pair_scores``); pairs with different gold answers
     are dropped unless ``include_gold_mismatch``; with ``failures="exclude"`` a pair goes when either side
-    failed, was refused or is empty. Returns the row and the paired frame (``problem_id``, ``key``, ``a``,
+    failed in transport (refused and empty responses are answers, scored wrong). Returns the row and the paired frame (``problem_id``, ``key``, ``a``,
     ``b``); what was left out is appended to ``notes``. ``p_holm``/``significant`` are set by ``apply_holm``."""
     frame, mismatches, found = pair_scores(a.scores, b.scores, a.gold, b.gold, key=key,
                                            exclude_gold_mismatch=not include_gold_mismatch, what=label)
-    failed_a, failed_b = _failed(a, frame["problem_id"]), _failed(b, frame["key"])
+    kinds = {f"n_{kind}_{side}": None if rec.failures is None else int(_failed(rec, frame[col], (kind,)).sum())
+             for side, rec, col in (("a", a, "problem_id"), ("b", b, "key")) for kind in metrics.FAILURE_KINDS}
     if notes is not None:
         notes.extend(found)
+    out = _failed(a, frame["problem_id"]) | _failed(b, frame["key"])
+    other = frame if failures == "exclude" else frame.loc[~out]
     dropped = 0
     if failures == "exclude":
-        keep = ~(failed_a | failed_b)
-        dropped = int((~keep).sum())
-        frame, failed_a, failed_b = frame.loc[keep].reset_index(drop=True), failed_a[keep], failed_b[keep]
+        dropped = int(out.sum())
+        frame = frame.loc[~out].reset_index(drop=True)
         if dropped and notes is not None:
-            notes.append(f"{label}: {dropped} pair(s) with a failed, refused or empty response excluded "
-                         "(--failures exclude)")
+            notes.append(f"{label}: {dropped} pair(s) with a transport failure (connection error, timeout, 5xx) "
+                         "left out: not answers (--failures wrong scores them wrong)")
     left, right = frame["a"].to_numpy(), frame["b"].to_numpy()
     clusters = clusters_for(frame["problem_id"], cluster)
     result = statistics.paired_score(left, right, clusters, weight, level)
@@ -189,17 +201,24 @@ def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto",
     row = {"estimand": _estimand(weight, clusters), "weight": weight, "n_a": len(a.scores), "n_b": len(b.scores),
            "n_pairs": diff.n, "n_problems": diff.n_clusters, "clustered": clusters is not None,
            "gold_mismatches": mismatches, "gold_mismatches_included": bool(include_gold_mismatch),
-           "n_failed_a": None if a.failures is None else int(failed_a.sum()),
-           "n_failed_b": None if b.failures is None else int(failed_b.sum()),
-           "failures": failures, "failure_pairs_excluded": dropped,
+           **kinds, "failures": failures, "failure_pairs_excluded": dropped,
+           "difference_other_rule": 100 * weighted_mean(
+               (other["a"] - other["b"]).to_numpy(), clusters_for(other["problem_id"], cluster), weight),
            "accuracy_a": 100 * weighted_mean(left, clusters, weight),
            "accuracy_b": 100 * weighted_mean(right, clusters, weight),
            "difference": 100 * diff.estimate, "ci_low": 100 * diff.low, "ci_high": 100 * diff.high,
            "ci_method": diff.method, "se": 100 * diff.se, "se_bootstrap": 100 * se_boot,
-           "only_a_correct": result.only_a, "only_b_correct": result.only_b, "statistic": result.statistic,
+           "only_a_correct": result.only_a, "only_b_correct": result.only_b, **_favour(left - right, frame, cluster),
+           "statistic": result.statistic,
            "p_value": result.p_value, "p_method": result.method, "p_holm": float("nan"), "significant": False,
            "level": level, "n_boot": n_boot, "seed": seed}
     return row, frame
+
+
+def _favour(diff: np.ndarray, frame: pd.DataFrame, cluster: str) -> dict:
+    """Discordance in resampling units: base problems (or problems) whose mean difference favours A, B."""
+    means = pd.Series(diff).groupby(np.asarray(_labels(frame, cluster), dtype=object)).mean()
+    return {"problems_favour_a": int((means > 0).sum()), "problems_favour_b": int((means < 0).sum())}
 
 
 def apply_holm(rows: list[dict], level: float, family=lambda row: None) -> None:
@@ -252,7 +271,7 @@ def apply_family(rows: list[dict], frames: list[pd.DataFrame], level: float, clu
 
 def comparisons(records: list[Record], compare: str, n_boot: int, seed: int, cluster: str, level: float,
                 include_gold_mismatch: bool = False, warn=None, weight: str = "row",
-                failures: str = "wrong", adjust: str = "minP", n_flips: int = signflip.DEFAULT_N_FLIPS) -> list[dict]:
+                failures: str = "exclude", adjust: str = "minP", n_flips: int = signflip.DEFAULT_N_FLIPS) -> list[dict]:
     """The rows of ``stats_comparisons``, each kind its own family (``apply_family``); pairing warnings go to
     ``warn`` (the first ``MAX_NOTES`` in full, then a count)."""
     notes: list[str] = []

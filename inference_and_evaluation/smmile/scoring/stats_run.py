@@ -14,8 +14,8 @@ import pandas as pd
 from smmile import fsguard
 from smmile.errors import UserError
 from smmile.scoring import metrics, signflip, statistics, tables
-from smmile.scoring.estimates import (FAILURE_CHOICES, KINDS, WEIGHT_CHOICES, check_resampling, comparisons,
-                                      estimates)
+from smmile.scoring.estimates import (FAILURE_CHOICES, KINDS, OTHER_RULE, SHOW_OTHER_PP, WEIGHT_CHOICES,
+                                      check_resampling, comparisons, estimates)
 from smmile.scoring.results import load_records
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,15 @@ def write_rows(rows: list[dict], stem: str, settings: dict) -> list[str]:
     return [stem + ".csv", stem + ".json"]
 
 
+RULES = {"exclude": "transport failures (connection errors, timeouts, 5xx after retries) left out",
+         "wrong": "transport failures scored wrong (the paper's rule)"}
+
+
+def _other(value: float, other: float, rule: str) -> str:
+    """``value`` and, when it differs by more than ``SHOW_OTHER_PP``, the other failure rule's beside it."""
+    return f" ({OTHER_RULE[rule]}: {other:.2f})" if abs(value - other) > SHOW_OTHER_PP else ""
+
+
 def console_table(rows: list[dict]) -> str:
     """Human-readable estimates: ``model  metric mode  acc [low, high]  n_rows  n_problems  n_eff  fail``."""
     level = rows[0]["level"] if rows else statistics.DEFAULT_LEVEL
@@ -53,10 +62,19 @@ def console_table(rows: list[dict]) -> str:
         counts = [row.get(f"n_{kind}") for kind in metrics.FAILURE_KINDS]
         failed = "unknown" if None in counts else "/".join(map(str, counts))
         lines.append(f"{row['model']:<22} {row['metric']:<5} {row['mode']:<7} {row['accuracy']:>7.2f}  "
-                     f"{ci:<17} {row['n_rows']:>6} {row['n_problems']:>6} {row['n_eff']:>6.0f}  {failed}")
+                     f"{ci:<17} {row['n_rows']:>6} {row['n_problems']:>6} {row['n_eff']:>6.0f}  {failed}"
+                     + _other(row["accuracy"], row["accuracy_other_rule"], row["failures"]))
     if rows:
-        lines.append(f"estimand: {rows[0]['estimand']}; interval: {rows[0]['ci_method']}; failed, refused and empty "
-                     f"rows: {'scored wrong (the paper)' if rows[0]['failures'] == 'wrong' else 'excluded'}")
+        rule = rows[0]["failures"]
+        lines.append(f"estimand: {rows[0]['estimand']}; interval: {rows[0]['ci_method']}; {RULES[rule]}; refused "
+                     f"and empty responses are the model's answers, scored wrong; (exclude: x) / (wrong: x): the "
+                     f"accuracy under the other rule, where it differs by more than {SHOW_OTHER_PP:g} pp")
+        for ours, fix in ((True, "rerun the same command (smmile run) to fill them"),
+                          (False, "these results have no run manifest of ours, so only their producer can fill them")):
+            hit = [row for row in rows if row.get("n_failed") and row["rerunnable"] == ours]
+            if hit and rule == "exclude":
+                lines.append(f"{sum(row['n_failed'] for row in hit)} transport failure(s) in {len(hit)} result(s) "
+                             f"are not answers and were left out: {fix}")
     return "\n".join(lines)
 
 
@@ -69,18 +87,30 @@ def comparison_summary(rows: list[dict], level: float = statistics.DEFAULT_LEVEL
         family = [r for r in rows if r["kind"] == kind]
         if family:
             lines.append(f"{len(family)} {kind} comparison(s); {sum(r['significant'] for r in family)} significant "
-                         f"(*: adjusted p < {alpha:.2g}, {family[0]['adjustment']}; test: {family[0]['p_method']}); "
+                         f"(*: adjusted p < {alpha:.2g}, {family[0]['adjustment']}; test: sign-flip randomisation "
+                         f"over base problems, exact up to 2^{signflip.EXACT_MAX} patterns, else seeded Monte Carlo); "
                          f"each interval comes from the same procedure and family, so it excludes 0 exactly when "
                          f"* is shown; estimand: {family[0]['estimand']}")
     for r in rows:
         if r["kind"] == "icl_vs_0shot":
             mark = " *" if r["significant"] else ""
             lines.append(f"  ICL - 0-shot  {r['model_a']:<22} {r['metric']:<5} {r['difference']:+7.2f} pp "
-                         f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]  p={r['p_value']:.3g}  "
+                         f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]{mark}  p={r['p_value']:.3g}  "
                          f"p_adj={r['p_adjusted']:.3g}  n_pairs={r['n_pairs']} ({r['n_problems']} problems, "
+                         f"{r['problems_favour_a']} favour ICL, {r['problems_favour_b']} 0-shot; "
                          f"{r['gold_mismatches']} gold mismatch(es) "
-                         f"{'kept' if r['gold_mismatches_included'] else 'excluded'}){mark}")
+                         f"{'kept' if r['gold_mismatches_included'] else 'excluded'}); {_failures(r)}"
+                         + _other(r["difference"], r["difference_other_rule"], r["failures"]))
     return "\n".join(lines)
+
+
+def _failures(row: dict) -> str:
+    """``refused/failed/empty ICL a/b/c, 0-shot d/e/f`` of a comparison's pairs."""
+    sides = []
+    for side in ("a", "b"):
+        counts = [row.get(f"n_{kind}_{side}") for kind in metrics.FAILURE_KINDS]
+        sides.append("unknown" if None in counts else "/".join(map(str, counts)))
+    return f"refused/failed/empty {row['mode_a']} {sides[0]}, {row['mode_b']} {sides[1]}"
 
 
 @dataclass(frozen=True)
@@ -94,7 +124,7 @@ class StatsSettings:
     compare: str = "icl"
     include_gold_mismatch: bool = False
     weight: str = "row"
-    failures: str = "wrong"
+    failures: str = "exclude"
     adjust: str = "minP"
     n_flips: int = signflip.DEFAULT_N_FLIPS
 
