@@ -96,3 +96,16 @@ def test_the_random_baseline_shows_no_difference(root):
         for r in summary:  # the variants show one task: the random baseline answers them all alike
             if r["reference"].split(" ")[0] == "demos-experts":
                 assert r["difference"] == 0
+
+
+def test_the_policy_analysis_renders_in_the_report(root):
+    path, _ = root
+    if not (path / "an" / "policies" / "policies.json").exists():
+        pytest.skip("needs test_the_random_baseline_shows_no_difference's runs")
+    policies = json.loads((path / "an" / "policies" / "policies.json").read_text())
+    assert policies["correction"].startswith("Holm within each family: research question")
+    assert {r["subset"] for r in policies["by_format"]} >= {"format: multiple choice", "format: free response"}
+    assert smmile(["report", str(path / "res" / "original"), "--analyses", str(path / "an" / "policies"),
+                   "--out", str(path / "report")]) == 0
+    page = (path / "report" / "index.html").read_text()
+    assert "demonstration policies against the experts" in page and "demos-random ICL − demos-experts ICL" in page

@@ -26,7 +26,15 @@ def console(report: variants.Report) -> str:
         lines += [f"{r['comparison']:<36} {r['model']:<20} {r['metric']:<5} {fmt(r['accuracy_variant'], '.1f'):>6} "
                   f"{fmt(r['accuracy_reference'], '.1f'):>6} {fmt(r['difference'], '+.2f'):>8} {_ci(r):<17} "
                   f"{r['n_pairs']:>5}" for r in report.summary]
-        return "\n".join(lines + [f"comparison A − B (A %, B %: the two sides); {significant}"])
+        lines += [f"{r['set']}: {r['not_changed']} chosen example(s) could not be changed (kept their answer); gold "
+                  f"answer among the examples in {r['gold_among_examples']} problem(s)"
+                  for r in report.extra.get("unchanged", []) if r["not_changed"] is not None]
+        lines += [f"trend {r['model']} {r['metric']}: {fmt(r['trend_slope'], '+.2f')} pp per example "
+                  f"[{fmt(r['trend_ci_low'], '+.2f')}, {fmt(r['trend_ci_high'], '+.2f')}], p = "
+                  f"{fmt(r['trend_p_value'], '.3g')} (k = {r['trend_ks']}, {r['trend_problems']} problems)"
+                  for r in report.extra.get("curve", []) if r["k"] == 0 and "trend_slope" in r]
+        return "\n".join(lines + [f"comparison A − B (A %, B %: the two sides); {significant}; Holm within each "
+                                   f"{diagnostics.FAMILY}"])
     lines = [f"{'variant':<16} {'vs':<12} {'model':<20} {'metric':<5} {'mode':<7} {'ref %':>6} {'var %':>6} "
              f"{'diff pp':>8} {'95% CI':<17} {'rel %':>7} {'+/-':>7} {'pairs':>5} {'probl.':>6}"]
     lines += [f"{r['variant']:<16} {r['reference']:<12} {r['model']:<20} {r['metric']:<5} {r['mode']:<7} "
@@ -62,7 +70,8 @@ def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", for
         missing = diagnostics.missing_quantities(list(sets)) if analysis == "diagnostics" else []
         for line in missing:
             warn(f"note: not computed (missing runs): {line}")
-        meta = {"analysis": analysis, "settings": settings, **({"missing": missing} if missing else {}),
+        family = {"correction": f"Holm within each {diagnostics.FAMILY}"} if diagnosing else {}
+        meta = {"analysis": analysis, "settings": settings, **family, **({"missing": missing} if missing else {}),
                 "sets": [{"label": s.label, "path": str(s.path.resolve()),
                           "files": sorted({r.source for r in s.records})} for s in sets.values()],
                 "warnings": warnings}

@@ -26,6 +26,7 @@ KINDS = ("shots", "flip", "images", "diagnostics", "policies")
 QUESTIONS = {"shots": "how many examples?", "flip": "do the examples' answers matter?",
              "images": "do the images matter?", "diagnostics": "what in the examples is used?",
              "policies": "which examples?"}
+FAMILY = "family: research question × model × metric (holm_family)"
 ZERO, ICL = "0-shot", "ICL"
 KSHOT = re.compile(r"^k-shot-(\d+)(?:-draw\d+)?$")
 LABELS = re.compile(rf"^({'|'.join(LABEL_KINDS)})(?:-([0-9.]+))?$")
@@ -213,7 +214,8 @@ def curve(sets: dict[str, ResultSet], s: dict) -> list[dict]:
     rows = []
     for model, metric in _models(sets):
         points: dict = {}
-        for k, side in [(0, (ORIGINAL, ZERO))] + sorted((k_of(x), (x, ICL)) for x in labels) + [(None, (ORIGINAL, ICL))]:
+        sides = [(0, (ORIGINAL, ZERO))] + sorted((k_of(x), (x, ICL)) for x in labels) + [(None, (ORIGINAL, ICL))]
+        for k, side in sides:
             record = _record(sets, side, model, metric, short)
             if record is not None:
                 points.setdefault(k, (side[0], []))[1].append(record)

@@ -15,12 +15,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = fd.parser("Paired comparison of each model's accuracy on the original dataset and on its variants (noise, "
                   "order/recency, permutations).", prog="smmile analyze")
     p.add_argument("analysis", choices=KINDS + diagnostics.KINDS,
-                   help="noise | order | permutation; the ICL diagnostics shots | flip | images | diagnostics "
-                        "(docs/analyses.md)")
+                   help="noise | order | permutation; the ICL diagnostics shots | flip | images | diagnostics; "
+                        "policies: each demonstration policy against the experts' examples (docs/analyses.md)")
     p.add_argument("results", nargs="+", metavar="[LABEL=]PATH",
                    help="result folders or CSV files; LABEL is original, noise-random, noise-targeted, order-first, "
-                        "order-last, permute, k-shot-<k>, flip-answers[-<fraction>], no-example-images, "
-                        "no-query-image or any name (default: read from the run manifests)")
+                        "order-last, permute, k-shot-<k>[-draw<d>], flip-answers|random-labels|unrelated-labels|"
+                        "no-answers[-<fraction>], no-example-images|no-query-image[-blank|-noise], "
+                        "swap-example-images, other-query-image, demos-<policy> or any name (default: the variant "
+                        "each run recorded in its manifest)")
     p.add_argument("--out", default="analysis", help="output folder (made by this command, or new/empty)")
     p.add_argument("--force", action="store_true",
                    help="write into a non-empty --out folder not made by smmile analyze")

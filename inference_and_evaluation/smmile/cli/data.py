@@ -28,8 +28,8 @@ def build_parser():
     demo.add_argument("--seed", type=int, default=42, help="generator seed; same seed, same bytes")
     demo.add_argument("--force", action="store_true", help=FORCE_HELP)
     v = sub.add_parser("variant", formatter_class=fd.HelpFormatter,
-                       help="write a seeded variant of a dataset (permute, noise, order, ICL diagnostics, demonstration "
-                        "policies) as a local dataset",
+                       help="write a seeded variant of a dataset (permute, noise, order, ICL diagnostics, "
+                            "demonstration policies) as a local dataset",
                        description="Write a deterministic variant of an SMMILE-schema dataset as a local parquet "
                                    "dataset (+ variant_manifest.json) that every front door reads with --dataset "
                                    "PATH. See docs/analyses.md.")

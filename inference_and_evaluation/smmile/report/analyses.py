@@ -20,6 +20,7 @@ SECTIONS = (("noise", "Noise: an unrelated example added"),
             ("flip", "ICL diagnostics: flipped answers"),
             ("images", "ICL diagnostics: examples without images, blind query"),
             ("diagnostics", "ICL diagnostics: summary per model"),
+            ("policies", "ICL: demonstration policies against the experts' examples"),
             ("agreement", "Agreement: judge vs humans and exact match"),
             ("other", "Other analysis files"))
 VARIANT_KINDS = variants.KINDS + diagnostics.KINDS  # the analyses of `smmile analyze`
