@@ -95,13 +95,19 @@ def comparison_summary(rows: list[dict], level: float = statistics.DEFAULT_LEVEL
         if r["kind"] == "icl_vs_0shot":
             mark = " *" if r["significant"] else ""
             lines.append(f"  ICL - 0-shot  {r['model_a']:<22} {r['metric']:<5} {r['difference']:+7.2f} pp "
-                         f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]{mark}  p={r['p_value']:.3g}  "
+                         f"[{_bound(r['ci_low'])}, {_bound(r['ci_high'])}]{mark}  p={r['p_value']:.3g}  "
                          f"p_adj={r['p_adjusted']:.3g}  n_pairs={r['n_pairs']} ({r['n_problems']} problems, "
                          f"{r['problems_favour_a']} favour ICL, {r['problems_favour_b']} 0-shot; "
                          f"{r['gold_mismatches']} gold mismatch(es) "
                          f"{'kept' if r['gold_mismatches_included'] else 'excluded'}); {_failures(r)}"
                          + _other(r["difference"], r["difference_other_rule"], r["failures"]))
     return "\n".join(lines)
+
+
+def _bound(value: float) -> str:
+    """An interval bound with 2 decimals, more where a non-zero bound would print as 0.00 (so a printed
+    interval never looks like it touches 0 when it does not)."""
+    return f"{value:+.2f}" if value == 0 or abs(value) >= 0.005 else f"{value:+.1e}"
 
 
 def _failures(row: dict) -> str:
