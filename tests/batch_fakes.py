@@ -11,6 +11,14 @@ before): "ok", an int status (an errored item), or "expired" (the batch ends exp
 Replies come from `reply({"body": body})` and carry the same usage as `api_server`'s synchronous replies, so a
 batch run and a synchronous run against the same `reply` see identical responses. Results are written in
 reverse submission order, so a client that matched them by order would be caught.
+
+Also: GET /v1/batches and /v1/messages/batches (lists, newest first; OpenAI's carry each batch's metadata),
+DELETE /v1/files/{id}, GET /openai/files/{id} (Azure: an upload stays `pending` for `file_pending` checks).
+`script(method, path, n)` (n: how many requests of that method and path came before) may answer a request
+instead: a `Scripted` (status and body, after `delay` seconds; `then_serve`: handle it normally, then answer
+after `delay` — a create that the client sees time out but the provider performed). `results_host`: the base URL
+Anthropic's results_url names (another server, a look-alike host). `failed(kind, items)` may fail a whole OpenAI batch
+at validation: a list of {"code", "message", "line"} errors.
 """
 
 from __future__ import annotations
@@ -26,15 +34,32 @@ from email.policy import default as email_policy
 from typing import Callable
 from urllib.parse import urlsplit
 
+from dataclasses import dataclass
+
 from api_server import LoopbackServer, _error, _success, default_reply
+
+
+@dataclass
+class Scripted:
+    status: int = 200
+    body: dict | None = None
+    delay: float = 0.0
+    then_serve: bool = False  # perform the request, then answer late (the client has given up by then)
 
 _ANTHROPIC_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class FakeBatchApi(LoopbackServer):
     def __init__(self, reply: Callable[[dict], str] = default_reply, polls: int = 1,
-                 outcome: Callable[[str, dict, int], object] | None = None, expires_in: float = 86400.0):
+                 outcome: Callable[[str, dict, int], object] | None = None, expires_in: float = 86400.0,
+                 script: Callable[[str, str, int], Scripted | None] | None = None, results_host: str | None = None,
+                 failed: Callable[[str, list], list | None] | None = None, file_pending: int = 0):
         self.reply, self.polls, self.outcome, self.expires_in = reply, polls, outcome, expires_in
+        self.script, self.results_host, self.failed, self.file_pending = script, results_host, failed, file_pending
+        self.counts: dict[tuple[str, str], int] = {}
+        self.file_checks: dict[str, int] = {}
+        self.deleted: list[str] = []
+        self.headers_seen: list[dict] = []  # every request's headers (lower-case names)
         self.release = threading.Event()
         self.release.set()
         self.files: dict[str, bytes] = {}
@@ -70,8 +95,9 @@ class FakeBatchApi(LoopbackServer):
             for c, body in items:
                 plan.append((self.outcome or (lambda *_: "ok"))(c, body, self.submitted.get(c, 0)))
                 self.submitted[c] = self.submitted.get(c, 0) + 1
+            errors = self.failed(kind, items) if self.failed else None
             batch = {"kind": kind, "items": items, "plan": plan, "polls": 0, "state": "in_progress",
-                     "created": int(time.time()), "cancel": False}
+                     "created": int(time.time()), "cancel": False, "errors": errors, "metadata": None}
             batch["id"] = self._new_id("msgbatch_" if kind == "anthropic" else "batch_")
             self.batches[batch["id"]] = batch
             return batch
@@ -83,6 +109,8 @@ class FakeBatchApi(LoopbackServer):
             batch["polls"] += 1
             if batch["cancel"]:
                 batch["state"] = "cancelled"
+            elif batch["errors"]:
+                batch["state"] = "failed"
             elif self.release.is_set() and batch["polls"] > self.polls:
                 batch["state"] = "expired" if "expired" in batch["plan"] else "completed"
             else:
@@ -91,6 +119,9 @@ class FakeBatchApi(LoopbackServer):
 
     def _finish(self, batch: dict) -> None:
         out, err = [], []
+        if batch["state"] == "failed":  # failed validation: nothing ran, no output file
+            batch["results"] = []
+            return
         for (c, body), what in reversed(list(zip(batch["items"], batch["plan"]))):
             if batch["state"] == "cancelled" or what == "expired":
                 err.append({"custom_id": c, "what": "canceled" if batch["state"] == "cancelled" else "expired"})
@@ -126,12 +157,18 @@ class FakeBatchApi(LoopbackServer):
             if lines_err:
                 err_id = b.setdefault("err_id", self._store(lines_err))
         n = len(b["items"])
-        return {"id": b["id"], "object": "batch", "endpoint": b.get("endpoint"), "errors": None,
+        errors = {"object": "list", "data": b["errors"]} if b["state"] == "failed" else None
+        return {"id": b["id"], "object": "batch", "endpoint": b.get("endpoint"), "errors": errors,
+                "metadata": b.get("metadata"),
                 "input_file_id": b.get("input_file_id"), "completion_window": "24h", "status": b["state"],
                 "output_file_id": out_id, "error_file_id": err_id, "created_at": b["created"],
                 "expires_at": int(b["created"] + self.expires_in),
                 "request_counts": {"total": n, "completed": ok if done else 0,
                                    "failed": (len(results) - ok) if done else 0}}
+
+    def _file(self, fid: str, status: str) -> dict:
+        return {"id": fid, "object": "file", "bytes": len(self.files.get(fid, b"")), "created_at": 0,
+                "filename": "upload.jsonl", "purpose": "batch", "status": status}
 
     def _store(self, lines: list[dict]) -> str:
         fid = self._new_id("file-")
@@ -150,7 +187,10 @@ class FakeBatchApi(LoopbackServer):
         return {"id": b["id"], "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
                 "request_counts": counts, "created_at": created, "expires_at": expires,
                 "ended_at": created if ended else None, "archived_at": None, "cancel_initiated_at": None,
-                "results_url": f"{self.url}/v1/messages/batches/{b['id']}/results" if ended else None}
+                "results_url": f"{self._results_base()}/v1/messages/batches/{b['id']}/results" if ended else None}
+
+    def _results_base(self) -> str:
+        return self.results_host or self.url
 
     def _anthropic_results(self, b: dict) -> bytes:
         lines = []
@@ -174,11 +214,58 @@ class FakeBatchApi(LoopbackServer):
             def log_message(self, *args):
                 pass
 
+            _late = 0.0
+
+            def _scripted(self, method: str, path: str) -> bool:
+                """Record the request; True when the script answered it."""
+                with api._lock:
+                    api.calls.append((method, path))
+                    api.header_names.update(k.lower() for k in self.headers)
+                    api.headers_seen.append({k.lower(): v for k, v in self.headers.items()})
+                    n = api.counts.get((method, path), 0)
+                    api.counts[(method, path)] = n + 1
+                what = api.script(method, path, n) if api.script else None
+                if what is None:
+                    return False
+                if what.then_serve:
+                    self._late = what.delay
+                    return False
+                time.sleep(what.delay)
+                self._json(what.status, what.body or {})
+                return True
+
+            def do_DELETE(self):
+                path = urlsplit(self.path).path
+                if self._scripted("DELETE", path):
+                    return
+                m = re.fullmatch(r"(?:/v1|/openai)/files/([^/]+)", path)
+                if m and m.group(1) in api.files:
+                    api.files.pop(m.group(1))
+                    api.deleted.append(m.group(1))
+                    return self._json(200, {"id": m.group(1), "object": "file", "deleted": True})
+                self._json(404, {"error": {"message": f"no {path}"}})
+
             def do_GET(self):
                 path = urlsplit(self.path).path
-                with api._lock:
-                    api.calls.append(("GET", path))
-                    api.header_names.update(k.lower() for k in self.headers)
+                if self._scripted("GET", path):
+                    return
+                if path in ("/v1/batches", "/openai/batches"):
+                    with api._lock:
+                        data = [api._openai_batch(b) for b in reversed(api.batches.values()) if b["kind"] != "anthropic"]
+                    return self._json(200, {"object": "list", "data": data, "has_more": False,
+                                            "first_id": data[0]["id"] if data else None,
+                                            "last_id": data[-1]["id"] if data else None})
+                if path == "/v1/messages/batches":
+                    with api._lock:
+                        data = [api._anthropic_batch(b) for b in reversed(api.batches.values())
+                                if b["kind"] == "anthropic"]
+                    return self._json(200, {"data": data, "has_more": False,
+                                            "first_id": data[0]["id"] if data else None,
+                                            "last_id": data[-1]["id"] if data else None})
+                m = re.fullmatch(r"/openai/files/([^/]+)", path)
+                if m and m.group(1) in api.files:
+                    n = api.file_checks[m.group(1)] = api.file_checks.get(m.group(1), 0) + 1
+                    return self._json(200, api._file(m.group(1), "pending" if n <= api.file_pending else "processed"))
                 m = re.fullmatch(r"(?:/v1|/openai)/files/([^/]+)/content", path)
                 if m and m.group(1) in api.files:
                     return self._send(200, api.files[m.group(1)], "application/octet-stream")
@@ -201,9 +288,8 @@ class FakeBatchApi(LoopbackServer):
             def do_POST(self):
                 path = urlsplit(self.path).path
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-                with api._lock:
-                    api.calls.append(("POST", path))
-                    api.header_names.update(k.lower() for k in self.headers)
+                if self._scripted("POST", path):
+                    return
                 if re.fullmatch(r"(?:/v1|/openai)/files", path):
                     return self._upload(raw)
                 if re.fullmatch(r"(?:/v1|/openai)/batches", path):
@@ -232,11 +318,15 @@ class FakeBatchApi(LoopbackServer):
                     return self._json(400, {"error": {"message": "purpose=batch and a file are required"}})
                 fid = api._new_id("file-")
                 api.files[fid] = fields["file"]
-                self._json(200, {"id": fid, "object": "file", "bytes": len(fields["file"]), "created_at": 0,
-                                 "filename": "upload.jsonl", "purpose": "batch", "status": "processed"})
+                azure = urlsplit(self.path).path.startswith("/openai")
+                self._json(200, api._file(fid, "pending" if azure and api.file_pending else "processed"))
 
             def _openai_create(self, body: dict, kind: str):
                 data = api.files.get(body.get("input_file_id"))
+                fid = body.get("input_file_id")
+                if kind == "azure" and api.file_pending and api.file_checks.get(fid, 0) <= api.file_pending:
+                    return self._json(400, {"error": {"message": "the input file is not processed yet",
+                                                      "code": "invalid_request_error"}})
                 want = "/chat/completions" if kind == "azure" else "/v1/chat/completions"
                 if data is None or body.get("endpoint") != want or body.get("completion_window") != "24h":
                     return self._json(400, {"error": {"message": f"bad batch request {body}"}})
@@ -247,13 +337,14 @@ class FakeBatchApi(LoopbackServer):
                         return self._json(400, {"error": {"message": f"bad line {line[:200]}"}})
                     items.append((rec["custom_id"], rec["body"]))
                 b = api._create(kind, items)
-                b.update(endpoint=want, input_file_id=body["input_file_id"])
+                b.update(endpoint=want, input_file_id=body["input_file_id"], metadata=body.get("metadata"))
                 self._json(200, api._openai_batch(b))
 
             def _json(self, status: int, obj: dict):
                 self._send(status, json.dumps(obj).encode(), "application/json")
 
             def _send(self, status: int, data: bytes, ctype: str):
+                time.sleep(self._late)
                 try:
                     self.send_response(status)
                     self.send_header("content-type", ctype)

@@ -69,7 +69,8 @@ def journal(out: Path, provider: str, mode: str = "0-shot") -> dict[str, dict]:
 
 def ledger(out: Path, provider: str, mode: str = "0-shot") -> list[dict]:
     path = out / ".smmile" / f"{STEM[provider].format(mode=mode)}.batches.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    records = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [r for r in records if r["key"].startswith("batch:")]  # (intents: test_api_overnight.py)
 
 
 def canonical(body: dict) -> str:
@@ -283,7 +284,8 @@ def test_judge_batch_gives_the_synchronous_verdicts(env, tmp_path, provider):
     assert outputs["batch"] == outputs["sync"]
     assert [v for _, v in outputs["sync"][1]] == [1, 0, 1, 1, 0]
     ledgers = list((tmp_path / "batch" / ".smmile" / "judge").glob("*.batches.jsonl"))
-    assert len(ledgers) == 1 and [json.loads(x)["state"] for x in ledgers[0].read_text().splitlines()] == [
+    records = [json.loads(x) for x in ledgers[0].read_text().splitlines()]
+    assert len(ledgers) == 1 and [r["state"] for r in records if r["key"].startswith("batch:")] == [
         "submitted", "collected"]
 
 

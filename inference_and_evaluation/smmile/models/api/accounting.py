@@ -67,6 +67,7 @@ class CostMeter:
     estimated_input_tokens: int = 0  # of the requests sent, before sending
     estimated_output_cap: int = 0
     spent_now: float = 0.0  # this process's responses' `cost_usd` (a batch request's carries the batch discount)
+    discount: float = 1.0  # of the estimate before sending: BATCH_DISCOUNT under --batch
 
     def cost_of(self, usage: dict) -> float | None:
         if self.price is None:
@@ -107,6 +108,7 @@ class CostMeter:
 
     def describe(self) -> dict:
         est = self.cost_of({"input_tokens": self.estimated_input_tokens, "output_tokens": self.estimated_output_cap})
+        est = None if est is None else est * self.discount
         return {"requests": self.requests, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "estimated_cost_usd": None if self.cost is None else round(self.cost, 6),
                 "estimate_before_sending": {"input_tokens": self.estimated_input_tokens,

@@ -31,7 +31,8 @@ class AnthropicBackend(ApiBackend):
 
     def make_client(self):
         anthropic = import_sdk("anthropic", "the Anthropic backend")
-        return anthropic.AsyncAnthropic(**self._client_args, max_retries=0, timeout=self.timeout)
+        return anthropic.AsyncAnthropic(**self._client_args, **self.http_client(anthropic), max_retries=0,
+                                        timeout=self.timeout)
 
     def render(self, req: ChatRequest, images: dict[int, Encoded]) -> dict:
         def part(p: dict) -> dict:

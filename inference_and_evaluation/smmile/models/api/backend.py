@@ -21,6 +21,7 @@ from .accounting import CostMeter, batch_cost, price_for, text_tokens
 from .limiter import THROTTLED, Limiter
 from .request import ChatRequest, Encoded, TooLarge, encode_png, import_sdk
 from .retry import Failure, RetryPolicy
+from .egress import Egress, fmt_host, is_loopback, one_line, refusal, scheme_ok
 from .secrets import Scrubber, host_of, key_may_go_to, public_url
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ class ApiBackend(Backend):
         self.meter = CostMeter(price_for(self.model, s.get("price")),
                                None if max_cost is None else float(max_cost))
         self.scrub = Scrubber()
+        self.egress: Egress | None = None  # set with the key (keyed_args): where every request may go
         # a server that is down fails every request after all retries: stop instead of burning the run
         self.breaker = max(1, int(s["max_consecutive_failures"]))
         self.unreachable_streak = 0
@@ -87,11 +89,40 @@ class ApiBackend(Backend):
             raise UserError(f"{var} environment variable not set")
         self.scrub.add(key)
         allowed = self.settings.get("allow_key_for_host") or ()
-        if not key_may_go_to(self.base_url, official, allowed, os.environ.get(named_by)):
+        named = os.environ.get(named_by)
+        if not key_may_go_to(self.base_url, official, allowed, named):
             raise UserError(f"{var} is sent only to {official[0].lstrip('.')}, not to {public_url(self.base_url)}: "
                             f"to send it there, add --allow-key-for-host {host_of(self.base_url)} or set {named_by} "
                             f"to that URL{hint}")
+        self.guard(var, lambda host: key_may_go_to(f"https://{fmt_host(host)}", official, allowed, named),
+                   self.base_url or named)
         return {"api_key": key, **({"base_url": self.base_url} if self.base_url else {})}
+
+    def guard(self, var: str, allowed, url: str | None) -> None:
+        """Refuse a `url` that would carry the key `var` in plain text; every request is then checked (Egress)."""
+        if url and not scheme_ok(url.split(":", 1)[0].lower(), host_of(url)):
+            raise UserError(f"{public_url(url)} would receive {var} in plain text: use https (plain http is for "
+                            "servers on this machine only)")
+        self.egress = Egress(allowed, f"the {var} key")
+
+    def http_client(self, sdk, asynchronous: bool = True) -> dict:
+        """The `http_client` argument of an SDK client: its requests pass the egress check."""
+        return {"http_client": self.egress.http_client(sdk, asynchronous)} if self.egress else {}
+
+    def failure_line(self, exc: BaseException) -> tuple[str, int]:
+        """One line for an exception that ends the run, and its exit code: 2 for what the user fixes (a key, a
+        refused host, a request the provider rejects), 1 for the provider's or the network's failures."""
+        refused = refusal(exc)
+        if refused is not None:
+            return f"{refused}", 2
+        failure = self.classify(exc)
+        where = f"{self.provider} at {self.endpoint()}"
+        if failure.status in (401, 403):
+            return f"{failure.status} from {where}: {failure.message} (the key was refused: check it)", 2
+        if failure.status is not None and 400 <= failure.status < 500 and not failure.transient:
+            return f"{failure.status} from {where}: {failure.message}", 2
+        kind = "" if failure.status or isinstance(exc, (ConnectionError, TimeoutError)) else f"{type(exc).__name__}: "
+        return f"{where} failed: {kind}{failure.message}; rerun the same command to resume", 1
 
     def endpoint(self) -> str | None:
         """Where requests go, without credentials (for messages, manifests and the judge's record)."""
@@ -161,8 +192,10 @@ class ApiBackend(Backend):
 
     note = None  # set by the runner to its progress' line writer: messages go with the progress
 
+    batch_run = None  # the BatchRun of --batch: its progress is batches, not requests in flight
+
     def progress_detail(self) -> str:
-        return self.limiter.describe()
+        return self.batch_run.progress if self.batch_run is not None else self.limiter.describe()
 
     async def call(self, client: Any, wire: dict, budget: float | None = None) -> tuple[str, dict, Failure | None, int]:
         """`budget`: the request's estimated cost, reserved against --max-cost when its first attempt is launched
@@ -172,13 +205,10 @@ class ApiBackend(Backend):
             for attempt in range(self.policy.max_retries + 1):
                 if self.fatal:
                     return "", {}, Failure(self.fatal, False), attempt
-                epoch = await self.limiter.acquire()
                 if attempt == 0 and budget is not None:
-                    if not self.meter.fits(budget):
-                        await self.limiter.release(epoch, 0)
-                        raise OverBudget(budget)
-                    self.meter.reserved += budget
+                    await self.reserve(budget)
                     reserved = budget
+                epoch = await self.limiter.acquire()
                 self.meter.requests += 1
                 try:
                     text, usage, *rest = await asyncio.wait_for(self.send(client, wire), self.timeout + 5)
@@ -193,7 +223,9 @@ class ApiBackend(Backend):
                     self.stats["throttled"] += failure.status in THROTTLED
                     too_long = failure.retry_after is not None and failure.retry_after > self.policy.max_retry_after
                     await self.limiter.release(epoch, status, None if too_long else failure.retry_after, headers)
-                    if failure.status in (401, 403):  # the key was refused: every other request would be too
+                    if refusal(exc) is not None:  # a host the key may not go to: no request will fare better
+                        self.fatal = str(refusal(exc))
+                    elif failure.status in (401, 403):  # the key was refused: every other request would be too
                         self.fatal = (f"{failure.status} from {self.endpoint()}: {failure.message} (the key was "
                                       "refused: check it, and the model's name and access)")
                     elif too_long:
@@ -209,7 +241,26 @@ class ApiBackend(Backend):
                 return text, usage, None, attempt + 1
             raise AssertionError("unreachable")
         finally:
-            self.meter.reserved -= reserved
+            if reserved:
+                await self.unreserve(reserved)
+
+    _budget: asyncio.Condition | None = None
+
+    async def reserve(self, estimate: float) -> None:
+        """Reserve `estimate` under --max-cost: waits while requests in flight hold reservations (their real cost
+        is usually far below their at-most estimate); OverBudget once it does not fit with none in flight."""
+        self._budget = self._budget or asyncio.Condition()
+        async with self._budget:
+            while not self.meter.fits(estimate):
+                if self.meter.reserved <= 1e-12:
+                    raise OverBudget(estimate)
+                await self._budget.wait()
+            self.meter.reserved += estimate
+
+    async def unreserve(self, estimate: float) -> None:
+        async with self._budget:
+            self.meter.reserved -= estimate
+            self._budget.notify_all()
 
     async def one(self, client: Any, req: ChatRequest) -> Response:
         t0 = time.monotonic()
@@ -303,8 +354,8 @@ class ApiBackend(Backend):
             m = self.meter
             self._note(f"--max-cost {m.max_cost:g} USD reached: {m.spent:.4f} USD spent on this output "
                        f"({m.spent_before:.4f} before this run), {max(m.left, 0):.4f} USD left, less than the next "
-                       f"request's estimated {over[0]:.4f} USD; stopped launching new requests, {left} {self.unit} "
-                       "not started (rerun with a larger --max-cost to continue)")
+                       f"request's at-most estimate of {over[0]:.4f} USD; stopped launching new requests, {left} "
+                       f"{self.unit} not started (rerun with a larger --max-cost to continue)")
 
     journal = item_keys = None
 
@@ -325,6 +376,12 @@ class ApiBackend(Backend):
             self._note(f"--max-cost {self.meter.max_cost:g} USD reached: {self.meter.spent:.4f} USD already spent on "
                        f"this output, 0 USD left; {len(work)} {self.unit} not started")
             return
+        with one_line(self.scrub, self.failure_line):
+            self._generate(work, on_done)
+
+    def _generate(self, work, on_done) -> None:
+        if not self.settings.get("batch"):
+            in_flight_refusal(self.journal)
         if self.settings.get("batch"):
             from .batch import BatchRun
 
@@ -372,11 +429,31 @@ class ApiBackend(Backend):
     def describe(self) -> dict:
         return {"backend": self.name, "provider": self.provider, "model": self.model,
                 "base_url": public_url(self.base_url), "concurrency": self.concurrency,
+                "egress": None if self.egress is None else ("https, and plain http to this machine (a loopback "
+                          "server)" if is_loopback(host_of(self.endpoint())) else "https only"),
                 "concurrency_last_level": int(self.limiter.level),
                 "max_retries": self.policy.max_retries, "timeout_s": self.timeout,
                 "max_image_side": self.max_image_side, "size_checks": self.check_limits,
                 "limits": dict(self.limits) if self.check_limits else None,
                 "stats": dict(self.stats), "accounting": self.meter.describe()}
+
+
+def in_flight_refusal(journal) -> None:
+    """A run without --batch would send again what batches of this output still have in flight: refused."""
+    if journal is None:
+        return
+    from .batch_ledger import Ledger, result_dir
+
+    ledger = Ledger(journal)
+    try:
+        ids = sorted({*(e["id"] for e in ledger.open_batches()), *(f"(unrecorded) {i['tag'][:8]}"
+                                                                   for i in ledger.intents_any())})
+    finally:
+        ledger.close()
+    if ids:
+        raise UserError(f"{len(ids)} batch(es) of this output are still in flight ({', '.join(ids)}): rerun with "
+                        f"--batch to collect them, or cancel them with `smmile batches cancel {result_dir(journal.path)}`"
+                        " and rerun")
 
 
 class OverBudget(Exception):

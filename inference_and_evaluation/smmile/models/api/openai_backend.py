@@ -11,7 +11,8 @@ from .accounting import openai_image_tokens
 from .backend import ApiBackend, NoContent
 from .request import ChatRequest, Encoded, import_sdk
 from .retry import Failure, status_failure
-from .secrets import public_url, url_has_credentials
+from .egress import Egress
+from .secrets import host_of, public_url, url_has_credentials
 
 AZURE_API_VERSION = "2024-05-01-preview"  # the original's default (spec §1.6)
 OPENAI_ENDPOINT = "https://api.openai.com/v1"
@@ -32,7 +33,8 @@ class OpenAIChatBackend(ApiBackend):
     def make_client(self):
         openai = import_sdk("openai", f"the {self.provider} backend")
         cls = openai.AsyncAzureOpenAI if self.provider == "azure" else openai.AsyncOpenAI
-        return cls(**self._client_args, **self.header_args(openai), max_retries=0, timeout=self.timeout)
+        return cls(**self._client_args, **self.header_args(openai), **self.http_client(openai), max_retries=0,
+                   timeout=self.timeout)
 
     def header_args(self, openai) -> dict:
         """OPENAI_ORG_ID / OPENAI_PROJECT_ID (read by the SDK) are kept off servers other than OpenAI's."""
@@ -105,6 +107,8 @@ class AzureOpenAIBackend(OpenAIChatBackend):
                             "OpenAI instead (--provider openai)")
         self.scrub.add(key)
         self.base_url = endpoint
+        allowed = {host_of(endpoint), *(h.lower() for h in self.settings.get("allow_key_for_host") or ())}
+        self.guard("AZURE_OPENAI_API_KEY", allowed.__contains__, endpoint)
         return {"api_key": key, "azure_endpoint": endpoint,
                 "api_version": os.environ.get("AZURE_OPENAI_API_VERSION") or AZURE_API_VERSION}
 
@@ -133,4 +137,7 @@ class OpenAICompatibleBackend(OpenAIChatBackend):
                             "put the key in OPENAI_COMPATIBLE_API_KEY instead")
         key = os.environ.get("OPENAI_COMPATIBLE_API_KEY")
         self.scrub.add(key)
+        # its own server's key: pinned to that host; plain http allowed (a served model on the local network)
+        self.egress = Egress(lambda host, own=host_of(self.base_url): host == own, "OPENAI_COMPATIBLE_API_KEY",
+                             any_scheme=True)
         return {"api_key": key or "EMPTY", "base_url": self.base_url}
