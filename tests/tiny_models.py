@@ -5,6 +5,9 @@ processor config, chat template) so the harness goes through its real `from_pret
 Traps avoided (shared/notes/offline-testing.md §1): zero-initialised Mllama gates / Gemma3 projector are
 set non-zero, the Qwen/OneVision processors are written from their parts (no torchvision here), the
 Llama/Gemma templates emit BOS themselves. Builds are deterministic (fixed seeds, fixed corpus).
+They build under transformers 5 (requirements.lock) and under the paper's 4.51.0 / 4.46.3 (requirements-paper*.lock):
+the few names that differ are chosen by `smmile.models.hf.compat.transformers_version` in `_v5`, `_image_processor`,
+`_qwen_config` and `build_tokenizer`; the folders hold the same tokenizer and processor settings either way.
 """
 
 from __future__ import annotations
@@ -80,10 +83,29 @@ def _corpus():
         yield " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12)))
 
 
+def _v5() -> bool:
+    from smmile.models.hf.compat import transformers_version
+
+    return transformers_version() >= (5, 0)
+
+
+def _image_processor(module: str, name: str):
+    """The PIL image processor class `<name>ImageProcessor` of `transformers.models.<module>` (5.x: `...Pil`)."""
+    import importlib
+
+    import transformers
+
+    if _v5():
+        return getattr(importlib.import_module(f"transformers.models.{module}.image_processing_pil_{module}"),
+                       f"{name}ImageProcessorPil")
+    return getattr(transformers, f"{name}ImageProcessor")
+
+
 def build_tokenizer(specials, *, bos=None, eos=None, pad=None, unk=None, add_bos=False, named_extra=None,
-                    chat_template=None, vocab_size=600):
+                    chat_template=None, vocab_size=600, cls_4x: str = "PreTrainedTokenizerFast"):
+    """`cls_4x`: the class transformers 4.x saves (a processor that type-checks its tokenizer needs its own)."""
+    import transformers
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE(unk_token=unk))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -95,11 +117,13 @@ def build_tokenizer(specials, *, bos=None, eos=None, pad=None, unk=None, add_bos
         tok.post_processor = processors.TemplateProcessing(
             single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, tok.token_to_id(bos))])
     named = {k: v for k, v in dict(bos_token=bos, eos_token=eos, pad_token=pad, unk_token=unk).items() if v}
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, chat_template=chat_template, padding_side="left",
-                                   model_input_names=["input_ids", "attention_mask"], **named,
-                                   **({"extra_special_tokens": named_extra} if named_extra else {}))
+    cls = transformers.PreTrainedTokenizerFast if _v5() else getattr(transformers, cls_4x)
+    fast = cls(tokenizer_object=tok, chat_template=chat_template, padding_side="left",
+               model_input_names=["input_ids", "attention_mask"], **named,
+               **({"extra_special_tokens": named_extra} if named_extra else {}))
     rest = [t for t in specials if t not in named.values() and t not in (named_extra or {}).values()]
-    fast.add_special_tokens({"extra_special_tokens": rest}, replace_extra_special_tokens=False)
+    word = "extra" if _v5() else "additional"
+    fast.add_special_tokens({f"{word}_special_tokens": rest}, **{f"replace_{word}_special_tokens": False})
     return fast
 
 
@@ -138,14 +162,12 @@ def _save(model, out: Path, processor=None, parts=None, processor_config=None, c
 def _qwen_tokenizer():
     return build_tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                             "<|image_pad|>", "<|video_pad|>"], eos="<|im_end|>", pad="<|endoftext|>",
-                           chat_template=QWEN_TEMPLATE)
+                           chat_template=QWEN_TEMPLATE, cls_4x="Qwen2TokenizerFast")
 
 
 def _qwen_image_processor():
-    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
-
-    return Qwen2VLImageProcessorPil(min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 16, patch_size=14, merge_size=2,
-                                    temporal_patch_size=2)
+    return _image_processor("qwen2_vl", "Qwen2VL")(min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 16, patch_size=14,
+                                                   merge_size=2, temporal_patch_size=2)
 
 
 def _qwen_ids(tok) -> dict:
@@ -155,10 +177,15 @@ def _qwen_ids(tok) -> dict:
                 vision_end_token_id=tok.convert_tokens_to_ids("<|vision_end|>"))
 
 
-def _qwen_text(tok) -> dict:
-    return dict(vocab_size=len(tok), **TEXT, bos_token_id=None, eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
-                pad_token_id=tok.convert_tokens_to_ids("<|endoftext|>"),
-                rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3], "rope_theta": 1e6})
+def _qwen_config(cls, tok, vision: dict):
+    """5.x nests the text model (`rope_parameters`); 4.51 has it flat (`rope_scaling` + `rope_theta`)."""
+    text = dict(vocab_size=len(tok), **TEXT, bos_token_id=None, eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
+                pad_token_id=tok.convert_tokens_to_ids("<|endoftext|>"))
+    if _v5():
+        rope = {"rope_type": "default", "mrope_section": [2, 3, 3], "rope_theta": 1e6}
+        return cls(text_config={**text, "rope_parameters": rope}, vision_config=vision, **_qwen_ids(tok))
+    return cls(**text, rope_theta=1e6, rope_scaling={"type": "mrope", "mrope_section": [2, 3, 3]},
+               vision_config=vision, **_qwen_ids(tok))
 
 
 def build_qwen2_5_vl(out: Path) -> Path:
@@ -166,9 +193,9 @@ def build_qwen2_5_vl(out: Path) -> Path:
 
     _seed()
     tok = _qwen_tokenizer()
-    cfg = Qwen2_5_VLConfig(text_config=_qwen_text(tok), vision_config=dict(
+    cfg = _qwen_config(Qwen2_5_VLConfig, tok, dict(
         depth=2, hidden_size=32, intermediate_size=64, num_heads=2, patch_size=14, spatial_merge_size=2,
-        temporal_patch_size=2, window_size=112, out_hidden_size=64, fullatt_block_indexes=[1]), **_qwen_ids(tok))
+        temporal_patch_size=2, window_size=112, out_hidden_size=64, fullatt_block_indexes=[1]))
     model = Qwen2_5_VLForConditionalGeneration(cfg).eval()
     return _save(model, out, parts=[tok, _qwen_image_processor()], chat_template=QWEN_TEMPLATE,
                  processor_config={"processor_class": "Qwen2_5_VLProcessor"})
@@ -179,9 +206,9 @@ def build_qwen2_vl(out: Path) -> Path:
 
     _seed()
     tok = _qwen_tokenizer()
-    cfg = Qwen2VLConfig(text_config=_qwen_text(tok), vision_config=dict(
+    cfg = _qwen_config(Qwen2VLConfig, tok, dict(
         depth=2, embed_dim=32, hidden_size=64, num_heads=2, mlp_ratio=2, patch_size=14, spatial_merge_size=2,
-        temporal_patch_size=2), **_qwen_ids(tok))
+        temporal_patch_size=2))
     model = Qwen2VLForConditionalGeneration(cfg).eval()
     return _save(model, out, parts=[tok, _qwen_image_processor()], chat_template=QWEN_TEMPLATE,
                  processor_config={"processor_class": "Qwen2VLProcessor"})
@@ -189,7 +216,6 @@ def build_qwen2_vl(out: Path) -> Path:
 
 def build_mllama(out: Path) -> Path:
     from transformers import MllamaConfig, MllamaForConditionalGeneration, MllamaProcessor
-    from transformers.models.mllama.image_processing_pil_mllama import MllamaImageProcessorPil
 
     _seed()
     tok = build_tokenizer(["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
@@ -203,17 +229,18 @@ def build_mllama(out: Path) -> Path:
                        text_config=dict(**{**TEXT, "num_hidden_layers": 3}, vocab_size=len(tok),
                                         cross_attention_layers=[1], bos_token_id=ids("<|begin_of_text|>"),
                                         eos_token_id=[ids("<|eot_id|>"), ids("<|end_of_text|>")],
-                                        pad_token_id=ids("<|finetune_right_pad_id|>")),
+                                        pad_token_id=ids("<|finetune_right_pad_id|>"),
+                                        **({} if _v5() else {"rope_scaling": {"rope_type": "default"}})),
                        image_token_index=ids("<|image|>"))
     model = MllamaForConditionalGeneration(cfg).eval()
-    proc = MllamaProcessor(MllamaImageProcessorPil(size={"height": 56, "width": 56}, max_image_tiles=4), tok,
+    improc = _image_processor("mllama", "Mllama")(size={"height": 56, "width": 56}, max_image_tiles=4)
+    proc = MllamaProcessor(improc, tok,
                            chat_template=MLLAMA_TEMPLATE)
     return _save(model, out, processor=proc)
 
 
 def build_gemma3(out: Path) -> Path:
     from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3Processor
-    from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
 
     _seed()
     extra = {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>", "image_token": "<image_soft_token>"}
@@ -223,15 +250,16 @@ def build_gemma3(out: Path) -> Path:
     ids = tok.convert_tokens_to_ids
     cfg = Gemma3Config(
         text_config=dict(**TEXT, vocab_size=len(tok), head_dim=16, query_pre_attn_scalar=16, sliding_window=64,
-                         layer_types=["sliding_attention", "full_attention"], pad_token_id=ids("<pad>"),
+                         **({"layer_types": ["sliding_attention", "full_attention"]} if _v5()
+                            else {"sliding_window_pattern": 2}), pad_token_id=ids("<pad>"),
                          bos_token_id=ids("<bos>"), eos_token_id=[ids("<eos>"), ids("<end_of_turn>")]),
         vision_config=dict(model_type="siglip_vision_model", hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                            num_attention_heads=2, image_size=64, patch_size=8, vision_use_head=False),
         mm_tokens_per_image=16, boi_token_index=ids("<start_of_image>"), eoi_token_index=ids("<end_of_image>"),
         image_token_index=ids("<image_soft_token>"))
     model = Gemma3ForConditionalGeneration(cfg).eval()
-    proc = Gemma3Processor(Gemma3ImageProcessorPil(size={"height": 64, "width": 64}), tok, image_seq_length=16,
-                           chat_template=GEMMA_TEMPLATE)
+    improc = _image_processor("gemma3", "Gemma3")(size={"height": 64, "width": 64})
+    proc = Gemma3Processor(improc, tok, image_seq_length=16, chat_template=GEMMA_TEMPLATE)
     return _save(model, out, processor=proc)
 
 
@@ -246,9 +274,8 @@ def _clip_vision(**kw) -> dict:
 
 
 def _clip_processor(cls=None, **kw):
-    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
-
-    return (cls or CLIPImageProcessorPil)(size={"shortest_edge": 56}, crop_size={"height": 56, "width": 56}, **kw)
+    cls = cls or _image_processor("clip", "CLIP")
+    return cls(size={"shortest_edge": 56}, crop_size={"height": 56, "width": 56}, **kw)
 
 
 def build_llava(out: Path) -> Path:
@@ -269,7 +296,6 @@ def build_llava(out: Path) -> Path:
 
 def build_llava_next(out: Path) -> Path:
     from transformers import LlavaNextConfig, LlavaNextForConditionalGeneration, LlavaNextProcessor
-    from transformers.models.llava_next.image_processing_pil_llava_next import LlavaNextImageProcessorPil
 
     _seed()
     tok = _llama_tokenizer(LLAVA_NEXT_TEMPLATE)
@@ -280,7 +306,8 @@ def build_llava_next(out: Path) -> Path:
         pad_token_id=ids("<pad>")), image_token_index=ids("<image>"), image_grid_pinpoints=pins,
         vision_feature_layer=-2, vision_feature_select_strategy="default")
     model = LlavaNextForConditionalGeneration(cfg).eval()
-    proc = LlavaNextProcessor(_clip_processor(LlavaNextImageProcessorPil, image_grid_pinpoints=pins), tok,
+    improc = _clip_processor(_image_processor("llava_next", "LlavaNext"), image_grid_pinpoints=pins)
+    proc = LlavaNextProcessor(improc, tok,
                               patch_size=14, vision_feature_select_strategy="default", num_additional_image_tokens=1,
                               chat_template=LLAVA_NEXT_TEMPLATE)
     return _save(model, out, processor=proc)
@@ -288,7 +315,6 @@ def build_llava_next(out: Path) -> Path:
 
 def build_llava_onevision(out: Path) -> Path:
     from transformers import LlavaOnevisionConfig, LlavaOnevisionForConditionalGeneration
-    from transformers.models.llava_onevision.image_processing_pil_llava_onevision import LlavaOnevisionImageProcessorPil
 
     _seed()
     extra = {"image_token": "<image>", "video_token": "<video>"}
@@ -304,7 +330,8 @@ def build_llava_onevision(out: Path) -> Path:
         image_token_index=ids("<image>"), video_token_index=ids("<video>"), image_grid_pinpoints=pins,
         vision_feature_layer=-1, vision_feature_select_strategy="full", vision_aspect_ratio="anyres_max_9")
     model = LlavaOnevisionForConditionalGeneration(cfg).eval()
-    improc = LlavaOnevisionImageProcessorPil(size={"height": 56, "width": 56}, image_grid_pinpoints=pins)
+    improc = _image_processor("llava_onevision", "LlavaOnevision")(size={"height": 56, "width": 56},
+                                                                  image_grid_pinpoints=pins)
     pcfg = {"processor_class": "LlavaOnevisionProcessor", "num_image_tokens": 16,
             "vision_feature_select_strategy": "full", "vision_aspect_ratio": "anyres_max_9"}
     return _save(model, out, parts=[tok, improc], processor_config=pcfg, chat_template=ONEVISION_TEMPLATE)
@@ -413,3 +440,24 @@ def demo_subset(n: int = 4) -> Path:
     chosen.sort(key=lambda p: problems.index(p))
     write_dataset(problems_to_records(chosen), out)
     return out
+
+
+def served(arch: str) -> bool:
+    """Whether this environment runs `arch` (a key of hf_reference/pinned.json): transformers 5 (requirements.lock)
+    runs every family; a paper lock runs the families whose original script pinned its transformers release
+    (4.51.0: Qwen, Llama-3.2, MedGemma, MedVLM-R1; 4.46.3: the LLaVA scripts and LLaVA-Med's image processor)."""
+    from smmile.models.hf.compat import transformers_version
+
+    version = transformers_version()
+    pinned = json.loads((Path(__file__).parent / "hf_reference" / "pinned.json").read_text())[arch]["transformers"]
+    return version >= (5, 0) or tuple(int(x) for x in pinned.split(".")[:2]) == version
+
+
+def skip_unless_served(arch: str) -> None:
+    import pytest
+
+    from smmile.models.hf.compat import transformers_version
+
+    if not served(arch):
+        here = ".".join(map(str, transformers_version()))
+        pytest.skip(f"{arch}: its original script pinned another transformers release than this {here}")

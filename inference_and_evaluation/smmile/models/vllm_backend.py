@@ -105,12 +105,13 @@ class VLLMBackend(Backend):
         image backend can be pinned there only for processors without a video processor (transformers 5 hands the
         same `backend` to the video processor, which has no PIL version: Qwen2-VL, Qwen2.5-VL, LLaVA-OneVision)."""
         from .hf.backend import say
-        from .hf.processor import requested_image_backend, transformers_major
+        from .hf.compat import mm_processor_backend_passes_through
+        from .hf.processor import requested_image_backend
 
         requested = requested_image_backend(self.settings.get("image_backend"), getattr(self.spec, "protocol", "paper"))
         kwargs, note = {}, "vLLM's default (torchvision where installed)"
         if requested != "auto":
-            if hasattr(processor, "video_processor") or transformers_major() < 5:
+            if hasattr(processor, "video_processor") or not mm_processor_backend_passes_through():
                 note = ("not pinned: vLLM would pass the backend to the video processor too (or, with transformers "
                         "4, use_fast to the tokenizer); vLLM's default is used (torchvision where installed)")
                 say(f"warning: --image-backend {requested} cannot be passed to vLLM for {type(processor).__name__}; "

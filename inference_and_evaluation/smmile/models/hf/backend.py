@@ -16,6 +16,7 @@ from typing import Any
 from ...errors import UserError
 from ..base import Backend, Response
 from . import preflight
+from .compat import dtype_kwargs
 from .request import PAD_FROM_TOKENIZER, HFRequest
 
 log = logging.getLogger(__name__)
@@ -133,7 +134,7 @@ class HFBackend(Backend):
         self.info["processor"] = type(self.processor).__name__ + (" (image-only, no torchvision)" if fallback else "")
         self.info["image_processor"] = proc_mod.describe_image_processor(self.processor.image_processor, requested)
         report_image_processor(self.info["image_processor"])
-        kwargs: dict[str, Any] = {"dtype": getattr(torch, self.dtype) if self.dtype != "auto" else "auto",
+        kwargs: dict[str, Any] = {**dtype_kwargs(getattr(torch, self.dtype) if self.dtype != "auto" else "auto"),
                                   "attn_implementation": self.attn, **hub}
         if self.device_map not in (None, "", "none"):
             kwargs["device_map"] = self.device_map

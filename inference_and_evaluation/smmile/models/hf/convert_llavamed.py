@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from ...errors import UserError
+from .compat import llava_weight_name
 
 MM_KEYS = ("mm_", "image_aspect_ratio", "tune_mm", "freeze_mm", "unfreeze_mm", "use_mm_proj", "image_grid",
            "tokenizer_model_max_length", "tokenizer_padding_side")
@@ -104,7 +105,7 @@ def build(src: Path, dst: Path, vision_tower: str | None = None) -> Path:
     dtype = state["lm_head.weight"].dtype
     with torch.device("meta"):
         model = LlavaForConditionalGeneration(config)
-    model.load_state_dict(state, strict=True, assign=True)
+    model.load_state_dict({llava_weight_name(k): v for k, v in state.items()}, strict=True, assign=True)
     model.to(dtype)
     dst.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(dst)

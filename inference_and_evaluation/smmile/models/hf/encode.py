@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .compat import chat_template_processor_kwargs
 from .request import HFRequest
 
 
@@ -47,8 +48,9 @@ def with_images(messages: list[dict], images: list, kind: str = "image") -> list
 
 def encode_chat_tokenize(processor, model, reqs: list[HFRequest]) -> dict:
     convs = [with_images(r.messages, r.load_images()) for r in reqs]
+    extra = chat_template_processor_kwargs(reqs[0].processor_kwargs)  # MedGemma's padding, as the version takes it
     return processor.apply_chat_template(convs, add_generation_prompt=True, tokenize=True, return_dict=True,
-                                         return_tensors="pt", processor_kwargs=dict(reqs[0].processor_kwargs))
+                                         return_tensors="pt", **extra)
 
 
 def image_tokens_per_image(model) -> int:

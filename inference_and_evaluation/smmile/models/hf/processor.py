@@ -23,12 +23,6 @@ def requested_image_backend(flag: str | None, protocol: str) -> str:
     return flag or ("pil" if protocol == "paper" else "auto")
 
 
-def transformers_major() -> int:
-    import transformers
-
-    return int(transformers.__version__.split(".")[0])
-
-
 def load_processor(path: str, *, image_backend: str = "auto", min_pixels: int | None = None,
                    max_pixels: int | None = None, **hub):
     """The checkpoint's processor; with `image_backend` pil|torchvision its image processor is loaded again with that
@@ -50,12 +44,12 @@ def load_processor(path: str, *, image_backend: str = "auto", min_pixels: int | 
 
 
 def load_image_processor(path: str, image_backend: str, **hub):
-    """AutoImageProcessor with the requested backend (transformers 5 `backend=`, 4.x `use_fast=`)."""
+    """AutoImageProcessor with the requested backend (`compat.image_processor_backend`)."""
     from transformers import AutoImageProcessor
 
-    if image_backend == "auto":
-        return AutoImageProcessor.from_pretrained(path, **hub)
-    pick = {"backend": image_backend} if transformers_major() >= 5 else {"use_fast": image_backend == "torchvision"}
+    from .compat import image_processor_backend
+
+    pick = {} if image_backend == "auto" else image_processor_backend(image_backend)
     return AutoImageProcessor.from_pretrained(path, **pick, **hub)
 
 
