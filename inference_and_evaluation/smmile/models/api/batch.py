@@ -111,6 +111,9 @@ class BatchRun:
             if chunk and (len(chunk) >= limit or size + len(line) > self.max_bytes):
                 self.submit_chunk(chunk)
                 chunk, size = [], 0
+                if self.deferred:
+                    self.deferred.append(cid)
+                    continue
             chunk.append(cid)
             size += len(line)
         if chunk:
