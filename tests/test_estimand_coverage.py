@@ -78,20 +78,16 @@ def test_wilson_cc_is_the_continuity_corrected_score_interval(k, n):
 def test_the_collapsed_interval_of_the_issue_is_no_longer_collapsed():
     """llavamed exact match, ICL on SMMILE++: 2 of 1038 rows right, both in one 24-order base problem. A
     percentile bootstrap gave [0.00, 0.65]: 0 is impossible (two rows are right) and the upper end came
-    from resampling one cluster. Two right of 24 orders is no evidence of clustering (ICC ≈ 0 by hand:
-    MSB = (24·(1/12 − 2/1038)² + 1014·(2/1038)²)/85 < MSW = (2·(11/12)² + 22·(1/12)²)/952), so the rows
-    count as 1038 and the interval is the continuity-corrected Wilson interval of 2 of 1038."""
+    from resampling one cluster. Issue #31: two right rows cannot estimate an ICC (MIN_MINORITY), so rho = 1
+    (each base problem's rows as one: 1/Σ(n_k/N)² effective rows) and the interval is wider, not collapsed."""
     sizes = [2] * 27 + [6] * 24 + [24] * 35
     clusters = np.repeat(np.arange(86), sizes)
     values = np.zeros(1038)
     values[np.flatnonzero(clusters == 85)[:2]] = 1
-    msb = (24 * (1 / 12 - 2 / 1038) ** 2 + 1014 * (2 / 1038) ** 2) / 85
-    msw = (2 * (11 / 12) ** 2 + 22 * (1 / 12) ** 2) / 952
-    assert msb < msw
     ci = bs.proportion_interval(values, clusters)
-    assert ci.estimate == pytest.approx(2 / 1038) and ci.method == bs.WILSON_DEFF and ci.icc == 0.0
-    assert (ci.low, ci.high) == pytest.approx(cc_wilson_by_bisection(2, 1038), abs=1e-9)
-    assert 0 < ci.low and ci.high > 0.0065
+    n_eff = 1 / np.sum((np.asarray(sizes) / 1038) ** 2)
+    assert ci.estimate == pytest.approx(2 / 1038) and ci.method == bs.WILSON_DEFF and ci.n_eff == pytest.approx(n_eff)
+    assert ci.low == 0.0 and ci.high > 0.05  # p̂·n_eff < 0.5: the lower bound is 0
     # the same two rows as 24 of 24 orders of one problem: strongly clustered, far fewer effective rows
     values[np.flatnonzero(clusters == 85)] = 1
     clustered = bs.proportion_interval(values, clusters)
@@ -100,3 +96,34 @@ def test_the_collapsed_interval_of_the_issue_is_no_longer_collapsed():
     zero = bs.proportion_interval(np.zeros(1038), clusters)
     assert (zero.low, zero.high) == pytest.approx((0.0, Z95 ** 2 / (86 + Z95 ** 2)))
     assert (1 - zero.high) ** 86 < 0.025
+
+
+# -- issue #31, small things -------------------------------------------------------------------------------
+@pytest.mark.parametrize("k,n", [(0.4, 200.0), (0.45, 61.3), (0.2, 1.0)])
+def test_below_half_an_effective_success_the_lower_bound_is_zero(k, n):
+    """Newcombe's closed form gave a spurious positive lower bound when p̂·n < 0.5 (llavamed exact match ICL:
+    0.006 % instead of 0); the score interval found by bisection includes 0 there."""
+    low, high = bs.wilson_cc_interval(k / n, n)
+    assert low == 0.0 and (low, high) == pytest.approx(cc_wilson_by_bisection(k, n), abs=1e-9)
+
+
+@pytest.mark.parametrize("df,table", [(10, 2.228139), (30, 2.042272), (85, 1.988268), (5, 2.570582)])
+def test_t_quantile_matches_the_table(df, table):
+    assert bs.t_value(df) == pytest.approx(table, abs=5e-4 if df < 10 else 1e-5)
+
+
+def test_three_successes_do_not_estimate_an_icc_and_problem_weights_never_exceed_k():
+    sizes = [2] * 27 + [6] * 24 + [24] * 35
+    clusters = np.repeat(np.arange(86), sizes)
+    values = np.zeros(1038)
+    for base in (60, 70, 80):  # one right order in each of three 24-order base problems
+        values[np.flatnonzero(clusters == base)[0]] = 1
+    ci = bs.proportion_interval(values, clusters)
+    shares = np.asarray(sizes) / 1038
+    assert ci.n_eff == pytest.approx(1 / np.sum(shares ** 2))  # rho = 1: about 51 effective problems, not 661
+    assert ci.n_eff < 86 and ci.method == bs.WILSON_DEFF
+    rng = np.random.default_rng(0)
+    common = (rng.random(1038) < 0.4).astype(float)  # no clustering at all
+    problem = bs.proportion_interval(common, clusters, "problem")
+    assert problem.n_eff == 86  # capped at the number of base problems
+    assert bs.proportion_interval(common, clusters).n_eff > 86  # row weights: rows count
