@@ -147,3 +147,33 @@ def test_analyze_names_results_in_one_set_only_and_averages_say_how_many_models(
     assert (average["n_models"], average["n_models_relative"]) == (2, 1)
     assert average["models_without_relative_change"] == "llava_7b"
     assert average["mean_of_relative_changes"] == pytest.approx(20.0)  # qwen7B only: 50 -> 60
+
+
+def test_exact_match_json_without_its_csv_is_scored_from_the_json(tmp_path, capsys):
+    """Issue #31: the paper's SMMILE++ text-only exact-match 0-shot result is an EM JSON without its CSV; it was
+    ignored without a word (44 comparisons instead of 45)."""
+    write_open(tmp_path / "r", "llama33textonly", "ICL", IDS, TRUTH, [1] * 6 + [0] * 4)
+    zero = {"model": "llama33textonly", "inference_mode": "0-shot",
+            "problem_accuracies": {pid: 100.0 * ok for pid, ok in zip(IDS, [1, 0, 0, 0, 0, 0, 0, 0, 0, 0])}}
+    (tmp_path / "r" / "result_llama33textonly_0-shot_evaluation.json").write_text(json.dumps(zero))
+    (tmp_path / "r" / "result_orphan_ICL_evaluation.json").write_text(json.dumps(zero))
+    assert _stats(tmp_path / "r", tmp_path / "o") == 0
+    err = capsys.readouterr().err
+    assert "result_llama33textonly_0-shot_evaluation.json: no result CSV; exact match scored" in err
+    assert "result_orphan_ICL_evaluation.json: exact-match results without their result CSV" in err
+    est = pd.read_csv(tmp_path / "o" / "stats_estimates.csv").set_index(["model", "metric", "mode"])
+    assert est.loc[("text only", "EM", "0-shot")].accuracy == pytest.approx(10.0)
+    comp = pd.read_csv(tmp_path / "o" / "stats_comparisons.csv").set_index("metric")
+    assert comp.loc["EM", "difference"] == pytest.approx(60.0 - 10.0)
+
+
+def test_gold_answers_that_differ_between_results_are_flagged_in_the_estimates(tmp_path, capsys):
+    other = TRUTH[:7] + ["Maybe"] * 3
+    write_open(tmp_path / "r", "qwen7B", "ICL", IDS, other, [1] * 10)
+    write_open(tmp_path / "r", "qwen7B", "0-shot", IDS, TRUTH, [1] * 10)
+    write_open(tmp_path / "r", "gpt-4o", "ICL", IDS, TRUTH, [1] * 10)
+    assert _stats(tmp_path / "r", tmp_path / "o", "--compare", "none") == 0
+    err = capsys.readouterr().err
+    assert "result_qwen7B_ICL_open.csv: 3 problem(s) have another gold answer" in err and "(first: p7)" in err
+    est = pd.read_csv(tmp_path / "o" / "stats_estimates.csv").set_index(["model", "metric", "mode"])
+    assert est.loc[("qwen7B", "EM", "ICL")].gold_differs == 3 and est.loc[("gpt-4o", "EM", "ICL")].gold_differs == 0

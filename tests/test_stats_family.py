@@ -56,3 +56,22 @@ def test_no_printed_interval_disagrees_with_its_printed_significance(gpt4o_em):
         low, high, star = float(match[4]), float(match[5]), bool(match[6])
         assert star == (low > 0 or high < 0), match[0]
     assert sum(1 for line in report.splitlines() if "within a family of" in line) == 1  # said once
+
+
+def test_row_and_problem_weighted_estimates_side_by_side(gpt4o_em):
+    """Issue #31, deliverable 4: both weightings in the CSV and on the console, the primary said once."""
+    report, comp, em = gpt4o_em
+    written = next(line for line in report.splitlines() if line.startswith("Written: "))
+    est = pd.read_csv(written.split(", ")[0].removeprefix("Written: "))
+    gpt = est[(est.model == "gpt-4o") & (est.metric == "EM") & (est["mode"] == "ICL")].iloc[0]
+    starts = np.cumsum([0] + CLUSTER_SIZES[:-1])
+    per_problem = [em[s: s + n].mean() for s, n in zip(starts, CLUSTER_SIZES)]
+    assert gpt.accuracy_row == pytest.approx(100 * em.mean()) == pytest.approx(gpt.accuracy)
+    assert gpt.accuracy_problem == pytest.approx(100 * np.mean(per_problem))
+    assert gpt.ci_low_problem < gpt.accuracy_problem < gpt.ci_high_problem and gpt.n_eff_problem <= 86
+    head = report.splitlines()[0]
+    assert "row %" in head and "problem %" in head
+    assert sum(line.startswith("primary: ") for line in report.splitlines()) == 1
+    row = comp[(comp.model_a == "gpt-4o") & (comp.metric == "EM")].iloc[0]
+    assert row.difference_problem == pytest.approx(100 * np.mean(per_problem))
+    assert f"problem-weighted {row.difference_problem:+.2f} pp" in report

@@ -79,23 +79,84 @@ def estimate(record: Record, n_boot: int, seed: int, cluster: str, level: float,
     clusters = clusters_for(scores.index, cluster)
     ci = statistics.proportion_interval(scores.to_numpy(), clusters, weight, level)
     se_boot = statistics.bootstrap_se(scores.to_numpy(), clusters, weight, n_boot, seed)
+    both = {}  # issue #31: both weightings side by side, labelled; ``weight`` is the primary
+    for name in WEIGHT_CHOICES:
+        alt = ci if name == weight else statistics.proportion_interval(scores.to_numpy(), clusters, name, level)
+        both.update({f"accuracy_{name}": 100 * alt.estimate, f"ci_low_{name}": 100 * alt.low,
+                     f"ci_high_{name}": 100 * alt.high, f"n_eff_{name}": alt.n_eff})
     return {"model": record.model, "metric": record.metric, "mode": record.mode,
             "estimand": _estimand(weight, clusters), "weight": weight, "n_rows": ci.n, "n_problems": ci.n_clusters,
             "clustered": clusters is not None, "accuracy": 100 * ci.estimate, "ci_low": 100 * ci.low,
             "ci_high": 100 * ci.high, "ci_method": ci.method, "n_eff": ci.n_eff, "icc": ci.icc, "se": 100 * ci.se,
             "se_bootstrap": 100 * se_boot, **counts, "failures": failures,
             "accuracy_other_rule": 100 * weighted_mean(other.to_numpy(), clusters_for(other.index, cluster), weight),
-            "rerunnable": getattr(record.result, "manifest", None) is not None,
+            "rerunnable": getattr(record.result, "manifest", None) is not None, **both,
             "level": level, "n_boot": n_boot,
             "seed": seed, "source": os.path.basename(record.source)}
 
 
+def gold_disagreements(records: list[Record]) -> dict[str, list[str]]:
+    """Per result file: the problems whose gold answer differs from the one most results of the folder give
+    (the published qwen3B/qwen7B SMMILE files use other answers on 18 of 111 problems)."""
+    golds = {r.source: r.gold.rename(index=str).astype(str) for r in records if r.gold is not None}
+    if len(golds) < 2:
+        return {}
+    table = pd.DataFrame(golds)
+    usual = table.mode(axis=1)[0]
+    return {source: [pid for pid in table.index[table[source].notna() & (table[source] != usual)]]
+            for source in table.columns}
+
+
 def estimates(records: list[Record], n_boot: int, seed: int, cluster: str, level: float, weight: str = "row",
-              failures: str = "exclude") -> list[dict]:
-    """Estimates in table order: model rows as in evaluation_results.txt, then metric, then mode."""
+              failures: str = "exclude", warn=None) -> list[dict]:
+    """Estimates in table order: model rows as in evaluation_results.txt, then metric, then mode; each with the
+    number of its problems whose gold answer differs from the folder's usual one (named through ``warn``)."""
     rows = [estimate(r, n_boot, seed, cluster, level, weight, failures) for r in records]
+    differ = gold_disagreements(records)
+    for row, record in zip(rows, records):
+        row["gold_differs"] = len(differ.get(record.source, [])) if record.gold is not None else None
+    for source, ids in differ.items():
+        if ids:
+            (warn or log.warning)(f"warning: {source}: {len(ids)} problem(s) have another gold answer (true_answer) "
+                                  f"than most results of this folder (first: {ids[0]}); its estimates score "
+                                  "answers to other questions")
     order = {m: i for i, m in enumerate(tables.row_order({row["model"] for row in rows}))}
     return sorted(rows, key=lambda row: (order[row["model"]], METRICS.index(row["metric"]), MODES.index(row["mode"])))
+
+
+# -- exact-match JSONs without their CSV ------------------------------------------------------------------------
+def em_only_records(directory: str, records: list[Record], warn) -> list[Record]:
+    """``<stem>_evaluation.json`` (evaluate_EM's export) whose result CSV is missing (the paper's SMMILE++ text-only
+    0-shot): scored from its ``problem_accuracies`` under the model of a loaded result with the same file tag and
+    the JSON's ``inference_mode``, with a warning; named and left out when that is not possible."""
+    import glob
+    import json
+    import re
+
+    loaded = {(r.model, r.metric, r.mode) for r in records}
+    out = []
+    for path in sorted(glob.glob(os.path.join(directory, "*_evaluation.json"))):
+        stem = path[: -len("_evaluation.json")]
+        if os.path.exists(stem + ".csv"):
+            continue
+        tag = re.sub(r"_(ICL|0-shot)(_open)?$", "", os.path.basename(stem))
+        try:
+            with open(path, encoding="utf-8") as handle:
+                doc = json.load(handle)
+            mode, values = doc["inference_mode"], doc["problem_accuracies"]
+            scores = pd.Series({str(k): float(v) / 100 for k, v in values.items()}, dtype=float)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            warn(f"warning: {path}: exact-match results without their result CSV, unreadable ({exc}); left out")
+            continue
+        models = {r.model for r in records if os.path.basename(r.source).startswith(tag + "_")}
+        if len(models) != 1 or mode not in MODES or scores.empty or (next(iter(models)), "EM", mode) in loaded:
+            warn(f"warning: {path}: exact-match results without their result CSV ({os.path.basename(stem)}.csv), "
+                 "not matched to one model and mode of this folder; left out")
+            continue
+        warn(f"warning: {path}: no result CSV; exact match scored from the JSON's problem_accuracies "
+             f"({len(scores)} problems); failures and gold answers unknown")
+        out.append(Record(next(iter(models)), "EM", mode, path, scores))
+    return out
 
 
 # -- pairing -----------------------------------------------------------------------------------------
@@ -207,6 +268,7 @@ def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto",
            "accuracy_a": 100 * weighted_mean(left, clusters, weight),
            "accuracy_b": 100 * weighted_mean(right, clusters, weight),
            "difference": 100 * diff.estimate, "ci_low": 100 * diff.low, "ci_high": 100 * diff.high,
+           **{f"difference_{name}": 100 * weighted_mean(left - right, clusters, name) for name in WEIGHT_CHOICES},
            "ci_method": diff.method, "se": 100 * diff.se, "se_bootstrap": 100 * se_boot,
            "only_a_correct": result.only_a, "only_b_correct": result.only_b, **_favour(left - right, frame, cluster),
            "statistic": result.statistic,

@@ -15,7 +15,7 @@ from smmile import fsguard
 from smmile.errors import UserError
 from smmile.scoring import metrics, signflip, statistics, tables
 from smmile.scoring.estimates import (FAILURE_CHOICES, KINDS, OTHER_RULE, SHOW_OTHER_PP, WEIGHT_CHOICES,
-                                      check_resampling, comparisons, estimates)
+                                      check_resampling, comparisons, em_only_records, estimates)
 from smmile.scoring.results import load_records
 
 log = logging.getLogger(__name__)
@@ -53,22 +53,29 @@ def _other(value: float, other: float, rule: str) -> str:
 
 
 def console_table(rows: list[dict]) -> str:
-    """Human-readable estimates: ``model  metric mode  acc [low, high]  n_rows  n_problems  n_eff  fail``."""
+    """Human-readable estimates: ``model  metric mode  acc [low, high]  (other weighting: acc [low, high])  n_rows
+    n_problems  n_eff  fail``; the primary weighting, the interval and the failure rule said once below."""
     level = rows[0]["level"] if rows else statistics.DEFAULT_LEVEL
-    lines = [f"{'model':<22} {'metric':<5} {'mode':<7} {'acc %':>7}  {f'{level:.0%} CI':<17} {'rows':>6} {'probl.':>6} "
-             f"{'n_eff':>6}  refused/failed/empty"]
+    weight = rows[0]["weight"] if rows else "row"
+    alt = next(name for name in WEIGHT_CHOICES if name != weight)
+    lines = [f"{'model':<22} {'metric':<5} {'mode':<7} {f'{weight} %':>7}  {f'{level:.0%} CI':<17} "
+             f"{f'{alt} %':>9}  {f'{level:.0%} CI':<17} {'rows':>6} {'probl.':>6} {'n_eff':>6}  refused/failed/empty"]
     for row in rows:
         ci = f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
+        other = f"[{row[f'ci_low_{alt}']:.2f}, {row[f'ci_high_{alt}']:.2f}]"
         counts = [row.get(f"n_{kind}") for kind in metrics.FAILURE_KINDS]
         failed = "unknown" if None in counts else "/".join(map(str, counts))
         lines.append(f"{row['model']:<22} {row['metric']:<5} {row['mode']:<7} {row['accuracy']:>7.2f}  "
-                     f"{ci:<17} {row['n_rows']:>6} {row['n_problems']:>6} {row['n_eff']:>6.0f}  {failed}"
-                     + _other(row["accuracy"], row["accuracy_other_rule"], row["failures"]))
+                     f"{ci:<17} {row[f'accuracy_{alt}']:>9.2f}  {other:<17} {row['n_rows']:>6} {row['n_problems']:>6} "
+                     f"{row['n_eff']:>6.0f}  {failed}" + _other(row["accuracy"], row["accuracy_other_rule"],
+                                                               row["failures"]))
     if rows:
         rule = rows[0]["failures"]
-        lines.append(f"estimand: {rows[0]['estimand']}; interval: {rows[0]['ci_method']}; {RULES[rule]}; refused "
-                     f"and empty responses are the model's answers, scored wrong; (exclude: x) / (wrong: x): the "
-                     f"accuracy under the other rule, where it differs by more than {SHOW_OTHER_PP:g} pp")
+        lines.append(f"primary: {rows[0]['estimand']} (--weight {weight}); beside it the {alt}-weighted "
+                     f"estimate ({statistics.ESTIMANDS[alt]}; equal where no problem has several rows); interval: "
+                     f"{rows[0]['ci_method']}; {RULES[rule]}; refused and empty responses are the model's answers, "
+                     f"scored wrong; (exclude: x) / (wrong: x): the accuracy under the other rule, where it differs "
+                     f"by more than {SHOW_OTHER_PP:g} pp")
         for ours, fix in ((True, "rerun the same command (smmile run) to fill them"),
                           (False, "these results have no run manifest of ours, so only their producer can fill them")):
             hit = [row for row in rows if row.get("n_failed") and row["rerunnable"] == ours]
@@ -98,6 +105,8 @@ def comparison_summary(rows: list[dict], level: float = statistics.DEFAULT_LEVEL
                          f"[{_bound(r['ci_low'])}, {_bound(r['ci_high'])}]{mark}  p={r['p_value']:.3g}  "
                          f"p_adj={r['p_adjusted']:.3g}  n_pairs={r['n_pairs']} ({r['n_problems']} problems, "
                          f"{r['problems_favour_a']} favour ICL, {r['problems_favour_b']} 0-shot; "
+                         f"{next(n for n in WEIGHT_CHOICES if n != r['weight'])}-weighted "
+                         f"{r['difference_' + next(n for n in WEIGHT_CHOICES if n != r['weight'])]:+.2f} pp; "
                          f"{r['gold_mismatches']} gold mismatch(es) "
                          f"{'kept' if r['gold_mismatches_included'] else 'excluded'}); {_failures(r)}"
                          + _other(r["difference"], r["difference_other_rule"], r["failures"]))
@@ -166,10 +175,11 @@ def _compute_into(results_dir: str, out: str, s: StatsSettings) -> tuple[int, st
         problems.append(message)
 
     records = load_records(results_dir, warn, inform=log.warning)
+    records += em_only_records(results_dir, records, log.warning)
     if not records:
         raise UserError(f"no scorable result files in {results_dir}")
     settings = {"results_dir": os.path.abspath(results_dir), **asdict(s)}
-    rows = estimates(records, s.n_boot, s.seed, s.cluster, s.level, s.weight, s.failures)
+    rows = estimates(records, s.n_boot, s.seed, s.cluster, s.level, s.weight, s.failures, log.warning)
     written = write_rows(rows, os.path.join(out, "stats_estimates"), settings)
     fsguard.atomic_write_text(os.path.join(out, "stats_table.tex"), tables.ci_latex_table(rows))
     written.append(os.path.join(out, "stats_table.tex"))
