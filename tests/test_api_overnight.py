@@ -123,3 +123,101 @@ def test_the_manifest_says_plain_http_went_to_a_loopback_server_only(env, tmp_pa
         assert tb.front(point(env, "anthropic", api.url), tmp_path) == 0
     manifest = json.loads(next(tmp_path.glob("*.manifest.json")).read_text())
     assert "plain http to this machine" in manifest["backend"]["egress"]
+
+
+# -- finding 2: a create that timed out was retried by the SDK: two batches billed, one in the ledger ------------------
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("performed", [True, False], ids=["created-answer-lost", "not-created"])
+def test_a_create_that_times_out_leaves_exactly_one_batch_billed_and_collected(env, tmp_path, provider, performed):
+    def script(method, path, n):
+        if method == "POST" and path.endswith("/batches") and n == 0:  # the first create: no answer within 1 s
+            return Scripted(500, {"error": {"message": "late"}}, delay=2.5, then_serve=performed)
+        return None
+
+    with FakeApi(reply=tb.reply) as sync_api:
+        assert tb.front(point(env, provider, sync_api.url), tmp_path / "sync") == 0
+    with FakeBatchApi(reply=tb.reply, script=script) as api:
+        assert tb.front(point(env, provider, api.url), tmp_path / "b", *BATCH, "--timeout", "1") == 0
+        created = api.created()
+    assert len(created) == 1 and len(created[0]["custom_ids"]) == 24
+    assert tb.csv_bytes(tmp_path / "b", provider) == tb.csv_bytes(tmp_path / "sync", provider)
+    assert [(r["key"], r["state"]) for r in tb.ledger(tmp_path / "b", provider)] == [
+        (f"batch:{created[0]['id']}", "submitted"), (f"batch:{created[0]['id']}", "collected")]
+
+
+def ledger_records(out, provider="anthropic") -> list[dict]:
+    path = out / ".smmile" / f"{tb.STEM[provider].format(mode='0-shot')}.batches.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+
+
+def test_the_intent_with_its_input_file_is_on_disk_before_the_create(env, tmp_path):
+    seen = []
+
+    def script(method, path, n):
+        if method == "POST" and path == "/v1/batches":
+            seen.append([r["intent"] for r in ledger_records(tmp_path, "openai") if r["state"] == "intent"])
+        return None
+
+    with FakeBatchApi(script=script) as api:
+        assert tb.front(point(env, "openai", api.url), tmp_path, *BATCH) == 0
+        [batch] = api.batches.values()
+    [[intent]] = seen
+    assert intent["input_file_id"] == batch["input_file_id"] and batch["metadata"] == {"smmile_tag": intent["tag"]}
+    assert sorted(intent["custom_ids"]) == sorted(c for c, _ in batch["items"])
+
+
+# -- finding 6: `smmile run` without --batch after a killed --batch run sent every in-flight item again -----------------
+def killed_in_flight(env, api, out, provider="anthropic") -> list[str]:
+    """A --batch run killed once its batch is submitted and polled (the batch stays in flight)."""
+    api.release.clear()
+    argv = point(env, provider, api.url)
+    proc = tb.start_child(argv, out)
+    try:
+        tb.wait_for(lambda: tb.ledger(out, provider) and ("GET", f"/v1/messages/batches/{api.created()[0]['id']}")
+                    in api.calls if provider == "anthropic" else len(api.calls) >= 4, proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    return argv
+
+
+def test_a_run_without_batch_refuses_while_its_batches_are_in_flight(env, tmp_path, capsys):
+    from smmile.cli import batches
+
+    out = tmp_path / "o"
+    with FakeBatchApi(reply=tb.reply) as api:
+        argv = killed_in_flight(env, api, out)
+        [batch] = api.created()
+        capsys.readouterr()
+        assert tb.front(argv, out) == 2
+        assert not [c for c in api.calls if c[1] == "/v1/messages"]  # nothing sent synchronously
+        err = [x for x in capsys.readouterr().err.strip().splitlines() if "problems done" not in x]  # (progress)
+        assert len(err) == 1 and batch["id"] in err[0] and "--batch" in err[0]
+        assert f"smmile batches cancel {out}" in err[0]
+        assert batches.main(["ls", str(out)]) == 0
+        listed = capsys.readouterr().out
+        assert batch["id"] in listed and "submitted" in listed and "in_progress 0/24" in listed
+        assert batches.main(["cancel", str(out)]) == 0
+        assert f"canceled {batch['id']}" in capsys.readouterr().out
+        assert (("POST", f"/v1/messages/batches/{batch['id']}/cancel")) in api.calls
+    with FakeApi(reply=tb.reply) as sync_api:  # canceled: a synchronous run may send them now
+        assert tb.front(point(env, "anthropic", sync_api.url), out) == 0
+
+
+def test_batches_adopt_records_a_batch_whose_create_the_ledger_never_saw_answered(env, tmp_path, capsys):
+    from smmile.cli import batches
+
+    out = tmp_path / "o"
+    with FakeApi(reply=tb.reply) as sync_api:
+        assert tb.front(point(env, "anthropic", sync_api.url), tmp_path / "sync") == 0
+    with FakeBatchApi(reply=tb.reply) as api:
+        argv = killed_in_flight(env, api, out)
+        [batch] = api.created()
+        path = out / ".smmile" / f"{tb.STEM['anthropic'].format(mode='0-shot')}.batches.jsonl"
+        path.write_text(path.read_text().splitlines()[0] + "\n")  # the intent only: the create's answer was lost
+        assert batches.main(["adopt", str(out)]) == 0
+        assert f"adopted {batch['id']}" in capsys.readouterr().out
+        api.release.set()
+        assert tb.front(argv, out, *BATCH) == 0
+        assert api.created() == [batch]
+    assert tb.csv_bytes(out, "anthropic") == tb.csv_bytes(tmp_path / "sync", "anthropic")

@@ -24,6 +24,7 @@ COMMANDS = {
     "analyze": "compare accuracy on the original vs noise/order/permutation variants",
     "agreement": "judge reliability: inter-rater, judge vs humans, EM vs judge",
     "env": "installed versions that can change results, beside the paper's pins",
+    "batches": "the provider batches of a result folder (--batch runs): ls, adopt, cancel",
 }
 
 
