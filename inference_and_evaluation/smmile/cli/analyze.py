@@ -14,9 +14,11 @@ from . import stats as fd_stats
 def build_parser() -> argparse.ArgumentParser:
     p = fd.parser("Paired comparison of each model's accuracy on the original dataset and on its variants (noise, "
                   "order/recency, permutations).", prog="smmile analyze")
-    p.add_argument("analysis", choices=KINDS + diagnostics.KINDS,
+    p.add_argument("analysis", choices=KINDS + diagnostics.KINDS + ("variance-components",),
                    help="noise | order | permutation; the ICL diagnostics shots | flip | images | diagnostics; "
-                        "policies: each demonstration policy against the experts' examples (docs/analyses.md)")
+                        "policies: each demonstration policy against the experts' examples; variance-components: "
+                        "problem and order shares, order sensitivity and the minimum detectable difference of one "
+                        "SMMILE++ results folder (docs/analyses.md)")
     p.add_argument("results", nargs="+", metavar="[LABEL=]PATH",
                    help="result folders or CSV files; LABEL is original, noise-random, noise-targeted, order-first, "
                         "order-last, permute, k-shot-<k>[-draw<d>], flip-answers|random-labels|unrelated-labels|"
@@ -33,6 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
+    if a.analysis == "variance-components":
+        from ..analysis.variance_components import run_variance_components
+
+        return fd.guarded(lambda: print(run_variance_components(a.results, out=a.out, force=a.force,
+                                                                n_boot=a.n_boot, seed=a.seed, level=a.level)) or 0,
+                          interrupted="interrupted: smmile analyze stopped; nothing half-written")
     return fd.guarded(lambda: print(run_analyze(a.analysis, a.results, out=a.out, force=a.force, n_boot=a.n_boot,
                                                 seed=a.seed, level=a.level, weight=a.weight, failures=a.failures,
                                                 include_gold_mismatch=a.include_gold_mismatch)) or 0,
