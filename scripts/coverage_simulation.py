@@ -9,7 +9,13 @@ contain p, and for paired differences (two such models, A with p + Δ on the sam
 correlated through a shared problem effect) the share of ``statistics.paired_score`` intervals that
 contain the true row-weighted difference.
 
-    python scripts/coverage_simulation.py [--reps 2000] [--seed 2025]
+Issue #31 adds the rare-event paired cells, where the exact-match findings are: the interval and test that
+``smmile stats`` prints for a comparison alone (``signflip``: the sign-flip test over base problems and its
+interval D ± c·se₀), on SMMILE++ (86 base problems) and SMMILE (111 independent problems) shapes: 2 % → +2 pp,
+5 % → +5 pp, one-directional discordance (B always wrong, A 3 %), and no difference at 2 % and 5 % (size). For
+speed the simulation enumerates at most 2^12 patterns and draws 1999 beyond (``smmile stats``: 2^20, 100 000).
+
+    python scripts/coverage_simulation.py [--reps 2000] [--seed 2025] [--paired-reps 1000]
 
 The fast version runs in ``tests/test_estimand_coverage.py``; docs/analyses.md §4 records the figures
 of the full run.
@@ -25,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "inference_and_evaluation"))
 
-from smmile.scoring import statistics  # noqa: E402
+from smmile.scoring import signflip, statistics  # noqa: E402
 
 SIZES = np.array([2] * 27 + [6] * 24 + [24] * 35)
 ACCURACIES = (0.005, 0.05, 0.5)
@@ -72,6 +78,48 @@ def difference_coverage(p: float, delta: float, rho: float, reps: int, seed: int
     return hits / reps
 
 
+SHAPES = {"SMMILE++": SIZES, "SMMILE": np.ones(111, dtype=int)}
+RARE = (("2% -> +2pp", 0.02, 0.02), ("5% -> +5pp", 0.05, 0.05), ("3% vs 0", 0.0, 0.03),
+        ("2% = 2% (size)", 0.02, 0.0), ("5% = 5% (size)", 0.05, 0.0))
+
+
+def signflip_cell(shape: str, p: float, delta: float, rho: float, reps: int, seed: int) -> dict:
+    """Coverage of the interval smmile prints for one comparison (sign-flip, family of one) and the share of
+    data sets in which it is significant (the size where ``delta`` = 0). ``p`` = 0: B is always wrong
+    (one-directional discordance), A right with chance ``delta``."""
+    sizes = SHAPES[shape]
+    labels = clusters(sizes)
+    rng = np.random.default_rng(seed)
+    hits = rejected = mover_hits = mover_rejected = 0
+    for _ in range(reps):
+        latent = rng.random(len(sizes))
+        a = draw(p + delta, rho, rng, sizes, latent)
+        b = draw(p, rho, rng, sizes, latent) if p > 0 else np.zeros(len(a))
+        unit = signflip.units(a - b, labels)
+        result, = signflip.family_test([unit], 0.05, n_flips=1999, seed=int(rng.integers(2 ** 31)))
+        estimate = float(np.mean(a - b))
+        low, high = signflip.interval(estimate, unit, result.marginal)
+        if np.isnan(low):  # no base problem with a difference: the bound on the K units
+            low, high = statistics.bound_interval(estimate, len(sizes), statistics.DIFFERENCE)
+        hits += low <= delta <= high
+        rejected += result.p_value < 0.05
+        mover = statistics.mover_difference(a, b, labels if shape == "SMMILE++" else None)
+        mover_hits += mover.low <= delta <= mover.high
+        mover_rejected += mover.low > 0 or mover.high < 0
+    return {"coverage": hits / reps, "significant": rejected / reps, "mover_coverage": mover_hits / reps,
+            "mover_significant": mover_rejected / reps}
+
+
+def rare_table(reps: int, seed: int) -> list[dict]:
+    signflip.EXACT_MAX = 12
+    rows = []
+    for shape in SHAPES:
+        for rho in (ICCS if shape == "SMMILE++" else (0.3,)):
+            for what, p, delta in RARE:
+                rows.append({"shape": shape, "what": what, "icc": rho, **signflip_cell(shape, p, delta, rho, reps, seed)})
+    return rows
+
+
 def table(reps: int, seed: int) -> list[dict]:
     rows = []
     for rho in ICCS:
@@ -88,10 +136,19 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=2025)
+    parser.add_argument("--paired-reps", type=int, default=1000, help="data sets per rare-event paired cell (0: skip)")
+    parser.add_argument("--rare-only", action="store_true", help="only the rare-event paired cells (issue #31)")
     a = parser.parse_args(argv)
-    print(f"{'quantity':<18} {'p':>6} {'ICC':>4} {'coverage':>9}   (nominal 0.95, {a.reps} data sets each)")
-    for row in table(a.reps, a.seed):
-        print(f"{row['what']:<18} {row['p']:>6.3f} {row['icc']:>4.1f} {row['coverage']:>9.3f}")
+    if not a.rare_only:
+        print(f"{'quantity':<18} {'p':>6} {'ICC':>4} {'coverage':>9}   (nominal 0.95, {a.reps} data sets each)")
+        for row in table(a.reps, a.seed):
+            print(f"{row['what']:<18} {row['p']:>6.3f} {row['icc']:>4.1f} {row['coverage']:>9.3f}")
+    if a.paired_reps:
+        print(f"\n{'shape':<9} {'paired cell':<15} {'ICC':>4} {'sign-flip: cover':>17} {'signif.':>8} "
+              f"{'MOVER: cover':>13} {'signif.':>8}   (nominal 0.95 / size 0.05, {a.paired_reps} data sets each)")
+        for row in rare_table(a.paired_reps, a.seed):
+            print(f"{row['shape']:<9} {row['what']:<15} {row['icc']:>4.1f} {row['coverage']:>17.3f} "
+                  f"{row['significant']:>8.3f} {row['mover_coverage']:>13.3f} {row['mover_significant']:>8.3f}")
     return 0
 
 

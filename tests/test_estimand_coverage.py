@@ -127,3 +127,25 @@ def test_three_successes_do_not_estimate_an_icc_and_problem_weights_never_exceed
     problem = bs.proportion_interval(common, clusters, "problem")
     assert problem.n_eff == 86  # capped at the number of base problems
     assert bs.proportion_interval(common, clusters).n_eff > 86  # row weights: rows count
+
+
+def test_mover_difference_by_hand_and_where_the_findings_are():
+    """Issue #31 deliverable 2: MOVER (Zou & Donner 2008) on the two sides' Wilson bounds, written out here for
+    independent rows (r from the paired rows), and its coverage in a rare one-directional cell (3 % vs 0)."""
+    rng = np.random.default_rng(3)
+    a = (rng.random(111) < 0.3).astype(float)
+    b = np.where(rng.random(111) < 0.7, a, (rng.random(111) < 0.25).astype(float))
+    got = bs.mover_difference(a, b)
+    la, ua = bs.wilson_cc_interval(a.mean(), 111)
+    lb, ub = bs.wilson_cc_interval(b.mean(), 111)
+    r = np.corrcoef(a, b)[0, 1]
+    d = a.mean() - b.mean()
+    low = d - math.sqrt((a.mean() - la) ** 2 + (ub - b.mean()) ** 2 - 2 * r * (a.mean() - la) * (ub - b.mean()))
+    high = d + math.sqrt((ua - a.mean()) ** 2 + (b.mean() - lb) ** 2 - 2 * r * (ua - a.mean()) * (b.mean() - lb))
+    assert (got.estimate, got.low, got.high) == pytest.approx((d, low, high), abs=1e-12)
+    hits = 0
+    for _ in range(200):  # SMMILE: 111 independent problems, B never right, A right with chance 3 %
+        a = (rng.random(111) < 0.03).astype(float)
+        ci = bs.mover_difference(a, np.zeros(111))
+        hits += ci.low <= 0.03 <= ci.high
+    assert hits / 200 >= 0.93

@@ -259,6 +259,7 @@ def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto",
     result = statistics.paired_score(left, right, clusters, weight, level)
     diff = result.interval
     se_boot = statistics.bootstrap_se(left - right, clusters, weight, n_boot, seed)
+    mover = statistics.mover_difference(left, right, clusters, weight, level)
     row = {"estimand": _estimand(weight, clusters), "weight": weight, "n_a": len(a.scores), "n_b": len(b.scores),
            "n_pairs": diff.n, "n_problems": diff.n_clusters, "clustered": clusters is not None,
            "gold_mismatches": mismatches, "gold_mismatches_included": bool(include_gold_mismatch),
@@ -270,6 +271,7 @@ def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto",
            "difference": 100 * diff.estimate, "ci_low": 100 * diff.low, "ci_high": 100 * diff.high,
            **{f"difference_{name}": 100 * weighted_mean(left - right, clusters, name) for name in WEIGHT_CHOICES},
            "ci_method": diff.method, "se": 100 * diff.se, "se_bootstrap": 100 * se_boot,
+           "ci_low_mover": 100 * mover.low, "ci_high_mover": 100 * mover.high,
            "only_a_correct": result.only_a, "only_b_correct": result.only_b, **_favour(left - right, frame, cluster),
            "statistic": result.statistic,
            "p_value": result.p_value, "p_method": result.method, "p_holm": float("nan"), "significant": False,
