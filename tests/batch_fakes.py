@@ -45,6 +45,7 @@ class Scripted:
     body: dict | None = None
     delay: float = 0.0
     then_serve: bool = False  # perform the request, then answer late (the client has given up by then)
+    # status 0: the connection is closed without an answer (a network blip)
 
 _ANTHROPIC_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -231,6 +232,9 @@ class FakeBatchApi(LoopbackServer):
                     self._late = what.delay
                     return False
                 time.sleep(what.delay)
+                if what.status == 0:  # the connection drops without an answer
+                    self.close_connection = True
+                    return True
                 self._json(what.status, what.body or {})
                 return True
 

@@ -5,6 +5,7 @@ damage. Each test names the finding it reproduces and the command line it stands
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -221,3 +222,49 @@ def test_batches_adopt_records_a_batch_whose_create_the_ledger_never_saw_answere
         assert tb.front(argv, out, *BATCH) == 0
         assert api.created() == [batch]
     assert tb.csv_bytes(out, "anthropic") == tb.csv_bytes(tmp_path / "sync", "anthropic")
+
+
+# -- finding 5: a network blip while polling ended a 24-hour wait with an APIConnectionError traceback -----------------
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_polling_outlives_dropped_connections_and_server_errors(env, tmp_path, provider):
+    def script(method, path, n):
+        status_check = method == "GET" and re.fullmatch(r"/v1(/messages)?/batches/[^/]+", path)
+        if status_check and n < 4:
+            return Scripted((0, 503, 0, 502)[n], {"error": {"message": "blip"}})
+        return None
+
+    with FakeApi(reply=tb.reply) as sync_api:
+        assert tb.front(point(env, provider, sync_api.url), tmp_path / "sync") == 0
+    with FakeBatchApi(reply=tb.reply, script=script, polls=2) as api:
+        # four failures in a row: more than --max-retries, which bounds a request, not the wait for a batch
+        assert tb.front(point(env, provider, api.url), tmp_path / "b", *BATCH, "--max-retries", "1") == 0
+        assert len(api.created()) == 1
+    assert tb.csv_bytes(tmp_path / "b", provider) == tb.csv_bytes(tmp_path / "sync", provider)
+
+
+# -- finding 7: a batch failed for a full queue (token_limit_exceeded) was resubmitted at once, 6 times in 2 s -----------
+def test_a_batch_failed_for_quota_waits_and_is_split(env, tmp_path, caplog):
+    def failed(kind, items):
+        if len(items) > 6:
+            return [{"code": "token_limit_exceeded", "message": "Enqueued token limit reached", "line": None}]
+        return None
+
+    with FakeApi(reply=tb.reply) as sync_api:
+        assert tb.front(point(env, "openai", sync_api.url), tmp_path / "sync") == 0
+    with FakeBatchApi(reply=tb.reply, failed=failed) as api:
+        assert tb.front(point(env, "openai", api.url), tmp_path / "b", *BATCH) == 0
+        sizes = [len(b["custom_ids"]) for b in api.created()]
+    assert sizes == [24, 12, 12, 6, 6, 6, 6]
+    assert sum("waiting" in r.getMessage() and "smaller batches" in r.getMessage() for r in caplog.records) == 3
+    assert tb.csv_bytes(tmp_path / "b", "openai") == tb.csv_bytes(tmp_path / "sync", "openai")
+
+
+def test_a_batch_refused_as_invalid_stops_and_names_the_line(env, tmp_path, capsys):
+    def failed(kind, items):
+        return [{"code": "invalid_request", "message": "Unrecognized request argument", "line": 3}]
+
+    with FakeBatchApi(reply=tb.reply, failed=failed) as api:
+        assert tb.front(point(env, "openai", api.url), tmp_path, *BATCH) == 2
+        [batch] = api.created()
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"line 3 (problem {batch['custom_ids'][2]})" in err and "Unrecognized request argument" in err

@@ -234,7 +234,7 @@ class BatchRun:
                     raise
                 failures += 1
                 wait = failure.retry_after if failure.retry_after is not None else min(
-                    MAX_BACKOFF_S, max(self.poll_interval, 0.5) * 2 ** min(failures, 12))
+                    MAX_BACKOFF_S, min(self.poll_interval, 5.0) * 2 ** min(failures, 12))
                 log.warning("batch: %s failed (%s); trying again in %.0fs", getattr(fn, "__name__", "request"),
                             self.backend.scrub(failure.message), wait)
                 time.sleep(wait)
@@ -281,7 +281,7 @@ class BatchRun:
         text = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in status.errors) or status.state
         if codes and codes <= QUOTA_CODES:
             self.quota_failures += 1
-            wait = min(MAX_BACKOFF_S * 4, max(self.poll_interval, 1.0) * 2 ** self.quota_failures)
+            wait = min(MAX_BACKOFF_S * 4, self.poll_interval * 2 ** min(self.quota_failures, 12))
             log.warning("batch %s failed: %s; waiting %.0fs, then submitting its %d %s in smaller batches",
                         batch_id, text, wait, len(entry["custom_ids"]), self.backend.unit)
             time.sleep(wait)
