@@ -13,16 +13,17 @@ pytest.importorskip("transformers")
 import tiny_generic as tg  # noqa: E402
 import tiny_models  # noqa: E402
 from smmile import cli  # noqa: E402
-from test_anymodel_runs import smmile_run  # noqa: E402
+from test_anymodel_runs import local_tag, smmile_run  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-DISPLAY, KEY = "Tiny Idefics3 (v1)", "Tiny-Idefics3-v1"
+DISPLAY = "Tiny Idefics3 (v1)"
 
 
 def test_run_score_report(tmp_path, capsys):
     model = tmp_path / DISPLAY
     shutil.copytree(tg.cached("idefics3"), model)
+    KEY = local_tag(model)  # noqa: N806 (Tiny-Idefics3-v1-<6 hex of the folder's path>)
     results, dataset = tmp_path / "results", str(tiny_models.demo_subset(4))
     for mode in ("0-shot", "ICL"):
         for fmt in ("open", "mcqa"):

@@ -3,8 +3,11 @@ Qwen3-VL, InternVL, Aya Vision), a single-image one (BLIP-2) and templates that 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +24,14 @@ OPEN5 = ["problem_id", "final_question", "true_answer", "generated_answer", "ful
 MCQA8 = ["problem_id", "final_question", "true_answer", "correct_option", "selected_option", "is_correct",
          "generated_answer", "full_response"]
 CHECKS = ("system_role", "assistant_role", "images_in_earlier_turns", "several_images_in_one_turn", "one_image")
+
+
+def local_tag(path) -> str:
+    """The name of `hf:<folder>`: the folder's name as a token, then 6 hex digits of the sha256 of its resolved
+    path (issue #36: two folders of one name never share a result file)."""
+    path = Path(path).resolve()
+    token = re.sub(r"[^A-Za-z0-9.-]+", "-", path.name).strip("-")
+    return f"{token}-{hashlib.sha256(str(path).encode()).hexdigest()[:6]}"
 
 
 def smmile_run(model: str, out, mode: str, fmt: str, *extra: str, n: int = 4) -> int:
@@ -42,7 +53,7 @@ def demo_ids(n: int = 4) -> list[str]:
 @pytest.mark.parametrize("arch", tg.MULTI_IMAGE)
 def test_every_mode_and_format(arch, tmp_path, capsys):
     path = tg.cached(arch)
-    tag = arch.replace("_", "-")
+    tag = local_tag(path)
     for mode in ("0-shot", "ICL"):
         for fmt in ("open", "mcqa"):
             assert smmile_run(f"hf:{path}", tmp_path, mode, fmt) == 0, capsys.readouterr().err
@@ -51,7 +62,8 @@ def test_every_mode_and_format(arch, tmp_path, capsys):
             assert columns == (MCQA8 if fmt == "mcqa" else OPEN5)
             assert [r["problem_id"] for r in rows] == demo_ids()
             m = manifest(tmp_path, stem)
-            assert m["model"]["identity"] == {"key": tag, "scoring_name": tag, "display": arch, "latex": tag}
+            assert m["model"]["identity"] == {"key": tag, "scoring_name": tag, "display": f"{arch} #{tag[-6:]}",
+                                              "latex": tag}
             assert m["model"]["family"] == "hf.generic:GenericFamily" and m["counts"]["failed"] == 0
             backend = m["backend"]
             assert backend["model_class"] == tg.BUILDERS[arch][1] and backend["chat_template"] == "processor"
@@ -71,7 +83,7 @@ def test_batch_8_equals_batch_1(arch, tmp_path):
     for batch in (1, 8):
         out = tmp_path / f"b{batch}"
         assert smmile_run(f"hf:{path}", out, "ICL", "open", "--batch-size", str(batch), n=10) == 0
-        rows[batch] = read_csv(out / f"result_{arch.replace('_', '-')}_ICL_open.csv")[1]
+        rows[batch] = read_csv(out / f"result_{local_tag(path)}_ICL_open.csv")[1]
     assert rows[1] == rows[8]
     assert len({r["generated_answer"] for r in rows[1]}) >= 5
 
@@ -117,10 +129,10 @@ def test_single_image_checkpoint_icl_stops_at_once_0shot_runs(tmp_path, capsys):
     assert err[-1] == (f"error: hf:{path} takes one image per prompt (image 11 of 11 does not reach the model); "
                        "ICL needs up to 11 images per prompt: run it with --inference_mode 0-shot")
     assert not any("Traceback" in line for line in err)
-    assert not (tmp_path / "result_blip2_ICL_open.csv").exists()
+    assert not list(tmp_path.glob("result_*.csv"))
     assert smmile_run(f"hf:{path}", tmp_path, "0-shot", "mcqa") == 0
-    assert len(read_csv(tmp_path / "result_blip2_0-shot_mcqa.csv")[1]) == 4
-    caps = manifest(tmp_path, "result_blip2_0-shot_mcqa")["backend"]
+    assert len(read_csv(tmp_path / f"result_{local_tag(path)}_0-shot_mcqa.csv")[1]) == 4
+    caps = manifest(tmp_path, f"result_{local_tag(path)}_0-shot_mcqa")["backend"]
     assert caps["chat_template"] == "tokenizer"  # BLIP-2's processor keeps none
     checks = caps["capabilities"]["checks"]
     assert (checks["images_in_earlier_turns"]["ok"], checks["several_images_in_one_turn"]["ok"],
@@ -134,7 +146,7 @@ def test_single_image_checkpoint_icl_stops_at_once_0shot_runs(tmp_path, capsys):
 ])
 def test_template_fallbacks(arch, layout, refused, tmp_path, capsys):
     assert smmile_run(f"hf:{tg.cached(arch)}", tmp_path, "ICL", "mcqa") == 0, capsys.readouterr().err
-    stem = f"result_{arch.replace('_', '-')}_ICL_mcqa"
+    stem = f"result_{local_tag(tg.cached(arch))}_ICL_mcqa"
     caps = manifest(tmp_path, stem)["backend"]["capabilities"]
     assert caps["layout"] == layout
     journal = (tmp_path / ".smmile" / f"{stem}.journal.jsonl").read_text().splitlines()

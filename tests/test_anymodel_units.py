@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -37,9 +39,10 @@ def test_local_folder_is_named_after_the_folder(tmp_path):
     folder = tmp_path / "Tiny VLM (v2)"
     folder.mkdir()
     preset = registry.get(f"hf:{folder}/")
-    assert preset.model_id == f"{folder}/" and preset.tag == "Tiny-VLM-v2"
+    short = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:6]  # two folders of one name: two names
+    assert preset.model_id == f"{folder}/" and preset.tag == f"Tiny-VLM-v2-{short}"
     assert (preset.identity.key, preset.identity.display, preset.identity.latex) == (
-        "Tiny-VLM-v2", "Tiny VLM (v2)", "Tiny-VLM-v2")
+        f"Tiny-VLM-v2-{short}", f"Tiny VLM (v2) #{short}", f"Tiny-VLM-v2-{short}")
 
 
 @pytest.mark.parametrize("name", ["hf:", "vllm:  "])

@@ -13,7 +13,7 @@ pytest.importorskip("transformers")
 
 import tiny_generic as tg  # noqa: E402
 import tiny_models  # noqa: E402
-from test_anymodel_runs import demo_ids, smmile_run  # noqa: E402
+from test_anymodel_runs import demo_ids, local_tag, smmile_run  # noqa: E402
 from test_hf_frontdoors import read_csv  # noqa: E402
 from test_hf_vllm import FakeVLLM, fake_vllm  # noqa: E402,F401 - fake_vllm: the fixture
 
@@ -43,10 +43,11 @@ def test_one_chat_call_with_the_hf_conversations(fake_vllm, tmp_path, capsys):
     assert [_placeholders(c) for c in calls[0]["messages"]] == [r.messages for r in requests]
     sent = [p["image_pil"] for m in calls[0]["messages"][0] for p in m["content"] if p["type"] == "image_pil"]
     assert [np.asarray(img).tolist() for img in sent] == [np.asarray(img).tolist() for img in requests[0].load_images()]
-    _, rows = read_csv(tmp_path / "result_idefics3_ICL_mcqa.csv")
+    stem = f"result_{local_tag(path)}_ICL_mcqa"
+    _, rows = read_csv(tmp_path / f"{stem}.csv")
     assert [r["problem_id"] for r in rows] == demo_ids() and {r["selected_option"] for r in rows} == {"A"}
-    m = json.loads((tmp_path / "result_idefics3_ICL_mcqa.manifest.json").read_text())
-    assert m["model"]["backend"] == "vllm_chat:VLLMChatBackend" and m["model"]["identity"]["key"] == "idefics3"
+    m = json.loads((tmp_path / f"{stem}.manifest.json").read_text())
+    assert m["model"]["backend"] == "vllm_chat:VLLMChatBackend" and m["model"]["identity"]["key"] == local_tag(path)
     assert m["backend"]["calls"][0]["api"] == "LLM.chat" and m["backend"]["chat_template"] == "processor"
     assert all(c["ok"] for c in m["backend"]["capabilities"]["checks"].values())
     assert m["backend"]["capabilities"]["layout"] == {"system": "system-turn", "examples": "turns"}
@@ -55,7 +56,8 @@ def test_one_chat_call_with_the_hf_conversations(fake_vllm, tmp_path, capsys):
 def test_0shot_starts_vllm_for_one_image(fake_vllm, tmp_path):
     assert smmile_run(f"vllm:{tg.cached('qwen3_vl')}", tmp_path, "0-shot", "open") == 0
     assert fake_vllm.engines[0]["limit_mm_per_prompt"] == {"image": 1}
-    checks = json.loads((tmp_path / "result_qwen3-vl_0-shot_open.manifest.json").read_text())["backend"][
+    stem = f"result_{local_tag(tg.cached('qwen3_vl'))}_0-shot_open"
+    checks = json.loads((tmp_path / f"{stem}.manifest.json").read_text())["backend"][
         "capabilities"]["checks"]
     assert checks["several_images_in_one_turn"] == {"ok": None,
                                                     "detail": "not probed: vLLM runs with 1 image(s) per prompt"}

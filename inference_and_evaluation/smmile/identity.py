@@ -6,8 +6,10 @@ the one table of the paper's models; a model outside it gets its id as a token (
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 FIELDS = ("key", "scoring_name", "display", "latex")
 UNKNOWN = "unknown"
@@ -75,6 +77,24 @@ def identity_for_model_id(model_id: str) -> ModelIdentity:
     """Identity of a model outside the paper (``--model NAME`` of a served model, a hub id)."""
     token = model_token(model_id)
     return ModelIdentity(token, token, model_id.strip() or token, latex_for_key(token))
+
+
+def is_hub_snapshot(folder: str | Path, model_id: str) -> bool:
+    """True when `folder` is the Hugging Face cache's snapshot of hub id `model_id`
+    (``.../models--Org--Name/snapshots/<revision>``): the checkpoint a preset names, not another one."""
+    parts = Path(folder).expanduser().resolve().parts
+    wanted = "models--" + model_id.replace("/", "--")
+    return len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3] == wanted
+
+
+def checkpoint_identity(folder: str | Path, preset: ModelIdentity | None = None) -> ModelIdentity:
+    """Names of a local checkpoint folder: its name and a short hash of its resolved path, so two folders named
+    ``checkpoint-500`` never share a file, a table row or a label; a preset run on it (`preset`) is named beside."""
+    path = Path(folder).expanduser().resolve()
+    short = hashlib.sha256(str(path).encode()).hexdigest()[:6]
+    token = f"{model_token(path.name)}-{short}"
+    display = f"{path.name or token} #{short}" + (f" ({preset.display} preset)" if preset else "")
+    return ModelIdentity(token, token, display, latex_for_key(token))
 
 
 _learned: dict[str, ModelIdentity] = {}

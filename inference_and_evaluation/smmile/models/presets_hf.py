@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UserError
-from ..identity import identity_for_model_id, model_token
+from ..identity import checkpoint_identity, identity_for_model_id
 from .preset import MAKERS, Lazy, Preset, register
 
 HF = Lazy("smmile.models.hf.backend", "HFBackend")
@@ -60,21 +60,16 @@ register(*(
 ))
 
 
-def model_label(model_id: str) -> str:
-    """What names a generic model: a local folder's name, else the hub id as given."""
-    path = Path(model_id).expanduser()
-    return path.resolve().name if path.is_dir() else model_id.strip()
-
-
 def preset_for(name: str) -> Preset:
     """The preset of `hf:<id>` / `vllm:<id>` (made by `registry.get` on first use; family: `hf.generic`)."""
     prefix = next((p for p in PREFIXES if name.startswith(p)), None)
     model_id = name[len(prefix):].strip() if prefix else ""
     if not model_id:
         raise UserError(f"--model {name!r}: expected hf:<hub id or local path> or vllm:<hub id or local path>")
-    label = model_label(model_id)
-    return Preset(name, model_token(label), Lazy("smmile.models.hf.generic", "GenericFamily"), PREFIXES[prefix],
-                  model_id, settings={"dtype": "auto", "device_map": "auto"}, identity=identity_for_model_id(label),
+    local = Path(model_id).expanduser().is_dir()  # a folder: its name and a short hash of where it is
+    identity = checkpoint_identity(model_id) if local else identity_for_model_id(model_id)
+    return Preset(name, identity.key, Lazy("smmile.models.hf.generic", "GenericFamily"), PREFIXES[prefix],
+                  model_id, settings={"dtype": "auto", "device_map": "auto"}, identity=identity,
                   notes="any checkpoint through its own chat template; served-model prompt (system prompt, "
                         "Template A + E2), greedy, max 512 new tokens; layout from the capability probe")
 

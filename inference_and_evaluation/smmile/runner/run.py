@@ -8,7 +8,7 @@ import json
 import logging
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +17,7 @@ from ..data.load import Loaded, load_for_run, verify_images
 from ..data.variant_datasets import refuse_dropped_images, refuse_imageless
 from ..environment import command_line, git_revision, package_versions, version
 from ..errors import UserError
+from ..identity import checkpoint_identity, is_hub_snapshot
 from ..models import registry
 from ..models.base import Backend, Family, Response, resolve_settings
 from ..protocol.items import SEED, Item, Rngs
@@ -92,6 +93,8 @@ class Runner:
             raise UserError(f"--engine must be one of {', '.join(ENGINES)}")
         self.spec = spec
         self.preset = registry.get(spec.model)
+        if spec.model_path and not is_hub_snapshot(spec.model_path, self.preset.model_id):  # another checkpoint
+            self.preset = replace(self.preset, identity=checkpoint_identity(spec.model_path, self.preset.identity))
         self.rngs = rngs or Rngs()
         family_cls = registry.load_symbol(self.preset.family)
         # the one place where preset and flags meet: loading/transport settings and the typed generation settings
