@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import json
 import os
 import socket
@@ -22,6 +23,7 @@ MARKER = ".smmile-output.json"
 LOCK_IN_FOLDER = ".smmile.lock"
 PLACEHOLDERS = (".gitkeep", ".keep")  # files that keep an empty folder in git: the folder still counts as empty
 _PACKAGE = Path(__file__).resolve().parent
+PROJECT_FOLDERS = (".git", ".ci", "benchmarks", "docs", "missing_images", "scripts", "tests")  # never an output
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
@@ -58,6 +60,16 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         # BaseException too: a Ctrl-C during the write leaves neither half a file nor the temp file.
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+
+
+def remove_stale_temps(path: str | os.PathLike, older_than: float = 60.0) -> None:
+    """Delete the temp files `atomic_path` left beside `path` when its writer was killed (SIGKILL: no cleanup);
+    a temp file written in the last `older_than` seconds may be a live writer's and is kept."""
+    path = Path(path)
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp{glob.escape(path.suffix)}"):
+        with contextlib.suppress(OSError):
+            if time.time() - tmp.stat().st_mtime > older_than:
+                tmp.unlink()
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
@@ -125,11 +137,21 @@ def refuse_dangerous_dir(path: str | os.PathLike) -> None:
         (Path.cwd().resolve().is_relative_to(resolved), "the working folder or a folder containing it"),
         (_PACKAGE.is_relative_to(resolved), "a folder containing the smmile project"),
         (resolved.is_relative_to(_PACKAGE), "inside the smmile code"),
+        (_project_folder(resolved), "one of the project's own tracked folders"),
     ]
     for hit, reason in reasons:
         if hit:
             raise UserError(f"refusing to use {path} ({resolved}) as the output folder: it is {reason}; "
                             "choose a new or empty folder")
+
+
+def _project_folder(resolved: Path) -> bool:
+    """`resolved` is a source folder of the smmile checkout (tests/, docs/, ..., the scripts' folder itself); its
+    output folders (results/, figures/, report/ ...) are not."""
+    root = _PACKAGE.parent.parent
+    if not (root / "pyproject.toml").is_file():  # an installed package: no checkout around it
+        return False
+    return resolved == _PACKAGE.parent or any(resolved.is_relative_to(root / name) for name in PROJECT_FOLDERS)
 
 
 def read_json(path: str | os.PathLike) -> dict | None:

@@ -55,12 +55,13 @@ def pyplot():
 
 
 def save(fig, out: str, name: str, formats=FORMATS) -> list[str]:
-    from smmile.fsguard import atomic_path
+    from smmile.fsguard import atomic_path, remove_stale_temps
 
     os.makedirs(out, exist_ok=True)
     paths = []
     for fmt in formats:
         path = os.path.join(out, f"{name}.{fmt}")
+        remove_stale_temps(path)  # a killed earlier run's hidden .<name>.*.tmp.<fmt>
         with atomic_path(path) as tmp:
             if fmt == "png":
                 write_png(fig, tmp)

@@ -86,6 +86,21 @@ def group(records: list[dict]) -> list[Problem]:
                             "twice (a second copy of a parquet file, or two datasets merged)")
         seen.add((pid, order))
         other = {k: v for k, v in rec.items() if k not in REQUIRED_COLUMNS + ("image_url",)}
-        chunks.setdefault(pid, []).append(Row(pid, order, rec["question"], rec["answer"],
+        chunks.setdefault(pid, []).append(Row(pid, order, _text(rec, "question", pid, order), _text(rec, "answer", pid, order),
                                               _image(rec["image"], pid, order), rec.get("image_url"), other))
     return [Problem(pid, tuple(sorted(rows, key=lambda r: r.order))) for pid, rows in chunks.items()]
+
+
+def _text(record: dict, column: str, problem_id: str, order: int) -> str:
+    """A question or answer cell as text: UTF-8 bytes decoded; a null cell or other bytes refused, naming the row."""
+    value, where = record[column], f"problem {problem_id}, row order {order}"
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            raise UserError(f"{where}: the {column} cell holds bytes that are not UTF-8 text (starting "
+                            f"{bytes(value)[:16]!r}); store the column as UTF-8 text") from None
+    if value is None or (isinstance(value, float) and value != value):
+        raise UserError(f"{where}: the {column} cell is empty (null); every row needs a {column}; fix that row of "
+                        "the dataset")
+    return value

@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..data.load import Loaded, load_for_run, verify_images
+from ..data.load import Loaded, load_for_run, refuse_output_in_dataset, verify_images
 from ..data.variant_datasets import refuse_dropped_images, refuse_imageless
 from ..environment import command_line, git_revision, package_versions, version
 from ..errors import UserError
@@ -165,6 +165,7 @@ class Runner:
         # before anything is written: a malformed variant manifest, a variant the family cannot show
         self.variant = refuse_dropped_images(self.spec.dataset, output_key=self.family.output_key)
         check_writable_dir(self.spec.output_dir, "output folder")  # before loading data or a model
+        refuse_output_in_dataset(self.spec.output_dir, self.spec.dataset, self.spec.augmented)
         Path(self.spec.output_dir).mkdir(parents=True, exist_ok=True)
         with OutputLock(self.csv_path, f"{self.csv_path}"):
             return self._run()

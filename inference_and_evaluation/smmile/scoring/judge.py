@@ -13,6 +13,7 @@ from collections import Counter
 import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from smmile.errors import UserError
 from smmile.runner.executor import digest
@@ -174,7 +175,27 @@ def parse_judge(spec: str, base: JudgeSettings, backends: tuple[str, ...]) -> Ju
                         "openai-compatible:qwen2.5-72b@http://127.0.0.1:8000/v1")
     if backend not in backends:
         raise UserError(f"--jury {spec!r}: unknown backend {backend!r} (one of {', '.join(backends)})")
+    why = url_problem(url.strip()) if at else None
+    if why:
+        raise UserError(f"--jury {spec!r}: {why}; write the URL as http(s)://HOST[:PORT]/PATH, e.g. "
+                        "http://127.0.0.1:8000/v1")
     return replace(base, backend=backend, model=model.strip(), base_url=url.strip() or None)
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be a judge's base URL (None: it can): an http(s) scheme, a host and a port in range."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        return f"{url!r} is not an http:// or https:// URL"
+    try:
+        port = parts.port  # ValueError: out of range or not a number
+    except ValueError:
+        port = 0
+    if port is not None and not 1 <= port <= 65535:
+        return f"{url!r} has no valid port (1-65535)"
+    if not parts.hostname or " " in url:
+        return f"{url!r} names no host"
+    return None
 
 
 def check_panel(panel: list[JudgeSettings]) -> None:
