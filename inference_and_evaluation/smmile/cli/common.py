@@ -51,6 +51,10 @@ class ArgumentParser(argparse.ArgumentParser):
             configure_logging(parsed.verbose - parsed.quiet)
         return parsed, rest
 
+    def error(self, message: str):
+        """A bad command line: one line saying what is wrong and where the flags are, exit 2 (not the whole usage)."""
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
     def _declared_spelling(self, arg: str) -> str:
         if not arg.startswith("--") or len(arg) < 3:
             return arg

@@ -249,6 +249,8 @@ def add_local_model_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-pixels", type=int, default=None, help="Qwen-family image processor max_pixels")
     g.add_argument("--tensor-parallel-size", type=int, default=None, help="vLLM tensor parallelism")
     g.add_argument("--image-backend", choices=IMAGE_BACKENDS, default=None, help=IMAGE_BACKEND_HELP)
+    g.add_argument("--allow-cpu", action="store_true",
+                   help="accepted as the front doors take it: smmile run never requires a GPU (runs on CPU without)")
     g.add_argument("--script", choices=["open", "mcqa"], default=None,
                    help="LLaVA / LLaVA-Med: behave as the open-only script or the _mcqa script (default open)")
 

@@ -37,6 +37,21 @@ def load_dataset_problems(dataset: str | None, revision: str | None) -> dict:
     return {p.problem_id: p for p in problems}
 
 
+def dataset_of(found: list) -> tuple[str | None, str | None]:
+    """The (dataset, revision) every result's manifest names, for a run without --dataset (None, None: the
+    original's default, smmile/SMMILE, for results without manifests); results of several datasets are refused."""
+    named = {(d.get("id"), d.get("revision")) for r in found
+             if isinstance(d := (getattr(r, "manifest", None) or {}).get("dataset"), dict) and d.get("id")}
+    if len(named) > 1:
+        raise UserError(f"the results were run on {len(named)} datasets ({', '.join(sorted(str(i) for i, _ in named))}); "
+                        "pass --dataset to choose the one to stratify by, or stratify each folder apart")
+    if not named:
+        return None, None
+    (dataset, revision), = named
+    log.info(f"Dataset from the results' manifests: {dataset}" + (f" (revision {revision})" if revision else ""))
+    return dataset, revision
+
+
 def stratify_file(result: RunRecord, problems_by_id, flags) -> tuple:
     """(strata, number of problems) of one evaluation JSON; ``ResultFileError`` naming the file if it
     cannot be read or does not fit the dataset."""
@@ -79,6 +94,8 @@ def run_stratify(results_dir: str | os.PathLike, eval_type: str, *, model: str |
                     f"the results: run {step} {os.fspath(results_dir)} first")
         return 1
     check_writable_dir(results_dir, "results folder")
+    if dataset is None and revision is None:
+        dataset, revision = dataset_of(found)
     problems_by_id = load_dataset_problems(dataset, revision)
     flags = valid_flags(list(problems_by_id.values()))
     outcome = Outcome()
