@@ -97,7 +97,8 @@ def test_the_projects_tracked_folders_are_refused_even_with_force(tmp_path, caps
             assert sorted(os.listdir(REPO / folder)) == before
         finally:  # what a refusal that did not happen wrote goes again (the project is never left touched)
             for name in set(os.listdir(REPO / folder)) - set(before):
-                shutil.rmtree(REPO / folder / name) if (REPO / folder / name).is_dir() else (REPO / folder / name).unlink()
+                left = REPO / folder / name
+                shutil.rmtree(left) if left.is_dir() else left.unlink()
 
 
 def test_a_killed_runs_hidden_temp_figure_is_removed_by_the_next_run(tmp_path, capsys):

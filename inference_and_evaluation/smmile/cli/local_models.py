@@ -266,9 +266,12 @@ def add_engine_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--engine", choices=["local", "ray"], default="local",
                    help="local: this process runs the model; ray: Ray workers run it, this process plans and "
                         "journals (same answers, same files)")
-    g.add_argument("--ray-address", default=None, metavar="auto|ADDRESS",
-                   help="with --engine ray: 'auto' joins the cluster this node belongs to (`ray start`), or a "
-                        "cluster address (host:port, ray://host:10001); unset: start a local Ray")
+    g.add_argument("--ray-address", default=None, metavar="auto|HOST:PORT",
+                   help="with --engine ray: 'auto' joins the cluster this node belongs to (`ray start`, a Ray job), "
+                        "HOST:PORT the cluster whose head runs there (token authentication as `ray start`); unset: "
+                        "start a Ray for this run only")
+    g.add_argument("--num-cpus", type=fd.positive_int, default=None,
+                   help="with --engine ray and no --ray-address: CPUs of the Ray this run starts (default: all)")
     g.add_argument("--workers", type=fd.positive_int, default=None,
                    help="with --engine ray: Ray workers, each loading the model once (default 1)")
     g.add_argument("--gpus-per-worker", type=fd.non_negative_number, default=None, metavar="G",
@@ -279,7 +282,8 @@ def add_engine_flags(p: argparse.ArgumentParser) -> None:
 def engine_fields(a: argparse.Namespace, settings: dict, vllm: bool) -> dict:
     """RunSpec's engine fields from the flags. With vLLM, --gpus-per-worker G is tensor parallelism G inside each
     worker (set in `settings`, so it is keyed and recorded as --tensor-parallel-size G would be)."""
-    ray_flags = {"--ray-address": a.ray_address, "--workers": a.workers, "--gpus-per-worker": a.gpus_per_worker}
+    ray_flags = {"--ray-address": a.ray_address, "--workers": a.workers, "--gpus-per-worker": a.gpus_per_worker,
+                 "--num-cpus": a.num_cpus}
     if a.engine != "ray":
         given = [flag for flag, value in ray_flags.items() if value is not None]
         if given:
@@ -298,4 +302,4 @@ def engine_fields(a: argparse.Namespace, settings: dict, vllm: bool) -> dict:
         if gpus > 1:
             settings["tensor_parallel_size"] = int(gpus)
     return {"engine": "ray", "ray": RaySettings(address=a.ray_address, workers=a.workers or 1,
-                                                gpus_per_worker=gpus)}
+                                                gpus_per_worker=gpus, num_cpus=a.num_cpus)}

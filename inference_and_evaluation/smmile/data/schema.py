@@ -86,7 +86,8 @@ def group(records: list[dict]) -> list[Problem]:
                             "twice (a second copy of a parquet file, or two datasets merged)")
         seen.add((pid, order))
         other = {k: v for k, v in rec.items() if k not in REQUIRED_COLUMNS + ("image_url",)}
-        chunks.setdefault(pid, []).append(Row(pid, order, _text(rec, "question", pid, order), _text(rec, "answer", pid, order),
+        question, answer = _text(rec, "question", pid, order), _text(rec, "answer", pid, order)
+        chunks.setdefault(pid, []).append(Row(pid, order, question, answer,
                                               _image(rec["image"], pid, order), rec.get("image_url"), other))
     return [Problem(pid, tuple(sorted(rows, key=lambda r: r.order))) for pid, rows in chunks.items()]
 

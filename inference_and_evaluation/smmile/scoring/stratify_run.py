@@ -43,8 +43,9 @@ def dataset_of(found: list) -> tuple[str | None, str | None]:
     named = {(d.get("id"), d.get("revision")) for r in found
              if isinstance(d := (getattr(r, "manifest", None) or {}).get("dataset"), dict) and d.get("id")}
     if len(named) > 1:
-        raise UserError(f"the results were run on {len(named)} datasets ({', '.join(sorted(str(i) for i, _ in named))}); "
-                        "pass --dataset to choose the one to stratify by, or stratify each folder apart")
+        ids = ", ".join(sorted(str(i) for i, _ in named))
+        raise UserError(f"the results were run on {len(named)} datasets ({ids}); pass --dataset to choose the one to "
+                        "stratify by, or stratify each folder apart")
     if not named:
         return None, None
     (dataset, revision), = named
