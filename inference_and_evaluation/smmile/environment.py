@@ -88,6 +88,15 @@ def accelerator() -> dict:
             "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else []}
 
 
+def attention_in_use() -> str:
+    """What the presets that asked for flash_attention_2 run with on this machine (as models/hf/backend.py decides)."""
+    if importlib.util.find_spec("flash_attn") is None:
+        return "sdpa (flash-attn is not installed)"
+    if not accelerator().get("cuda_available"):
+        return "sdpa (flash-attn is installed, but no CUDA GPU is visible)"
+    return f"flash_attention_2 (flash-attn {version('flash-attn')})"
+
+
 def same_release(installed: str, pinned: str) -> bool:
     """2.13.0+cpu is release 2.13.0; a pin of "3.10" matches any 3.10.x."""
     release = installed.split("+")[0].split(".")

@@ -28,8 +28,9 @@ def facts() -> dict:
         differs = pin is not None and pin.paper != "any" and (installed is None
                                                               or not env.same_release(installed, pin.paper))
         rows.append({"package": name, "installed": installed, "paper": pin.paper if pin else None,
-                     "differs": differs, "under_protocol_paper": pin.under_paper if pin and differs else None})
-    return {"packages": rows, "accelerator": env.accelerator(),
+                     "differs": differs,  # a pin of "any" (flash-attn) says what happens either way
+                     "under_protocol_paper": pin.under_paper if pin and (differs or pin.paper == "any") else None})
+    return {"packages": rows, "accelerator": env.accelerator(), "attention": env.attention_in_use(),
             "image_backend": [{"family": f, "paper": a, "corrected": b} for f, a, b in image_backends()]}
 
 
@@ -45,6 +46,8 @@ def render(data: dict) -> str:
     else:
         gpus = ", ".join(acc["gpus"]) or "none visible"
         lines.append(f"\naccelerator: torch CUDA build {acc['torch_cuda'] or 'none (CPU build)'}; GPUs: {gpus}")
+    lines.append(f"attention of the presets that asked for flash_attention_2 (Qwen2.5-VL, MedVLM-R1): "
+                 f"{data['attention']}")
     lines.append("\nimage-processor backend per family (--image-backend overrides):")
     lines.append(f"  {'family':<22} {'--protocol paper':<18} --protocol corrected")
     lines += [f"  {r['family']:<22} {r['paper']:<18} {r['corrected']}" for r in data["image_backend"]]

@@ -187,7 +187,9 @@ def gather(specs: list[tuple[str | None, str]], analyses_dirs=(), settings: Sett
     data.changes = set_changes(data.sets, settings)
     data.analysis_views = analyses_mod.load_analyses(list(analyses_dirs), data.warnings)
     if not any(s.estimates for s in data.sets) and not data.analysis_views:
-        raise UserError(f"no scorable result files in {', '.join(path for _, path in specs)}")
+        why = "; ".join(data.warnings)  # each skipped input and why, as smmile stats says them
+        raise UserError(f"no scorable result files in {', '.join(path for _, path in specs)}"
+                        + (f" ({why})" if why else ""))
     return data
 
 

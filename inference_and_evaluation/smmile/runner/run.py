@@ -183,6 +183,7 @@ class Runner:
         keys = self.keys(items, requests)
         executor = Executor(self.journal, {keys[it.index]: Work(requests[it.index], planned_record(it), it)
                                            for it in items}, empty_is_answer=True)
+        self._note_other_settings(executor, len(items))
         pending = [executor.work[k].item for k in executor.pending]
         verify_images([it.problem for it in pending])
         self.backend_info: dict = {}
@@ -203,6 +204,21 @@ class Runner:
         self._write_manifest(loaded, items, ordered, failures, len(pending), time.time() - t0, previous)
         self._report(rows, failures, loaded, len(pending))
         return RunResult(self.csv_path, rows, failures, loaded.skipped, len(pending), int(len(failures) > answered))
+
+    def _note_other_settings(self, executor: Executor, planned: int) -> None:
+        """Say at the start that journaled responses of this result file were made under other settings (kept, not
+        reused), naming the settings of the run the manifest describes where they differ from this run's."""
+        other = [r for r in executor.journaled if r.get("key") not in executor.work]
+        if not other:
+            return
+        before = read_json(self.manifest_path) or {}
+        now = {**self.generation.as_dict(), **self.settings}
+        was = {**(before.get("generation") or {}), **(before.get("settings") or {})}
+        changed = ", ".join(f"{k} {was[k]!r} (now {now.get(k)!r})" for k in sorted(was)
+                            if k != "batch_size" and was[k] != now.get(k)) or "another configuration or prompt"
+        log.warning(f"note: the journal of {self.stem} holds {len(other)} response(s) made under other settings "
+                    f"({changed}); they are kept, not reused: {planned - len(executor.pending)}/{planned} problems are "
+                    "done under this run's settings")
 
     def _set_aside_foreign_csv(self, previous: dict) -> None:
         """A CSV at the result's name that no smmile run wrote (no manifest names it; e.g. a published result) is in

@@ -173,6 +173,10 @@ def finish_file(job: FileJob, members: list[Member], identity, outcome: Outcome)
         return None
     stats = write_file_results(job, judged, identity, sent, members)
     _print_report(stats, judged, sent, per_judge if len(members) > 1 else None)
+    if judged and stats["llm_err_count"] == len(judged):  # 0 % that says nothing about the model
+        outcome.fail(f"{job.csv_path}: no parseable judge reply ({len(judged)} of {len(judged)} unparseable, "
+                     f"scored as incorrect); read the raw replies in {judgements_path(job.csv_path).name} and "
+                     "check the judge model")
     return stats
 
 
@@ -182,7 +186,8 @@ def _print_report(stats, judged, sent: int, per_judge=None) -> None:
              f"Number of {what}: {stats['llm_err_count']}"]
     print(comparison.format_file_report(stats, TITLE, LABEL, extra))
     unparseable = sum(j.status == UNPARSEABLE for rows in (per_judge or [judged]) for j in rows)
-    print(f"Judge requests sent: {sent}; cache hits: {sum(j.cached for j in judged)}; "
+    cached = sum(j.cached for j in judged)  # replies from the judge's journal: none on a first run, not said then
+    print(f"Judge requests sent: {sent}{f'; cache hits: {cached}' if cached else ''}; "
           f"unparseable replies: {unparseable} (counted as incorrect)")
     if per_judge:
         t = tally(judged)
