@@ -154,8 +154,9 @@ class Runner:
                        detail=getattr(backend, "progress_detail", None))
         if hasattr(backend, "note"):
             backend.note = bar.note  # an API backend's one-line messages (rate limits, budget) go with the progress
+        hint = CrawlHint(self.generation.max_new_tokens)
         try:
-            executor.run(backend, lambda record: bar.update(record["status"] == "error"))
+            executor.run(backend, lambda record: (bar.update(record["status"] == "error"), hint.check()))
         finally:
             self.backend_info = backend.describe()  # again: counters (retries, tokens, cost) are final now
             bar.close()
@@ -320,6 +321,35 @@ class Runner:
         if failures:
             log.warning(f"{len(failures)} problem(s) failed (rerun the same command to retry them):\n"
                         + "\n".join(f"  {pid}: {err}" for pid, err in failures))
+
+
+class CrawlHint:
+    """One line when a local model on CPU takes over ``SECONDS`` a problem at a long output limit: the flag that
+    shortens it."""
+
+    SECONDS = 30.0
+
+    def __init__(self, max_new_tokens: int | None):
+        self.first, self.done, self.limit = 0.0, 0, max_new_tokens
+        self.said = not (max_new_tokens or 0) > 64  # a short limit already: the flag is not the lever
+
+    def check(self) -> None:
+        """After each problem; timed from the first one done (the model's loading is not a problem's time)."""
+        self.done += 1
+        if self.done == 1:
+            self.first = time.monotonic()
+            return
+        per_problem = (time.monotonic() - self.first) / (self.done - 1)
+        if not self.said and per_problem > self.SECONDS and on_cpu():
+            self.said = True
+            log.warning(f"note: about {per_problem:.0f} s a problem on CPU with up to {self.limit} new tokens per "
+                        "answer; --max-new-tokens 32 (recorded in the manifest, a new run) shortens it")
+
+
+def on_cpu() -> bool:
+    """A local model runs on CPU: torch was loaded (by a local backend) and sees no CUDA GPU."""
+    torch = sys.modules.get("torch")
+    return torch is not None and not torch.cuda.is_available()
 
 
 def planned_record(item: Item) -> dict:
