@@ -179,6 +179,9 @@ def gather(specs: list[tuple[str | None, str]], analyses_dirs=(), settings: Sett
     data = ReportData(title or "", settings)
     for index, (label, path) in enumerate(specs):
         found = gather_set(label, path, index, settings, data.warnings, {s.label for s in data.sets})
+        if not found.records and len(specs) > 1:  # e.g. an empty --plusplus folder: said, not shown as empty
+            raise UserError(f"{path} ({found.label}) holds no scorable result file (result_*.csv)"
+                            + (f": {'; '.join(data.warnings)}" if data.warnings else "") + "; pass a results folder")
         if found.label in {s.label for s in data.sets}:
             raise UserError(f"two result folders are labelled {found.label!r}; write LABEL=PATH to tell them apart")
         data.sets.append(found)

@@ -94,7 +94,8 @@ def load_datasets(sets, req: ReportRequest, stage, warnings: list) -> tuple[list
                     read[source] = explorer.read_dataset(source)
             except Exception as exc:  # hub/network/parquet problems: one line, and the explorer without it
                 why = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
-                warnings.append(f"dataset {dataset} for {rset.label} could not be loaded ({why}); the problem "
+                named = source.ref if source is not None else dataset  # SMMILE++'s counterpart, as resolved
+                warnings.append(f"dataset {named} for {rset.label} could not be loaded ({why}); the problem "
                                 "explorer shows its problems from the result files alone (no images or examples)")
                 source = None
         if source is not None:
