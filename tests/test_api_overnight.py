@@ -268,3 +268,110 @@ def test_a_batch_refused_as_invalid_stops_and_names_the_line(env, tmp_path, caps
         [batch] = api.created()
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert f"line 3 (problem {batch['custom_ids'][2]})" in err and "Unrecognized request argument" in err
+
+
+# -- finding 11: the ledger under damage -------------------------------------------------------------------------------
+def ledger_file(out, provider="anthropic"):
+    return out / ".smmile" / f"{tb.STEM[provider].format(mode='0-shot')}.batches.jsonl"
+
+
+def edit_submitted(out, edit) -> None:
+    """Apply `edit` to the `submitted` record of the ledger (as a user's editor or a bad disk would)."""
+    path = ledger_file(out)
+    lines = path.read_text().splitlines()
+    i = next(i for i, x in enumerate(lines) if json.loads(x)["state"] == "submitted")
+    rec = json.loads(lines[i])
+    edit(rec)
+    lines[i] = json.dumps(rec)
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("damage", ["no batch.id", "custom_ids 5"])
+def test_a_damaged_ledger_record_is_one_line_and_exit_2(env, tmp_path, capsys, damage):
+    out = tmp_path / "o"
+    with FakeBatchApi(reply=tb.reply) as api:
+        argv = killed_in_flight(env, api, out)
+        edit_submitted(out, (lambda r: r["batch"].pop("id")) if damage == "no batch.id"
+                       else (lambda r: r["batch"].update(custom_ids=5)))
+        capsys.readouterr()
+        assert tb.front(argv, out, *BATCH) == 2
+        assert len(api.created()) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and str(ledger_file(out)) in err.strip().splitlines()[-1]
+
+
+def test_a_ledger_whose_last_record_was_cut_short_is_reconciled_not_paid_twice(env, tmp_path):
+    out = tmp_path / "o"
+    with FakeApi(reply=tb.reply) as sync_api:
+        assert tb.front(point(env, "anthropic", sync_api.url), tmp_path / "sync") == 0
+    with FakeBatchApi(reply=tb.reply) as api:
+        argv = killed_in_flight(env, api, out)
+        path = ledger_file(out)
+        lines = path.read_text().splitlines()
+        i = next(i for i, x in enumerate(lines) if json.loads(x)["state"] == "submitted")
+        path.write_text("\n".join(lines[:i] + [lines[i][: len(lines[i]) // 2]]))  # the kill came mid-record
+        api.release.set()
+        assert tb.front(argv, out, *BATCH) == 0
+        assert len(api.created()) == 1
+    assert tb.csv_bytes(out, "anthropic") == tb.csv_bytes(tmp_path / "sync", "anthropic")
+
+
+@pytest.mark.timeout(120)
+def test_a_ledger_replaced_by_a_named_pipe_is_refused_without_hanging(env, tmp_path, capsys):
+    import os
+
+    out = tmp_path / "o"
+    with FakeBatchApi(reply=tb.reply) as api:
+        argv = killed_in_flight(env, api, out)
+        ledger_file(out).unlink()
+        os.mkfifo(ledger_file(out))
+        assert tb.front(argv, out, *BATCH) == 2
+    assert "is not a regular file" in capsys.readouterr().err
+
+
+def test_an_edited_expiry_cancels_nothing(env, tmp_path):
+    out = tmp_path / "o"
+    with FakeBatchApi(reply=tb.reply, polls=3) as api:
+        argv = killed_in_flight(env, api, out)
+        edit_submitted(out, lambda r: r["batch"].update(expires_at=1))
+        api.release.set()
+        assert tb.front(argv, out, *BATCH) == 0
+        assert len(api.created()) == 1 and not [c for c in api.calls if c[1].endswith("/cancel")]
+
+
+def test_smmile_folder_link_is_followed_and_a_ledger_link_refused_as_the_journal_is(env, tmp_path, capsys):
+    out, elsewhere = tmp_path / "o", tmp_path / "state-disk"
+    out.mkdir()
+    elsewhere.mkdir()
+    (out / ".smmile").symlink_to(elsewhere)
+    with FakeBatchApi(reply=tb.reply) as api:
+        argv = point(env, "anthropic", api.url)
+        assert tb.front(argv, out, *BATCH) == 0
+        assert {p.name.split(".")[-2] for p in elsewhere.iterdir()} >= {"journal", "batches"}
+        other = tmp_path / "o2"
+        (other / ".smmile").mkdir(parents=True)
+        (other / ".smmile" / ledger_file(out).name).symlink_to(elsewhere / ledger_file(out).name)
+        assert tb.front(argv, other, *BATCH) == 2
+    assert "the batch ledger" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("flags,says", [(("--batch", "--poll-interval", "1e-6"), "between 0.01 and 3600"),
+                                        (("--batch", "--poll-interval", "1e9"), "between 0.01 and 3600"),
+                                        (("--concurrency", "100000"), "at most 512"),
+                                        (("--poll-interval", "5"), "--poll-interval is for --batch runs only")])
+def test_out_of_range_batch_flags_are_one_line(env, tmp_path, capsys, flags, says):
+    env.setenv("ANTHROPIC_API_KEY", KEYS["anthropic"])
+    try:
+        code = tb.front(["anthropic", "--base-url", "http://127.0.0.1:9"], tmp_path, *flags)
+    except SystemExit as exc:  # argparse's own exit
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert says in err[-1] and not (tmp_path / ".smmile").exists()
+
+
+def test_batch_progress_shows_batches_not_request_concurrency(env, tmp_path, capsys):
+    with FakeBatchApi(reply=tb.reply) as api:
+        assert tb.front(point(env, "anthropic", api.url), tmp_path, *BATCH) == 0
+    progress = [x for x in capsys.readouterr().err.splitlines() if "24/24 problems" in x]
+    assert progress and "batches in flight" in progress[-1] and "concurrency" not in progress[-1]

@@ -18,8 +18,9 @@ API_FLAGS = ("concurrency", "max_retries", "timeout", "max_cost", "price", "base
 def add_api_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("API / server models")
     g.add_argument("--concurrency", type=concurrency, default=None, metavar="N|auto",
-                   help="requests in flight at once; auto (the default, ollama: 8) starts at 4, adds one per round "
-                        "trip while requests succeed and backs off on 429/503, Retry-After and rate-limit headers")
+                   help="requests in flight at once (at most 512); auto (the default, ollama: 8) starts at 4, doubles "
+                        "each round trip until the first 429/503, then adds one per round trip and backs off on "
+                        "429/503, Retry-After and the providers' rate-limit headers")
     add_estimate_and_key_flags(g)
     g.add_argument("--max-retries", type=fd.non_negative_int, default=None,
                    help="retries per request on 429/5xx/timeouts/connection errors (default 5; exponential "
@@ -62,8 +63,9 @@ def add_batch_flags(g) -> None:
                    help="OpenAI, Azure OpenAI, Anthropic: send the requests through the provider's batch API (half "
                         "price, results within 24 h); batches in flight are recorded beside the journal, and a rerun "
                         "after a crash or Ctrl-C picks them up instead of submitting again")
-    g.add_argument("--poll-interval", type=fd.positive_number, default=None, metavar="SECONDS",
-                   help="--batch: seconds between status checks of batches in flight (default 60)")
+    g.add_argument("--poll-interval", type=poll_interval, default=None, metavar="SECONDS",
+                   help="--batch only: seconds between status checks of batches in flight (default 60, "
+                        f"{POLL_BOUNDS[0]:g} to {POLL_BOUNDS[1]:g})")
 
 
 def price(text: str) -> str:
@@ -80,8 +82,24 @@ def price(text: str) -> str:
     return text
 
 
+MAX_CONCURRENCY = 512  # requests in flight at once: beyond any provider tier's limit
+POLL_BOUNDS = (0.01, 3600.0)  # seconds between batch status checks
+
+
 def concurrency(text: str) -> int | str:
-    return "auto" if text == "auto" else fd.positive_int(text)
+    if text == "auto":
+        return text
+    value = fd.positive_int(text)
+    if value > MAX_CONCURRENCY:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_CONCURRENCY}, not {value}")
+    return value
+
+
+def poll_interval(text: str) -> float:
+    value = fd.positive_number(text)
+    if not POLL_BOUNDS[0] <= value <= POLL_BOUNDS[1]:
+        raise argparse.ArgumentTypeError(f"must be between {POLL_BOUNDS[0]:g} and {POLL_BOUNDS[1]:g} seconds, not {text}")
+    return value
 
 
 def api_settings(args: argparse.Namespace) -> dict:
@@ -92,6 +110,8 @@ def api_settings(args: argparse.Namespace) -> dict:
     if getattr(args, "base_url", None) and url_has_credentials(args.base_url):
         raise UserError("--base-url must not carry credentials (user:password@ or ?query); API keys come from the "
                         "environment only")
+    if getattr(args, "poll_interval", None) is not None and not getattr(args, "batch", None):
+        raise UserError("--poll-interval is for --batch runs only (it sets how often their batches are checked)")
     return {k: getattr(args, k) for k in API_FLAGS if getattr(args, k, None) is not None}
 
 

@@ -44,6 +44,10 @@ class LedgerLog(AppendLog):
         return f"key {rec['key']!r} with state {state!r}"
 
     def _check_place(self) -> None:
+        """As the journal's: the `.smmile` folder may be a link (state kept on another disk), the ledger may not."""
+        if self.path.is_symlink():
+            raise UserError(f"the batch ledger {self.path} is a symbolic link; smmile does not write through one "
+                            "(its journal neither): replace it by the file it points to and rerun")
         super()._check_place()
         if self.path.exists() and not self.path.is_file():  # a pipe or device would hang or lie
             raise UserError(f"the batch ledger {self.path} is not a regular file; move it aside and rerun")
