@@ -90,7 +90,7 @@ def signflip_cell(shape: str, p: float, delta: float, rho: float, reps: int, see
     sizes = SHAPES[shape]
     labels = clusters(sizes)
     rng = np.random.default_rng(seed)
-    hits = rejected = mover_hits = mover_rejected = 0
+    hits = rejected = mover_hits = mover_rejected = printed_hits = 0
     for _ in range(reps):
         latent = rng.random(len(sizes))
         a = draw(p + delta, rho, rng, sizes, latent)
@@ -106,8 +106,10 @@ def signflip_cell(shape: str, p: float, delta: float, rho: float, reps: int, see
         mover = statistics.mover_difference(a, b, labels if shape == "SMMILE++" else None)
         mover_hits += mover.low <= delta <= mover.high
         mover_rejected += mover.low > 0 or mover.high < 0
+        low, high = signflip.widen((low, high), (mover.low, mover.high), result.p_value < 0.05)
+        printed_hits += low <= delta <= high
     return {"coverage": hits / reps, "significant": rejected / reps, "mover_coverage": mover_hits / reps,
-            "mover_significant": mover_rejected / reps}
+            "mover_significant": mover_rejected / reps, "printed_coverage": printed_hits / reps}
 
 
 def rare_table(reps: int, seed: int) -> list[dict]:
@@ -144,11 +146,13 @@ def main(argv=None) -> int:
         for row in table(a.reps, a.seed):
             print(f"{row['what']:<18} {row['p']:>6.3f} {row['icc']:>4.1f} {row['coverage']:>9.3f}")
     if a.paired_reps:
-        print(f"\n{'shape':<9} {'paired cell':<15} {'ICC':>4} {'sign-flip: cover':>17} {'signif.':>8} "
-              f"{'MOVER: cover':>13} {'signif.':>8}   (nominal 0.95 / size 0.05, {a.paired_reps} data sets each)")
+        print(f"\n{'shape':<9} {'paired cell':<15} {'ICC':>4} {'printed: cover':>15} {'signif.':>8} "
+              f"{'sign-flip alone':>16} {'MOVER: cover':>13} {'signif.':>8}   (nominal 0.95 / size 0.05, "
+              f"{a.paired_reps} data sets each)")
         for row in rare_table(a.paired_reps, a.seed):
-            print(f"{row['shape']:<9} {row['what']:<15} {row['icc']:>4.1f} {row['coverage']:>17.3f} "
-                  f"{row['significant']:>8.3f} {row['mover_coverage']:>13.3f} {row['mover_significant']:>8.3f}")
+            print(f"{row['shape']:<9} {row['what']:<15} {row['icc']:>4.1f} {row['printed_coverage']:>15.3f} "
+                  f"{row['significant']:>8.3f} {row['coverage']:>16.3f} {row['mover_coverage']:>13.3f} "
+                  f"{row['mover_significant']:>8.3f}")
     return 0
 
 

@@ -120,3 +120,14 @@ def test_a_one_sided_comparison_stays_significant_in_a_large_monte_carlo_family(
     for u, r in zip(units, results):
         low, high = signflip.interval(float(u.values.sum()) / u.total_weight, u, r.critical)
         assert math.isnan(low) or r.significant == (low > 0 or high < 0)
+
+
+@pytest.mark.parametrize("bounds,other,significant,expected", [
+    ((0.01, 0.05), (-0.02, 0.09), True, (0.01, 0.09)),  # significant gain: only the far (upper) side widens
+    ((-0.05, -0.01), (-0.09, 0.02), True, (-0.09, -0.01)),
+    ((-0.01, 0.03), (-0.02, 0.08), False, (-0.02, 0.08)),  # 0 inside: both sides
+    ((0.0, 0.004), (-0.001, 0.04), False, (-0.001, 0.04)),  # one base problem of 2 orders: the far side from MOVER
+])
+def test_widening_keeps_zero_where_it_was(bounds, other, significant, expected):
+    got = signflip.widen(bounds, other, significant)
+    assert got == expected and (got[0] > 0 or got[1] < 0) == (bounds[0] > 0 or bounds[1] < 0)

@@ -313,23 +313,31 @@ def apply_family(rows: list[dict], frames: list[pd.DataFrame], level: float, clu
                  adjust: str = "minP", n_flips: int = signflip.DEFAULT_N_FLIPS, seed: int = 0) -> None:
     """One family's sign-flip test (``signflip``): ``p_value`` each comparison's own, ``p_adjusted`` by
     ``adjust`` within the family, ``significant``, and the interval ``ci_low``/``ci_high`` from the same
-    procedure (it excludes 0 exactly when significant); ``ci_*_marginal``: the comparison's interval alone. The
-    score test's p and interval stay as ``p_score``, ``ci_low_score``, ``ci_high_score``."""
+    procedure (it excludes 0 exactly when significant), its sides that do not decide significance widened to the
+    MOVER interval at the family's Bonferroni level (``signflip.widen``: where few base problems differ the
+    sign-flip interval alone is short, scripts/coverage_simulation.py); ``ci_*_marginal``: the same for the
+    comparison alone. The score test's p and interval stay as ``p_score``, ``ci_low_score``, ``ci_high_score``."""
     family = [signflip.units(f["a"] - f["b"], _labels(f, cluster), row["weight"]) for row, f in zip(rows, frames)]
     results = signflip.family_test(family, 1 - level, adjust, n_flips, seed)
     name = f"{signflip.ADJUSTMENT_NAMES[adjust]} within a family of {len(rows)} comparison(s)"
-    for row, unit, result in zip(rows, family, results):
+    wide = 1 - (1 - level) / len(rows)  # MOVER's far side at the Bonferroni level of the family
+    for row, unit, result, f in zip(rows, family, results, frames):
         estimate = row["difference"] / 100
         low, high = signflip.interval(estimate, unit, result.critical)
         low_m, high_m = signflip.interval(estimate, unit, result.marginal)
         if math.isnan(low):  # no base problem with a difference: the no-spread bound of the score interval
             low, high = low_m, high_m = row["ci_low"] / 100, row["ci_high"] / 100
+        mover = statistics.mover_difference(f["a"], f["b"], clusters_for(f["problem_id"], cluster), row["weight"], wide)
+        low, high = signflip.widen((low, high), (mover.low, mover.high), result.significant)
+        low_m, high_m = signflip.widen((low_m, high_m), (row["ci_low_mover"] / 100, row["ci_high_mover"] / 100),
+                                       result.p_value < 1 - level)
         row.update({"p_score": row["p_value"], "ci_low_score": row["ci_low"], "ci_high_score": row["ci_high"],
                     "p_value": result.p_value, "p_method": _flip_method(result, seed),
                     "p_adjusted": result.p_adjusted, "adjustment": name, "significant": result.significant,
                     "ci_low": 100 * low, "ci_high": 100 * high, "ci_low_marginal": 100 * low_m,
                     "ci_high_marginal": 100 * high_m,
-                    "ci_method": f"sign-flip critical value of the {signflip.ADJUSTMENT_NAMES[adjust]} step (D ± c·se0)"})
+                    "ci_method": f"sign-flip critical value of the {signflip.ADJUSTMENT_NAMES[adjust]} step (D ± c·se0), "
+                                 f"the side away from 0 widened to MOVER at {wide:.4g}"})
         row.pop("p_holm", None)
 
 

@@ -208,3 +208,13 @@ def interval(estimate: float, unit: Units, critical: float, value_range=(-1.0, 1
     else:
         return (math.nan, math.nan)
     return (max(value_range[0], estimate - half), min(value_range[1], estimate + half))
+
+
+def widen(bounds: tuple[float, float], other: tuple[float, float], significant: bool) -> tuple[float, float]:
+    """``bounds`` widened to ``other`` (e.g. MOVER's) on every side that does not decide significance: both
+    sides when 0 is inside, the side away from 0 when it is not. Whether 0 is inside never changes, so the
+    interval still agrees with the test; where few units differ, ``other``'s far side keeps the coverage."""
+    low, high = bounds
+    if not significant:
+        return (min(low, other[0]), max(high, other[1]))
+    return (low, max(high, other[1])) if low > 0 else (min(low, other[0]), high)
