@@ -67,3 +67,16 @@ def test_command_on_a_plusplus_folder(tmp_path, capsys):
     assert "order sensitivity" in out and "MDD" in out
     assert analyze_main(["variance-components", str(tmp_path / "r"), str(tmp_path / "r"), "--out",
                          str(tmp_path / "x")]) == 2
+
+
+def test_the_report_shows_the_variance_components_in_their_own_section(tmp_path):
+    from smmile.report import analyses
+
+    build_plusplus(tmp_path / "r")
+    assert analyze_main(["variance-components", str(tmp_path / "r"), "--out", str(tmp_path / "o"),
+                         "--n-boot", "100"]) == 0
+    views = analyses.load_analyses([str(tmp_path / "o")])
+    sections = {v.section for v in views if v.path.endswith(".json")}
+    assert sections == {"variance_components"}
+    table = next(t for v in views for t in v.tables if t.title == "rows")
+    assert "order_sensitivity" in {c.header for c in table.columns}

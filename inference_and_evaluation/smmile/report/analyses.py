@@ -22,6 +22,8 @@ SECTIONS = (("noise", "Noise: an unrelated example added"),
             ("diagnostics", "ICL diagnostics: summary per model"),
             ("policies", "ICL: demonstration policies against the experts' examples"),
             ("agreement", "Agreement: judge vs humans and exact match"),
+            ("variance_components", "Variance components (SMMILE++): problem and order shares, order sensitivity, "
+                                    "minimum detectable difference (smmile analyze variance-components)"),
             ("other", "Other analysis files"))
 VARIANT_KINDS = variants.KINDS + diagnostics.KINDS  # the analyses of `smmile analyze`
 PER_PROBLEM = ("flips", "by_problem", "items", "reviewed_cells")
