@@ -85,7 +85,7 @@ def gain_jobs(rset, level: float) -> list[tuple[Figure, str, dict]]:
     panels = [names.metric(m) for m in names.METRICS if any(g["metric"] == m for g in rset.gains)]
     title = f"ICL − 0-shot per model, paired {_pct_level(level)} CI ({rset.label})"
     spec = {"rows": rows, "labels": models, "panels": panels, "title": title, "xlabel": "difference (pp)",
-            "significance": f"significant (Holm p < {1 - level:g} and CI excludes 0)"}
+            "significance": f"significant (family-adjusted sign-flip p < {1 - level:g}; the CI then excludes 0)"}
     return [(Figure(f"{rset.slug}_icl_gain", ("gain", rset.slug), title), "forest", spec)]
 
 

@@ -121,7 +121,7 @@ def _gain_cell(row) -> str:
     tip = (f"n = {row.get('n_pairs')} paired rows ({row.get('n_problems')} problems); ICL {row['accuracy_a']:.2f} vs "
            f"0-shot {row['accuracy_b']:.2f}; {row.get('p_method', 'test')} p = {fmt_p(row.get('p_value'))}")
     return (f'<td{cls} title="{esc(tip)}">{row["difference"]:+.2f} {fmt_ci(row["ci_low"], row["ci_high"], True)}</td>'
-            f"<td>{fmt_p(row.get('p_holm'))}</td>")
+            f"<td>{fmt_p(row.get('p_adjusted', row.get('p_holm')))}</td>")
 
 
 def gain_section(data, rset, figs, page_dir: str) -> str:
@@ -132,14 +132,14 @@ def gain_section(data, rset, figs, page_dir: str) -> str:
     metrics = [m for m in names.METRICS if any(m in cells for _, cells in rows)]
     head = ['<tr><th class="name" rowspan="2">Model</th>' +
             "".join(f'<th colspan="2">{esc(names.metric(m))}</th>' for m in metrics) + "</tr>",
-            "<tr>" + "<th>ICL − 0-shot (pp)</th><th>p (Holm)</th>" * len(metrics) + "</tr>"]
+            "<tr>" + "<th>ICL − 0-shot (pp)</th><th>p (adjusted)</th>" * len(metrics) + "</tr>"]
     body = [f'<tr><td class="name">{names.html(model)}</td>' +
             "".join(_gain_cell(cells.get(m)) for m in metrics) + "</tr>" for model, cells in rows]
-    methods = ", ".join(sorted({str(r.get("p_method")) for r in rset.gains if r.get("p_method")})) or "McNemar"
-    note = (f"Paired difference on the problems both runs share (gold-answer mismatches excluded), with the interval "
-            f"that inverts the test; test: {esc(methods)}; "
-            f"Holm-adjusted over the {len(rset.gains)} ICL − 0-shot comparisons. Shaded: significant (Holm-adjusted "
-            f"p &lt; {1 - data.settings.level:g} and the interval excludes 0): blue gain, orange loss.")
+    adjustment = rset.gains[0].get("adjustment", f"Holm over the {len(rset.gains)} ICL − 0-shot comparisons")
+    note = (f"Paired difference on the problems both runs share (gold-answer mismatches excluded); test: sign-flip "
+            f"randomisation over base problems, adjusted by {esc(adjustment)}; the interval comes from the same "
+            f"procedure (its side away from 0 widened to MOVER), so it excludes 0 exactly when the adjusted p &lt; "
+            f"{1 - data.settings.level:g}. Shaded: significant: blue gain, orange loss.")
     return (f'{heading}<p class="note">{note}</p>{table(head, body)}{markers_note([m for m, _ in rows])}'
             f"{figures_at(figs, ('gain', rset.slug), page_dir)}")
 
