@@ -50,7 +50,8 @@ def _failures_note(cell: dict) -> tuple[str, str]:
     if any(v is None for v in counts.values()):
         return "failed/refused/empty rows unknown (judge JSON without its CSV)", ' <small class="fail">(failures ?)</small>'
     total = sum(int(v) for v in counts.values())
-    rule = "scored wrong" if cell.get("failures", "wrong") == "wrong" else "excluded"
+    rule = ("scored wrong" if cell.get("failures", "wrong") == "wrong"
+            else "failed: transport failures, left out; refused and empty: scored wrong")
     text = ", ".join(f"{v} {kind}" for kind, v in counts.items()) + f" ({rule})"
     return text, (f' <small class="fail">({total} failed)</small>' if total else "")
 
@@ -63,6 +64,9 @@ def _estimate_cell(rset, cell, best) -> str:
     failures, marker = _failures_note(cell)
     n = (f"n = {cell.get('n_rows')} rows, {cell.get('n_problems')} base problems" if cell.get("clustered")
          else f"n = {cell.get('n_problems', cell.get('n_rows'))} problems")
+    if cell.get("clustered") and cell.get("accuracy_problem") is not None:  # issue #31: both weightings
+        n += (f"; base-problem-weighted {cell['accuracy_problem']:.2f} [{cell['ci_low_problem']:.2f}, "
+              f"{cell['ci_high_problem']:.2f}]")
     tip = f"{n}; {failures}; {source}; {status}; click for these problems"
     cls = ' class="best"' if best is not None and cell["accuracy"] == best else ""
     href = "#problems?" + urlencode({"set": rset.slug, "model": cell["model"], "metric": cell["metric"],
@@ -99,7 +103,7 @@ def main_section(data, rset, figs, page_dir: str) -> str:
     level = f"{data.settings.level:.0%}"
     method = rset.estimates[0].get("ci_method", "interval") if rset.estimates else "interval"
     note = (f"Accuracy (%) with its {level} interval ({esc(method)}; for SMMILE++ the design effect of the orders "
-            "of a base problem). Beside a cell: its failed, refused or empty responses, scored wrong as in the paper. "
+            "of a base problem). Beside a cell: its failed, refused or empty responses (transport failures left out, refusals and empty answers scored wrong; the tooltip says which rule and, for SMMILE++, the base-problem-weighted accuracy). "
             "Rows and names as in the paper's table (baselines first); bold = best model per column. Click a cell "
             "for the problems behind it (problem explorer below); hover for n and the file. LLM-as-a-judge and "
             "exact match score the open-format answers, MCQA the letter chosen. The point estimate is the raw "
