@@ -177,3 +177,11 @@ def test_gold_answers_that_differ_between_results_are_flagged_in_the_estimates(t
     assert "result_qwen7B_ICL_open.csv: 3 problem(s) have another gold answer" in err and "(first: p7)" in err
     est = pd.read_csv(tmp_path / "o" / "stats_estimates.csv").set_index(["model", "metric", "mode"])
     assert est.loc[("qwen7B", "EM", "ICL")].gold_differs == 3 and est.loc[("gpt-4o", "EM", "ICL")].gold_differs == 0
+
+
+def test_report_cell_names_the_rule_and_the_other_weighting():
+    from smmile.report import sections
+
+    cell = {"n_refused": 2, "n_failed": 1, "n_empty": 0, "failures": "exclude"}
+    tip, _ = sections._failures_note(cell)
+    assert "transport failures, left out" in tip and "refused and empty: scored wrong" in tip
