@@ -139,6 +139,7 @@ def test_labels_come_from_run_manifests(tmp_path, demo_dir):
         (tmp_path / folder / "result_random_ICL.manifest.json").write_text(json.dumps({"dataset": dataset}))
     assert list(rs.load_sets([str(tmp_path / f) for f in "ovw"])) == ["original", "noise-targeted", "order-last"]
     assert rs.variant_kind({**recorded, "variant": None}) == "original"
+    assert rs.variant_kind({"kind": "hub", "id": "smmile/SMMILE-plusplus", "variant": None}) == "permute"
     with pytest.raises(UserError, match="malformed variant"):
         rs.variant_kind({**recorded, "variant": {"kind": "../../etc/passwd"}})
     (ds / "variant_manifest.json").write_text("[]")

@@ -26,15 +26,17 @@ def variant_kind(dataset: dict) -> str:
     """The variant a run recorded (``dataset.variant``, at run time), `permute` for SMMILE++ on the hub, else
     `original`; a run from before variants were recorded: its local folder's checked manifest, with a warning."""
     ref = dataset.get("id") or ""
-    if "variant" in dataset:
-        recorded = dataset["variant"]
+    recorded = dataset.get("variant")
+    if recorded is not None:
         kind = recorded.get("kind") if isinstance(recorded, dict) else None
-        if recorded is not None and not (isinstance(kind, str) and LABEL.match(kind)):
+        if not (isinstance(kind, str) and LABEL.match(kind)):
             raise UserError(f"a run manifest records a malformed variant ({str(recorded)[:60]}); label the set "
                             "explicitly as LABEL=PATH")
-        return kind or ORIGINAL
+        return kind
     if dataset.get("kind") == "hub":
         return "permute" if PLUSPLUS_ID in (ref, DATED_IDS.get(ref)) else ORIGINAL
+    if "variant" in dataset:  # recorded at run time: no variant
+        return ORIGINAL
     legacy = variant_identity(ref) if ref else None
     if legacy:
         log.warning(f"warning: a run on {ref} did not record its variant; read {legacy['kind']!r} from that folder "
