@@ -144,3 +144,30 @@ def test_bad_policy_parameters_are_one_line(tmp_path, capsys):
         assert smmile(["data", "variant", *args, "--dataset", "demo", "--out", str(out)]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("error:") and "\n" not in err and not out.exists(), err
+
+
+def test_a_text_encoder_and_a_missing_open_clip(tmp_path, capsys):
+    """Any transformers text encoder (mean pooled; a tiny BERT built here) retrieves by question; open_clip, an
+    optional install, is one line naming the package when absent."""
+    import importlib.util
+
+    import tiny_models
+    from transformers import BertConfig, BertModel
+
+    tiny_models._seed()
+    tok = tiny_models.build_tokenizer(["[UNK]", "[PAD]"], pad="[PAD]", unk="[UNK]", vocab_size=200)
+    BertModel(BertConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=32)).save_pretrained(tmp_path / "bert")
+    tok.save_pretrained(tmp_path / "bert")
+    path = variant(tmp_path, "text", "demos", "--policy", "retrieved-first", "--encoder", str(tmp_path / "bert"))
+    info = manifest(path)
+    assert info["retrieval"]["embed"] == "text" and all(n["scores"] == sorted(n["scores"], reverse=True)
+                                                        for n in info["problems"])
+    assert smmile(["data", "variant", "demos", "--policy", "retrieved-last", "--encoder", str(tmp_path / "bert"),
+                   "--embed", "image", "--dataset", "demo", "--out", str(tmp_path / "img")]) == 2
+    assert "embeds text only" in capsys.readouterr().err
+    if importlib.util.find_spec("open_clip") is None:
+        assert smmile(["data", "variant", "demos", "--policy", "retrieved-last", "--encoder", "open_clip:ViT-B-32",
+                       "--dataset", "demo", "--out", str(tmp_path / "oc")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "open_clip_torch" in err and "\n" not in err

@@ -39,7 +39,7 @@ class Encoder:
             try:
                 import open_clip
             except ImportError:
-                raise MissingDependency(f"--encoder {ref} needs open_clip: pip install open_clip_torch") from None
+                raise MissingDependency("open_clip_torch", why=f"--encoder {ref}") from None
             self.model, _, self.preprocess = open_clip.create_model_and_transforms(ref[len(OPEN_CLIP):])
             self.tokenizer, self.clip = open_clip.get_tokenizer(ref[len(OPEN_CLIP):]), "open_clip"
         else:
