@@ -6,6 +6,7 @@
 #   requirements.lock        requirements.txt + requirements-cpu.txt      the README's first command (CPU torch)
 #   requirements-test.lock   requirements-test.txt (constrained by main)  the README's test command and CI
 #   requirements-paper.lock  requirements-paper.txt                       GPU machines, the paper's versions
+#   requirements-paper-llava.lock  requirements-paper-llava.txt           the LLaVA scripts' versions (4.46.3)
 #   requirements-vllm.lock   requirements-vllm.txt                        the vLLM backend, its own environment
 # pip-tools runs in a throw-away virtual environment and resolves with this machine's pip configuration
 # (index, find-links). tests/test_locks.py checks that the requirement files and the locks agree.
@@ -22,13 +23,14 @@ compile() {  # compile OUT INPUT...
   CUSTOM_COMPILE_COMMAND="bash scripts/lock.sh" "$venv/bin/pip-compile" -q --strip-extras --allow-unsafe \
     --no-emit-index-url --no-emit-find-links --resolver=backtracking -o "$out" "$@"
 }
-targets=("$@"); [ ${#targets[@]} -eq 0 ] && targets=(main test paper-gpu vllm)
+targets=("$@"); [ ${#targets[@]} -eq 0 ] && targets=(main test paper-gpu paper-llava vllm)
 for t in "${targets[@]}"; do
   case $t in
     main) compile requirements.lock requirements.txt requirements-cpu.txt ;;
     test) compile requirements-test.lock requirements-test.txt ;;
     paper-gpu) compile requirements-paper.lock requirements-paper.txt ;;
+    paper-llava) compile requirements-paper-llava.lock requirements-paper-llava.txt ;;
     vllm) compile requirements-vllm.lock requirements-vllm.txt ;;
-    *) echo "scripts/lock.sh: unknown lock '$t' (main, test, paper-gpu, vllm)" >&2; exit 2 ;;
+    *) echo "scripts/lock.sh: unknown lock '$t' (main, test, paper-gpu, paper-llava, vllm)" >&2; exit 2 ;;
   esac
 done

@@ -17,6 +17,7 @@ LOCKS = {  # lock -> the requirement files it is compiled from (scripts/lock.sh)
     "requirements.lock": ["requirements.txt", "requirements-cpu.txt"],
     "requirements-test.lock": ["requirements-test.txt"],
     "requirements-paper.lock": ["requirements-paper.txt"],
+    "requirements-paper-llava.lock": ["requirements-paper-llava.txt"],
     "requirements-vllm.lock": ["requirements-vllm.txt"],
 }
 # what a fresh virtual environment brings itself; the README's commands install nothing else unpinned
@@ -83,6 +84,13 @@ def test_the_paper_lock_has_the_pins_smmile_env_compares_against():
         if pin.package in ("python", "flash-attn"):  # the interpreter; flash-attn compiles against torch
             continue
         assert pinned.get(canonicalize_name(pin.package)) == pin.paper, pin.package
+
+
+def test_the_llava_lock_has_the_llava_scripts_pins():
+    """The original README's versions for the LLaVA scripts (spec §3.5, §8): transformers 4.46.3 with torch 2.2.0."""
+    pinned = pins("requirements-paper-llava.lock")
+    assert (pinned["transformers"], pinned["torch"]) == ("4.46.3", "2.2.0")
+    assert pinned["numpy"].split(".")[0] == "1"  # torch 2.2.0 was built against NumPy 1.x
 
 
 @pytest.mark.skipif(not os.environ.get("SMMILE_LOCKED_ENV"),
