@@ -65,8 +65,8 @@ CORE_LINE = re.compile(rb"^(\x1b\[\d+m)?(\(\w+\) )?(\x1b\[0m)?\s*\[\d{4}-\d\d-\d
 @contextlib.contextmanager
 def core_lines_hidden():
     """Ray's C++ core writes its log lines (E lines about actor restarts on runs that succeed, a line a second while
-    a client retries) straight to this process's stderr: while Ray runs, stderr passes through a pipe that drops
-    them; everything else goes on as written. -v keeps them."""
+    a client retries) straight to this process's stderr: meanwhile stderr passes through a pipe that drops them;
+    everything else goes on as written. -v keeps them. Not around a Ray starting: its processes would hold the pipe."""
     if log.isEnabledFor(logging.DEBUG):
         yield
         return
@@ -97,7 +97,8 @@ def core_lines_hidden():
         sys.stderr.flush()
         os.dup2(saved, 2)  # the pipe's last writer closes: the pump ends
         pumping.join(5)
-        os.close(saved)
+        if not pumping.is_alive():  # else a child holds the pipe: the pump may still write to the saved stderr
+            os.close(saved)
 
 
 def probe(address: str, mode: str) -> None:
@@ -145,13 +146,14 @@ def connect(ray, address: str | None, num_cpus: int | None) -> bool:
         ray.init(address="local", num_cpus=num_cpus, **kwargs)
         return True
     mode = auth_mode()
-    if address != "auto":
-        probe(address, mode)
-    try:
-        ray.init(address=address, **kwargs)
-    except (ConnectionError, RuntimeError) as exc:
-        raise UserError(f"--ray-address {address}: cannot join the Ray cluster ({exc}; {describe_auth(mode)}); "
-                        "start one with `ray start --head` (docs/scale-out.md)") from None
+    with core_lines_hidden():  # the C++ client's line a second while it retries
+        if address != "auto":
+            probe(address, mode)
+        try:
+            ray.init(address=address, **kwargs)
+        except (ConnectionError, RuntimeError) as exc:
+            raise UserError(f"--ray-address {address}: cannot join the Ray cluster ({exc}; {describe_auth(mode)}); "
+                            "start one with `ray start --head` (docs/scale-out.md)") from None
     return False
 
 

@@ -112,11 +112,11 @@ class RayEngine:
 
     def generate(self, work: list[tuple[Any, Any]], on_done: OnDone) -> None:
         if work:
+            ray = self.connect()
             with ray_cluster.core_lines_hidden():
-                self.run_on_ray(work, on_done)
+                self.run_on_ray(ray, work, on_done)
 
-    def run_on_ray(self, work: list[tuple[Any, Any]], on_done: OnDone) -> None:
-        ray = self.connect()
+    def run_on_ray(self, ray, work: list[tuple[Any, Any]], on_done: OnDone) -> None:
         per_gpu = self.gpus_per_worker(ray)
         s = self.ray_settings
         self.info["engine"] = {"name": "ray", "workers": s.workers, "gpus_per_worker": per_gpu,
