@@ -31,7 +31,8 @@ def test_auto_is_the_default_and_stays_near_the_servers_limit(tmp_path):
         assert served(api, tmp_path) == 0
         seconds = time.monotonic() - t0
         actions = [r["action"] for r in api.requests()]
-    assert actions.count(429) <= 0.15 * 24 and len(actions) - actions.count(429) == 24
+    # slow start (issue 32) launches 8 at once: the 4 the server turns away are its first round trip's overshoot
+    assert actions.count(429) <= 4 + 2 and len(actions) - actions.count(429) == 24
     assert seconds < 24 / 4 * 0.2 * 1.5 + 2.0  # + the run's own start and finish
 
 
@@ -65,3 +66,45 @@ def test_retry_after_beyond_what_smmile_waits_stops_the_run(tmp_path, capsys):
         assert time.monotonic() - t0 < 30 and len(api.requests()) == 1
     err = [x for x in capsys.readouterr().err.splitlines() if "86400" in x]
     assert len(err) == 1 and "rerun the same command later" in err[0]
+
+
+async def _simulate(limit: int, n: int = 111, rtt: float = 0.2) -> tuple[float, int]:
+    """`n` requests through an auto Limiter against a server holding `limit` in flight for `rtt` seconds, answering
+    one more at once with 429 and Retry-After `rtt` (as ApiBackend.call: release, wait, acquire again)."""
+    import asyncio
+
+    from smmile.models.api.limiter import Limiter
+
+    limiter, held, throttled, todo = Limiter(), [0], [0], iter(range(n))
+
+    async def worker():
+        for _ in todo:
+            while True:
+                epoch = await limiter.acquire()
+                if held[0] >= limit:
+                    throttled[0] += 1
+                    await limiter.release(epoch, 429, rtt)
+                    await asyncio.sleep(rtt)
+                    continue
+                held[0] += 1
+                await asyncio.sleep(rtt)
+                held[0] -= 1
+                await limiter.release(epoch)
+                break
+
+    t0 = time.monotonic()
+    await asyncio.gather(*(worker() for _ in range(limiter.maximum)))
+    return time.monotonic() - t0, throttled[0]
+
+
+@pytest.mark.parametrize("limit,rtt", [(2, 0.2), (16, 0.3), (32, 0.5)])
+def test_auto_finds_the_servers_limit_within_a_few_round_trips(limit, rtt):
+    """Issue 32, finding 10: +1 per round trip took limit 16 to 2.37x the ideal time, 32 to 2.79x, and limit 2 saw
+    17.5 % of requests answered 429. Slow start, then AIMD: within 1.5x of 111 / limit round trips, at most 10 %
+    answered 429 (the 5 s round trips of the benchmark scaled down; at limit 32 the fewest round trips slow start
+    allows from 8 is 5 of an ideal 3.5: 1.44x)."""
+    import asyncio
+
+    seconds, throttled = asyncio.run(_simulate(limit, rtt=rtt))
+    ideal = 111 / limit * rtt
+    assert seconds <= 1.5 * ideal and throttled <= 0.10 * 111, (seconds / ideal, throttled)

@@ -1,8 +1,11 @@
 """How many requests are in flight: a fixed number (`--concurrency N`) or adaptive (`--concurrency auto`).
 
-Adaptive: start at START, add one per round trip while requests succeed; on 429/503/529 cut by DECREASE (once per
-round trip) and remember the ceiling, then climb one per round trip below it, one per PROBE at it. A Retry-After of
-LONG_WAIT seconds or more, or a rate-limit header at 0 (REMAINING), pauses every launch until the reset.
+Adaptive: start at START and double per round trip (one more per success: slow start) until the first 429/503/529;
+that throttle sets the level to the requests still in flight (what the server holds, within [half, one less]) and
+ends slow start, and each older request answered 429 after it takes one more off. Then additive increase / one cut
+per round trip: one more per round trip below the last level throttled, one per PROBE round trips at it. A
+Retry-After of LONG_WAIT seconds or more, or a rate-limit header at 0 (REMAINING: OpenAI's x-ratelimit-remaining-*,
+Anthropic's anthropic-ratelimit-*), pauses every launch until the reset.
 """
 
 from __future__ import annotations
@@ -12,10 +15,10 @@ import re
 import time
 from datetime import datetime
 
-START = 4
+START = 8
 MAXIMUM = 64
-DECREASE = 0.75
-PROBE = 4
+DECREASE = 0.5  # the deepest one cut goes
+PROBE = 32  # round trips per step at the level last throttled
 LONG_WAIT = 5.0  # seconds: a Retry-After this long pauses every launch, and the progress line says so
 THROTTLED = frozenset({429, 503, 529})
 
@@ -63,6 +66,7 @@ class Limiter:
         self.level = float(fixed or start)
         self.maximum = fixed or maximum
         self.ceiling: float | None = None
+        self.slow_start = fixed is None
         self.in_flight = 0
         self.epoch = 0  # bumped at each cut
         self.paused_until = 0.0
@@ -102,13 +106,7 @@ class Limiter:
         async with self.cond:
             self.in_flight -= 1
             if self.fixed is None:
-                if status is None:
-                    near = self.ceiling is not None and self.level >= self.ceiling - 1
-                    self.level = min(self.maximum, self.level + 1 / (self.level * (PROBE if near else 1)))
-                elif status in THROTTLED and epoch == self.epoch:
-                    self.ceiling = self.level
-                    self.level = max(1.0, self.level * DECREASE)
-                    self.epoch += 1
+                self.adapt(epoch, status)
             wait, why = exhausted_for(headers), "rate-limit headers: nothing left until the reset"
             if status in THROTTLED and retry_after is not None and retry_after >= LONG_WAIT:
                 wait, why = retry_after, f"the server asked for Retry-After {retry_after:g}s"
@@ -117,3 +115,16 @@ class Limiter:
                 self.note(f"rate limited: waiting {wait:.0f}s before the next request ({why}); "
                           f"concurrency {int(self.level)}")
             self.cond.notify_all()
+
+    def adapt(self, epoch: int, status: int | None) -> None:
+        if status is None:
+            near = self.ceiling is not None and self.level >= self.ceiling - 1
+            step = 1.0 if self.slow_start else 1 / (self.level * (PROBE if near else 1))
+            self.level = min(self.maximum, self.level + step)
+        elif status in THROTTLED and epoch == self.epoch:  # the first throttle of this round trip
+            self.slow_start = False
+            self.ceiling = self.level
+            self.level = max(1.0, self.level * DECREASE, min(self.level - 1, float(self.in_flight)))
+            self.epoch += 1
+        elif status in THROTTLED:  # launched before that cut: the server holds fewer still
+            self.level = max(1.0, self.level - 1)
