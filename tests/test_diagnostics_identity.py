@@ -129,3 +129,12 @@ def test_refusal_by_capability_whatever_the_origin(tmp_path, source, capsys):
     refuse_imageless(load_problems(str(copy)), "0-shot", "qwen", copy)  # 0-shot shows the query: its image is there
     with pytest.raises(UserError, match="inference_qwen.py"):
         refuse_imageless(load_problems(str(copy)), "ICL", "qwen", copy)
+
+
+def test_the_demo_plusplus_run_records_permute(tmp_path):
+    """SMMILE++ asked for as the original scripts do (the demo with --augmented) is recorded as `permute`."""
+    from smmile.runner.run import Runner, RunSpec
+
+    out = tmp_path / "res"
+    Runner(RunSpec(model="majority", fmt="mcqa", dataset="demo", augmented=True, output_dir=out, quiet=True)).run()
+    assert manifests(out)[0]["dataset"]["variant"]["kind"] == "permute"

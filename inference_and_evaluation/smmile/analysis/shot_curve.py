@@ -61,7 +61,8 @@ def draw(rows: list[dict], out, level: float) -> list:
         mine = sorted((r for r in rows if (r["model"], r["metric"]) == key and r["k"] is not None),
                       key=lambda r: r["k"])
         xs, ys = [r["k"] for r in mine], [r["accuracy"] for r in mine]
-        err = [[y - r["ci_low"] for y, r in zip(ys, mine)], [r["ci_high"] - y for y, r in zip(ys, mine)]]
+        err = [[max(0, y - r["ci_low"]) for y, r in zip(ys, mine)],
+               [max(0, r["ci_high"] - y) for y, r in zip(ys, mine)]]
         line = ax.errorbar(xs, ys, yerr=err, marker=plotting.SERIES_MARKERS[i % len(plotting.SERIES_MARKERS)],
                            capsize=3, label=f"{display(key[0])} ({key[1]})")
         full = [r for r in rows if (r["model"], r["metric"]) == key and r["k"] is None]

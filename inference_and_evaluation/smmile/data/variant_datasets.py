@@ -124,22 +124,22 @@ def noisy_output_dir(output_dir: str | os.PathLike, kind: str) -> Path:
     return Path(f"{os.fspath(output_dir)}_{canonical_kind(kind)}")
 
 
-def _folder(dataset) -> Path | None:
+def _folder(dataset, augmented: bool = False) -> Path | None:
     """The local folder of ``dataset`` (a path or ``demo``), None for a hub id or nothing."""
     if not dataset or not isinstance(dataset, (str, os.PathLike)):
         return None
     try:
-        source = resolve(os.fspath(dataset))
+        source = resolve(os.fspath(dataset), augmented=augmented)
     except UserError:
         return None
     return None if source.kind == "hub" else Path(source.ref)
 
 
-def read_manifest(dataset) -> tuple[dict, str] | None:
+def read_manifest(dataset, augmented: bool = False) -> tuple[dict, str] | None:
     """The checked ``variant_manifest.json`` of a local ``dataset`` and its sha256; None where there is none. One
     line (``UserError``) where it is not one this command writes: a link, not a file, not UTF-8 JSON, not an object,
     or a kind that is not a variant's name."""
-    folder = _folder(dataset)
+    folder = _folder(dataset, augmented)
     path = folder / MANIFEST if folder else None
     if path is None or not (path.exists() or path.is_symlink()):
         return None
@@ -164,12 +164,12 @@ def read_manifest(dataset) -> tuple[dict, str] | None:
     return info, hashlib.sha256(raw).hexdigest()
 
 
-def variant_identity(dataset) -> dict | None:
+def variant_identity(dataset, augmented: bool = False) -> dict | None:
     """What a run records of its dataset's variant (``dataset.variant`` in its manifest, read by the analyses): kind,
     transform, parameters, seed, source fingerprint, manifest hash and counts; the demo's SMMILE++ is ``permute``."""
-    read = read_manifest(dataset)
+    read = read_manifest(dataset, augmented)
     if read is None:
-        folder = _folder(dataset)
+        folder = _folder(dataset, augmented)
         try:
             demo = json.loads((folder / DEMO_INFO).read_text()) if folder else None
         except (OSError, ValueError):
@@ -182,12 +182,13 @@ def variant_identity(dataset) -> dict | None:
             "images_dropped": info.get("images_dropped"), "counts": info.get("counts"), "manifest_sha256": sha}
 
 
-def refuse_dropped_images(dataset, script: str | None = None, output_key: str | None = None) -> dict | None:
+def refuse_dropped_images(dataset, script: str | None = None, output_key: str | None = None,
+                          augmented: bool = False) -> dict | None:
     """Check ``dataset``'s variant manifest (one line if malformed) and return the run's record of it
     (``variant_identity``); refuse a variant whose images were dropped when the original script (``script``, or the
     one of ``output_key``) cannot represent a prompt without them (it drops such problems, spec §1.4); the any-model,
     API, text-only and baseline families can. ``refuse_imageless`` checks the problems themselves."""
-    identity = variant_identity(dataset)
+    identity = variant_identity(dataset, augmented)
     whose = (identity or {}).get("images_dropped")
     if whose is None or (script is None and output_key in IMAGE_FREE_OUTPUTS):
         return identity

@@ -164,7 +164,8 @@ class Runner:
 
     def run(self) -> RunResult:
         # before anything is written: a malformed variant manifest, a variant the family cannot show
-        self.variant = refuse_dropped_images(self.spec.dataset, output_key=self.family.output_key)
+        self.variant = refuse_dropped_images(self.spec.dataset, output_key=self.family.output_key,
+                                             augmented=self.spec.augmented)
         check_writable_dir(self.spec.output_dir, "output folder")  # before loading data or a model
         refuse_output_in_dataset(self.spec.output_dir, self.spec.dataset, self.spec.augmented)
         Path(self.spec.output_dir).mkdir(parents=True, exist_ok=True)
