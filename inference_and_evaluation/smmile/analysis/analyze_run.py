@@ -8,6 +8,7 @@ import pandas as pd
 from ..errors import MissingDependency
 from ..scoring.estimates import check_resampling
 from ..scoring.statistics import DEFAULT_LEVEL, DEFAULT_N_BOOT
+from ..scoring.stats_run import dataset_versions
 from . import diagnostics, variants
 from .results import fmt, load_sets, output_folder, write_tables
 
@@ -58,6 +59,8 @@ def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", for
                 "weight": weight, "failures": failures}
     with output_folder(out, "smmile analyze", force, "analysis") as (folder, warn, warnings):
         sets = load_sets(results, warn)
+        for message in dataset_versions([r for found in sets.values() for r in found.records]):
+            warn(message)
         notes: list[str] = []
         diagnosing = analysis in diagnostics.KINDS
         try:

@@ -34,7 +34,32 @@ class Source:
     revision: str | None = None
 
     def describe(self) -> dict:
-        return {"kind": self.kind, "id": self.ref, "revision": self.revision}
+        """For manifests: ``revision`` as requested, ``resolved_revision`` the hub commit read (once loaded)."""
+        return {"kind": self.kind, "id": self.ref, "revision": self.revision, "resolved_revision": hub_commit(self)}
+
+
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def hub_commit(source: Source) -> str | None:
+    """The commit a hub dataset was read at: the revision if it is one, else what the local hub cache's ref for
+    it (``refs/<revision or main>``, written when ``datasets`` downloaded it) names; None for local folders
+    (their ``fingerprint`` says what was read) or without such a ref."""
+    if source.kind != "hub":
+        return None
+    if source.revision and _COMMIT.fullmatch(source.revision):
+        return source.revision
+    try:
+        from huggingface_hub import constants
+    except ImportError:
+        return None
+    repo = Path(constants.HF_HUB_CACHE) / f"datasets--{source.ref.replace('/', '--')}"
+    ref = repo / "refs" / (source.revision or "main")
+    try:
+        found = ref.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return found if _COMMIT.fullmatch(found) else None
 
 
 @dataclass

@@ -15,6 +15,7 @@ from smmile.report import analyses as analyses_mod
 from smmile.report import manifests, names
 from smmile.scoring import estimates as est, statistics, stratify, tables
 from smmile.scoring.results import ResultSet, load_records, load_results
+from smmile.scoring.stats_run import dataset_versions, with_costs
 
 VARIANCE_TABLE = "evaluation_results.txt"  # variance_analysis.py's default --output
 
@@ -131,10 +132,12 @@ def gather_set(label: str | None, results_dir: str, index: int, settings: Settin
         raise UserError(f"results directory {results_dir} not found")
     warn = warnings.append
     records = load_records(results_dir, lambda message: warn(message.removeprefix("warning: ")))
+    for message in dataset_versions(records):
+        warn(message.removeprefix("warning: "))
     label = label or default_label(records, taken, results_dir)
     found = ReportSet(label, Path(os.path.abspath(results_dir)), records, slug(label, index))
     s = settings
-    found.estimates = est.estimates(records, s.n_boot, s.seed, s.cluster, s.level)
+    found.estimates = with_costs(est.estimates(records, s.n_boot, s.seed, s.cluster, s.level), records)
     found.gains = est.comparisons(records, "icl", s.n_boot, s.seed, s.cluster, s.level,
                                     warn=lambda message: warn(message.removeprefix("warning: ")))
     names.learn(r.result.identity for r in records if r.result is not None)

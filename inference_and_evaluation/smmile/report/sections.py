@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from smmile.analysis import reviews as rv
 from smmile.report import analyses, build, manifests, names
 from smmile.report.html import anchor, details, esc, figure, fmt_ci, fmt_number, fmt_p, table, typed_table
-from smmile.scoring import tables
+from smmile.scoring import stats_run, tables
 
 
 def figures_at(figs, place: tuple, page_dir: str) -> str:
@@ -204,8 +204,11 @@ def runs_section(rset) -> str:
     body = [_run_row(rset, info) for info in rset.runs.values()]
     note = ("One row per result CSV: the run manifest smmile's runner wrote beside it (model, revisions, "
             "protocol, data, dates) and the judge recorded as the writer of its LLM-judge scores.")
+    costs = stats_run.cost_cells(rset.estimates)
+    cost = (f'<h3>Tokens and cost per correct answer</h3><p class="note">{esc(stats_run.COST_NOTE)}.</p>'
+            + _plain_table(stats_run.COST_HEAD, [[esc(c) for c in row] for row in costs])) if costs else ""
     return (f'<h2 id="{anchor("runs", rset.slug)}">Runs behind each number, {esc(rset.label)}</h2>'
-            f'<p class="note">{note}</p>{table(head, body, "runs")}')
+            f'<p class="note">{note}</p>{table(head, body, "runs")}{cost}')
 
 
 # -- folders side by side ---------------------------------------------------------------------------

@@ -167,6 +167,67 @@ def run_stats(results_dir: str, *, out: str | None = None, force: bool = False, 
         return _compute_into(results_dir, folder, s)
 
 
+def dataset_versions(records) -> list[str]:
+    """One warning per dataset whose results were read at different versions (a hub dataset's resolved commit, a
+    local folder's content fingerprint), naming each version and a result read at it."""
+    seen: dict[tuple, dict[str, str]] = {}
+    for record in records:
+        dataset = ((record.result.manifest if record.result is not None else None) or {}).get("dataset")
+        if not isinstance(dataset, dict) or not dataset.get("id"):
+            continue
+        version = dataset.get("resolved_revision") if dataset.get("kind") == "hub" else dataset.get("fingerprint")
+        if version:
+            where = seen.setdefault((dataset.get("kind"), str(dataset["id"])), {})
+            where.setdefault(str(version), os.path.basename(record.source))
+    return [f"warning: the results compared read {name} at {len(found)} different "
+            f"{'commits' if kind == 'hub' else 'contents (fingerprints)'}: "
+            + "; ".join(f"{version} ({source})" for version, source in found.items())
+            + (" (pin one with --revision)" if kind == "hub" else "")
+            for (kind, name), found in seen.items() if len(found) > 1]
+
+
+def with_costs(rows: list[dict], records) -> list[dict]:
+    """The estimate rows with ``cost_per_correct`` of their record."""
+    costs = {(r.model, r.metric, r.mode): cost_per_correct(r) for r in records}
+    return [{**row, **costs.get((row["model"], row["metric"], row["mode"]), {})} for row in rows]
+
+
+def cost_per_correct(record) -> dict:
+    """Input and output tokens and dollars per correct answer from the run's recorded usage (a judge's tokens are
+    not counted), with the price table's date; None where the provider reported no usage (never zero)."""
+    manifest = (record.result.manifest if record.result is not None else None) or {}
+    usage = manifest.get("usage") if isinstance(manifest.get("usage"), dict) else {}
+    backend = manifest.get("backend") if isinstance(manifest.get("backend"), dict) else {}
+    accounting = backend.get("accounting") if isinstance(backend.get("accounting"), dict) else {}
+    correct = float(record.scores.sum())
+    per = {f"{name}_per_correct": (usage[key] / correct if correct and isinstance(usage.get(key), (int, float))
+                                   else None)
+           for name, key in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
+                             ("usd", "cost_usd"))}
+    return {**per, "prices_date": accounting.get("prices_date") if per["usd_per_correct"] is not None else None}
+
+
+COST_HEAD = ["model", "metric", "mode", "input tokens / correct", "output tokens / correct", "USD / correct",
+             "prices of"]
+COST_NOTE = "tokens and cost per correct answer (the run's recorded usage over its correct answers; judges not counted)"
+
+
+def cost_cells(rows: list[dict]) -> list[list[str]]:
+    """``COST_HEAD``'s cells of the rows whose run recorded usage ([] when none did); "missing", never 0."""
+    cell = lambda v, f: "missing" if v is None or v != v else format(v, f)  # noqa: E731
+    return [[r["model"], r["metric"], r["mode"], cell(r["input_tokens_per_correct"], ".1f"),
+             cell(r["output_tokens_per_correct"], ".1f"), cell(r["usd_per_correct"], ".6f"),
+             r.get("prices_date") or "-"]
+            for r in rows if r.get("input_tokens_per_correct") is not None or r.get("usd_per_correct") is not None]
+
+
+def cost_table(rows: list[dict]) -> str:
+    cells = cost_cells(rows)
+    widths = [max(len(str(c)) for c in column) for column in zip(COST_HEAD, *cells)]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)) for row in [COST_HEAD, *cells]]
+    return "\n".join([COST_NOTE + ":", *lines]) if cells else ""
+
+
 def _compute_into(results_dir: str, out: str, s: StatsSettings) -> tuple[int, str]:
     problems: list[str] = []
 
@@ -180,10 +241,13 @@ def _compute_into(results_dir: str, out: str, s: StatsSettings) -> tuple[int, st
         raise UserError(f"no scorable result files in {results_dir}")
     settings = {"results_dir": os.path.abspath(results_dir), **asdict(s)}
     rows = estimates(records, s.n_boot, s.seed, s.cluster, s.level, s.weight, s.failures, log.warning)
+    for message in dataset_versions(records):
+        log.warning(message)
+    rows = with_costs(rows, records)
     written = write_rows(rows, os.path.join(out, "stats_estimates"), settings)
     fsguard.atomic_write_text(os.path.join(out, "stats_table.tex"), tables.ci_latex_table(rows))
     written.append(os.path.join(out, "stats_table.tex"))
-    report = [console_table(rows)]
+    report = [console_table(rows)] + [t for t in (cost_table(rows),) if t]
     if s.compare != "none":
         pairs = comparisons(records, s.compare, s.n_boot, s.seed, s.cluster, s.level, s.include_gold_mismatch,
                             log.warning, s.weight, s.failures, s.adjust, s.n_flips)
