@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 
 import pytest
 
@@ -375,3 +376,61 @@ def test_batch_progress_shows_batches_not_request_concurrency(env, tmp_path, cap
         assert tb.front(point(env, "anthropic", api.url), tmp_path, *BATCH) == 0
     progress = [x for x in capsys.readouterr().err.splitlines() if "24/24 problems" in x]
     assert progress and "batches in flight" in progress[-1] and "concurrency" not in progress[-1]
+
+
+# -- finding 9: Azure ------------------------------------------------------------------------------------------------
+def test_azure_waits_for_its_upload_to_be_processed_before_creating(env, tmp_path):
+    with FakeBatchApi(reply=tb.reply, file_pending=2) as api:  # the upload answers `pending` twice
+        assert tb.front(point(env, "azure", api.url), tmp_path, *BATCH) == 0
+        assert len(api.created()) == 1
+        checks = [c for c in api.calls if c == ("GET", "/openai/files/file-0001")]
+    assert len(checks) == 3
+
+
+def test_azure_batches_past_their_window_are_not_canceled(env, tmp_path):
+    with FakeBatchApi(reply=tb.reply, expires_in=-2 * 3600) as api:  # past its window (Azure does not expire it)
+        api.release.clear()
+        threading.Timer(1.5, api.release.set).start()
+        assert tb.front(point(env, "azure", api.url), tmp_path, *BATCH) == 0
+        assert len(api.created()) == 1 and not [c for c in api.calls if c[1].endswith("/cancel")]
+
+
+def test_azure_batch_deployment_is_sent_and_priced_as_its_model(env, tmp_path, caplog):
+    with FakeBatchApi(reply=tb.reply) as api:
+        assert tb.front(point(env, "azure", api.url), tmp_path / "a", *BATCH) == 0
+        assert "--batch-deployment" in caplog.text
+        assert tb.front(point(env, "azure", api.url), tmp_path / "b", *BATCH, "--batch-deployment", "gpt-4o-gb") == 0
+        models = {b["model"] for b in api.bodies().values()}
+    assert models == {"gpt-4o-gb"}
+    manifest = json.loads(next((tmp_path / "b").glob("*.manifest.json")).read_text())["backend"]["accounting"]
+    assert manifest["price_usd_per_mtok"] == {"input": 2.5, "output": 10.0} and manifest["estimated_cost_usd"] > 0
+
+
+# -- finding 12: IPv6 hosts lost their brackets; uploaded files were never deleted; prices dated in code ----------------
+def test_ipv6_hosts_keep_their_brackets():
+    from smmile.models.api.secrets import public_url
+
+    assert public_url("http://user:pw@[::1]:8000/v1?k=1") == "http://[::1]:8000/v1"
+
+
+def test_uploaded_and_result_files_are_deleted_once_collected(env, tmp_path):
+    with FakeBatchApi(reply=tb.reply) as api:
+        assert tb.front(point(env, "openai", api.url), tmp_path, *BATCH) == 0
+        [batch] = api.batches.values()
+        assert batch["input_file_id"] in api.deleted and batch["out_id"] in api.deleted and api.files == {}
+
+
+def test_a_prices_file_overrides_the_shipped_dated_table_and_the_dry_run_says_its_date(env, tmp_path, capsys):
+    from smmile.models.api import prices
+
+    shipped = json.loads(prices.SHIPPED.read_text())
+    assert shipped["date"] and shipped["models"]["gpt-4o"] == [2.5, 10.0]
+    mine = tmp_path / "prices.json"
+    mine.write_text(json.dumps({"date": "2031-01-01", "models": {"claude-3-7-sonnet-20250219": [30, 150]}}))
+    env.setenv("ANTHROPIC_API_KEY", KEYS["anthropic"])
+    argv = ["anthropic", "--base-url", "http://127.0.0.1:9", "--allow-key-for-host", "127.0.0.1"]
+    assert tb.front(argv, tmp_path / "a", "--dry-run") == 0
+    assert tb.front(argv, tmp_path / "b", "--dry-run", "--prices", str(mine)) == 0
+    shipped_line, mine_line = [x for x in capsys.readouterr().out.splitlines() if "estimated cost" in x]
+    assert f"prices of {shipped['date']}" in shipped_line and f"prices of 2031-01-01 ({mine})" in mine_line
+    assert "USD 30 / 150 per million" in mine_line

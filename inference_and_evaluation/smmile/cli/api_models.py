@@ -12,7 +12,7 @@ from . import common as fd
 
 API_FLAGS = ("concurrency", "max_retries", "timeout", "max_cost", "price", "base_url", "api_model",
              "max_image_side", "max_tokens", "max_consecutive_failures", "allow_key_for_host", "dry_run", "batch",
-             "poll_interval")
+             "poll_interval", "prices", "batch_deployment")
 
 
 def add_api_flags(p: argparse.ArgumentParser) -> None:
@@ -43,6 +43,12 @@ def add_api_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-tokens", type=fd.positive_int, default=None,
                    help="override the preset's output-token limit (the ollama scripts used server defaults)")
     add_batch_flags(g)
+    g.add_argument("--batch-deployment", default=None, metavar="NAME",
+                   help="--batch on Azure OpenAI: the Global Batch or Data Zone Batch deployment of the model (Azure "
+                        "runs batches on those only); priced as the model (default: the synchronous deployment)")
+    g.add_argument("--prices", default=None, metavar="FILE",
+                   help="a price table (JSON: {\"date\": ..., \"models\": {model: [input, output]}}, USD per "
+                        "million tokens) over the dated one shipped with smmile (models/api/prices.json)")
 
 
 def add_estimate_and_key_flags(g, url_flag: str = "--base-url") -> None:
@@ -54,7 +60,8 @@ def add_estimate_and_key_flags(g, url_flag: str = "--base-url") -> None:
                    help=f"send the provider's API key (from the environment) to {url_flag} on HOST, which is not the "
                         f"provider's official endpoint (repeatable); otherwise such a {url_flag} is refused")
     g.add_argument("--price", type=price, default=None, metavar="IN:OUT",
-                   help="USD per million input:output tokens (default: the dated table in smmile/models/api/prices.py)")
+                   help="USD per million input:output tokens (default: the dated table shipped in "
+                        "smmile/models/api/prices.json, or --prices FILE)")
 
 
 def add_batch_flags(g) -> None:
@@ -147,8 +154,6 @@ def dry_run(spec: RunSpec) -> int:
 
 
 def format_estimate(est: dict, planned: int, unit: str) -> str:
-    from ..models.api.prices import PRICES_DATE
-
     def usd(v):
         return "unknown (no price for this model: --price IN:OUT)" if v is None else f"${v:,.4f}"
 
@@ -169,8 +174,8 @@ def format_estimate(est: dict, planned: int, unit: str) -> str:
         "  output tokens: not capped (no max_tokens sent: the server decides), counted as 0 in the cost",
         f"  estimated cost, {'at most' if capped else 'input only'}: "
         f"{usd(est['cost_sync_usd'])} synchronous, {usd(est['cost_batch_usd'])} batch"
-        + (f" (USD {price[0]:g} / {price[1]:g} per million input / output tokens, prices of {PRICES_DATE} "
-           "or --price)" if price else ""),
+        + (f" (USD {price[0]:g} / {price[1]:g} per million input / output tokens, prices of "
+           f"{est.get('prices_date') or 'the --price flag'} or --price)" if price else ""),
     ]
     return "\n".join(lines)
 

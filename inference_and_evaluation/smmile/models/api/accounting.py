@@ -1,12 +1,12 @@
 """Token accounting and cost: usage reported, a request's estimated cost before sending, and the --max-cost
-budget across reruns of one output. Prices: prices.py (dated) or --price IN:OUT."""
+budget across reruns of one output. Prices: prices.py (the dated table, or --prices FILE) or --price IN:OUT."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from .prices import BATCH_DISCOUNT, PRICES, PRICES_DATE
+from .prices import BATCH_DISCOUNT, PRICES_DATE, table
 
 CHARS_PER_TOKEN = 4  # OpenAI's and Anthropic's documented rule of thumb for English text
 
@@ -42,10 +42,11 @@ def text_tokens(messages: list[dict]) -> int:
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
-def price_for(model: str, text: str | None = None) -> tuple[float, float] | None:
-    """USD per million (input, output) tokens: --price IN:OUT (one number: both), else the dated table's."""
+def price_for(model: str, text: str | None = None, prices: str | None = None) -> tuple[float, float] | None:
+    """USD per million (input, output) tokens: --price IN:OUT (one number: both), else the dated table's (the
+    shipped one, or --prices FILE over it)."""
     if not text:
-        return PRICES.get(model)
+        return table(prices).models.get(model)
     a, _, b = text.partition(":")
     return float(a), float(b or a)
 
@@ -68,6 +69,7 @@ class CostMeter:
     estimated_output_cap: int = 0
     spent_now: float = 0.0  # this process's responses' `cost_usd` (a batch request's carries the batch discount)
     discount: float = 1.0  # of the estimate before sending: BATCH_DISCOUNT under --batch
+    prices_date: str = PRICES_DATE  # of the table the price came from (--prices FILE: its date and name)
 
     def cost_of(self, usage: dict) -> float | None:
         if self.price is None:
@@ -115,7 +117,7 @@ class CostMeter:
                                             "output_tokens_cap": self.estimated_output_cap,
                                             "cost_usd_at_most": None if est is None else round(est, 6)},
                 "price_usd_per_mtok": None if self.price is None else {"input": self.price[0], "output": self.price[1]},
-                "prices_date": PRICES_DATE, "max_cost_usd": self.max_cost,
+                "prices_date": self.prices_date, "max_cost_usd": self.max_cost,
                 "spent_before_this_run_usd": round(self.spent_before, 6), "stopped_by_max_cost": self.stopped}
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from ...errors import UserError
 from ..base import Backend, Response
 from .accounting import CostMeter, batch_cost, price_for, text_tokens
+from .prices import table
 from .limiter import THROTTLED, Limiter
 from .request import ChatRequest, Encoded, TooLarge, encode_png, import_sdk
 from .retry import Failure, RetryPolicy
@@ -38,7 +39,7 @@ class ApiBackend(Backend):
     sdk: str | None = None  # the official SDK package, checked when the backend is built
     # settings that change how requests are sent, not what is asked: not part of the journal key
     RUN_ONLY = ("concurrency", "max_retries", "timeout", "max_cost", "base_url", "price", "max_consecutive_failures",
-                "allow_key_for_host", "dry_run", "batch", "poll_interval")
+                "allow_key_for_host", "dry_run", "batch", "poll_interval", "prices", "batch_deployment")
     limits: dict = {}  # request_bytes, image_b64_bytes, image_side, image_side_many (over 20 images)
     unit = "problems"  # what one work item is, in messages ("judge requests" for the judge)
     default_max_image_side: int | None = None  # corrected protocol only
@@ -60,8 +61,10 @@ class ApiBackend(Backend):
         self.max_image_side = (self.generation.max_image_side or self.default_max_image_side) if corrected else None
         self.check_limits = corrected
         max_cost = s.get("max_cost")
-        self.meter = CostMeter(price_for(self.model, s.get("price")),
+        self.meter = CostMeter(price_for(self.model, s.get("price"), s.get("prices")),
                                None if max_cost is None else float(max_cost))
+        if s.get("prices"):
+            self.meter.prices_date = f"{table(s['prices']).date} ({s['prices']})"
         self.scrub = Scrubber()
         self.egress: Egress | None = None  # set with the key (keyed_args): where every request may go
         # a server that is down fails every request after all retries: stop instead of burning the run
@@ -421,7 +424,8 @@ class ApiBackend(Backend):
                 "image_rule": self.image_rule(), "input_tokens": text + image_tokens, "text_tokens": text,
                 "image_tokens": image_tokens, "output_tokens_cap": cap,
                 "max_tokens": sorted({self.output_cap(r) for r in requests}, key=lambda v: (v is None, v or 0)),
-                "price": self.meter.price, "cost_sync_usd": sync, "cost_batch_usd": batch_cost(sync)}
+                "price": self.meter.price, "prices_date": self.meter.prices_date, "cost_sync_usd": sync,
+                "cost_batch_usd": batch_cost(sync)}
 
     def image_rule(self) -> str:
         return "image tokens not documented for this provider (counted as 0)"

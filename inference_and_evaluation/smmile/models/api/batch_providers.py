@@ -8,12 +8,14 @@ the backend's egress check (egress.py).
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 
 from ...errors import UserError
 from .request import import_sdk
 from .retry import Failure, status_failure
 
+log = logging.getLogger("smmile.batch")
 ANTHROPIC_TRANSIENT = {"api_error", "overloaded_error", "rate_limit_error", "timeout_error"}
 # OpenAI batch validation errors that mean "the queue is full", not "the request is wrong": wait, then split
 QUOTA_CODES = {"token_limit_exceeded", "request_limit_exceeded", "rate_limit_exceeded", "insufficient_quota",
@@ -71,8 +73,14 @@ class OpenAIBatches:
         else:
             self.client, self.url = openai.OpenAI(**args), "/v1/chat/completions"
         self.sdk, self.backend = openai, backend
+        self.deployment = backend.settings.get("batch_deployment") if self.azure else None
+        if self.azure and not self.deployment:
+            log.warning("Azure OpenAI runs batches on a Global Batch or Data Zone Batch deployment only: sending to "
+                        "deployment %r; name yours with --batch-deployment NAME", backend.model)
 
     def line(self, cid: str, body: dict) -> bytes:
+        if self.deployment:
+            body = {**body, "model": self.deployment}
         return (json.dumps({"custom_id": cid, "method": "POST", "url": self.url, "body": body},
                            ensure_ascii=False) + "\n").encode()
 

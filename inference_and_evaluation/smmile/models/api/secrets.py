@@ -35,7 +35,7 @@ def key_may_go_to(url: str | None, official: tuple[str, ...], allowed=(), named:
         return True
     if any(host == h or (h.startswith(".") and host.endswith(h)) for h in official):
         return True
-    return host in {h.lower() for h in allowed} or (bool(named) and host == host_of(named))
+    return host in {h.lower().strip("[]") for h in allowed} or (bool(named) and host == host_of(named))
 
 
 def url_has_credentials(url: str) -> bool:
@@ -49,5 +49,6 @@ def public_url(url: str | None) -> str | None:
         return url
     p = urlsplit(url)
     host = p.hostname or ""
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
     netloc = host + (f":{p.port}" if p.port else "")
     return urlunsplit((p.scheme, netloc, p.path, "", ""))
