@@ -45,7 +45,7 @@ def test_shot_curve_over_draws_without_short_problems_and_its_trend(runs, demo_d
     root, sets = runs
     shots = analyze(root, "shots", list(sets), "an-shots")
     long_enough = [p.problem_id for p in load_problems(str(sets["original"])) if len(p.examples) >= max(KS)]
-    rows = [r for r in shots["curve"] if r["model"] == "majority"]
+    rows = [r for r in shots["curve"] if (r["model"], r["metric"]) == ("majority", "MCQA")]
     assert [r["point"] for r in rows] == ["1", "2", "3", "all"] and {r["draws"] for r in rows} == {1, len(DRAWS)}
     assert all(r["n_problems"] == len(long_enough) for r in rows)
     scores = {}  # recomputed from the CSVs: per problem, the mean over draws at each k
@@ -62,6 +62,12 @@ def test_shot_curve_over_draws_without_short_problems_and_its_trend(runs, demo_d
         if r["point"] != "all":
             assert r["accuracy"] == pytest.approx(scores[int(r["point"])].mean() * 100)
     assert shots["correction"].startswith("Holm within each family")
+    by_format = {r["subset"] for r in shots["by_format"] if r["model"] == "majority"}
+    formats = {p.query.fields["flag_answer_format"] for p in load_problems(str(sets["original"]))}
+    assert by_format == {f"format: {f}" for f in formats}
+    for r in shots["by_format"]:  # each subset's pairs are the problems of that format
+        n = sum(p.query.fields["flag_answer_format"] == r["subset"][8:] for p in load_problems(str(sets["original"])))
+        assert r["n_pairs"] <= n
 
 
 def test_adding_a_model_leaves_the_others_adjusted_p(runs, tmp_path):
@@ -76,9 +82,9 @@ def test_adding_a_model_leaves_the_others_adjusted_p(runs, tmp_path):
     assert smmile(["analyze", "shots", *[str(only / x) for x in labels], "--out", str(tmp_path / "an"),
                    "--n-boot", "100"]) == 0
     alone = json.loads((tmp_path / "an" / "shots.json").read_text())["summary"]
-    holm = {r["comparison"]: r["p_holm"] for r in both["summary"] if r["model"] == "majority"}
-    assert holm and {r["comparison"]: r["p_holm"] for r in alone} == holm
-    assert {r["holm_family"] for r in both["summary"]} == {"how many examples? majority MCQA",
+    holm = {r["comparison"]: r["p_holm"] for r in both["summary"] if (r["model"], r["metric"]) == ("majority", "MCQA")}
+    assert holm and {r["comparison"]: r["p_holm"] for r in alone if r["metric"] == "MCQA"} == holm
+    assert {r["holm_family"] for r in both["summary"]} >= {"how many examples? majority MCQA",
                                                            "how many examples? random MCQA"}
 
 

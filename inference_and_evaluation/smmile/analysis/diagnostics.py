@@ -168,11 +168,12 @@ def analyse(kind: str, sets: dict[str, ResultSet], settings: dict, notes: list) 
         report.extra["curve"] = curve(sets, s)
     if kind == "diagnostics":
         report.extra["diagnostics"] = diagnostics_table(report, s)
-    if kind in ("flip", "policies"):
-        split = "gold_among_examples" if kind == "flip" else "by_format"
+    for split, name in (("by_format", "by_format"), ("gold_among_examples", "by_gold")):
+        if kind == "diagnostics" or (name == "by_gold" and kind != "flip"):
+            continue
         extra = _compare_all(kind, sets, comparisons, s, notes, lambda label: _subsets(sets, label, split))
         apply_holm(extra.summary, s["level"], family=lambda row: row["holm_family"])
-        report.extra["by_gold" if kind == "flip" else "by_format"] = extra.summary
+        report.extra[name] = extra.summary
     if kind == "flip":
         report.extra["unchanged"] = [{"set": label, "not_changed": _counts(sets, label).get("not_changed"),
                                       "gold_among_examples": len(_counts(sets, label).get("gold_among_examples", []))}
