@@ -1,5 +1,6 @@
 """Dataset variants written as local datasets (parquet + ``variant_manifest.json``), the cached variants the
-original ``--noisy`` flags run on, and the refusal of a variant without images where a script cannot run it."""
+original ``--noisy`` flags run on, the checked manifest and the identity a run records of it, and the refusal of
+data without images where a script cannot show it."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import re
 from pathlib import Path
 
 from ..errors import UserError
+from ..protocol.options import RECORDED
 from ..protocol.problem import Problem
 from .load import fingerprint, read_records, resolve
 from .parquet import check_dataset_dir, problems_to_records, write_dataset
 from .schema import MANIFEST, group
-from ..protocol.options import RECORDED
 from .variants import ALL_KINDS, DROPS, KINDS, canonical_kind, check_params, label, transform
 
 OWNER = "smmile data variant"
@@ -52,10 +53,9 @@ def _tally(notes: list[dict]) -> dict:
     """What a run records of the per-problem notes: examples not changed, problems with the gold answer among the
     examples, short problems (ids), and problems whose questions refer to an image not shown."""
     out = {"not_changed": sum(n.get("not_changed", 0) for n in notes)} if any("not_changed" in n for n in notes) else {}
-    for key, name in (("gold_among_examples", "gold_among_examples"), ("short", "short"),
-                      ("image_referenced", "image_referenced")):
+    for key in ("gold_among_examples", "short", "image_referenced"):
         if any(key in n for n in notes):
-            out[name] = [n["problem_id"] for n in notes if n.get(key)]
+            out[key] = [n["problem_id"] for n in notes if n.get(key)]
     return out
 
 
