@@ -1,6 +1,6 @@
 """A real Ray cluster, started as users start one: `ray start --head --block` in a process group of its own, on a free
 port, with a temporary RAY_TMPDIR (its session file `ray/ray_current_cluster` lies there), token authentication on
-(RAY_AUTH_MODE=token, the default token file ~/.ray/auth_token, made as `ray get-auth-token --generate` makes it where
+(RAY_AUTH_MODE=token, or `auth`; the default token file ~/.ray/auth_token, made as `ray get-auth-token --generate` makes it where
 missing). Stopped by SIGTERM to `ray start` (which stops what it started), then SIGKILL to the group; bounded in time."""
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def clean_env(**extra: str) -> dict:
 
 
 class RayHead:
-    def __init__(self, cpus: int = 2):
-        self.cpus = cpus
+    def __init__(self, cpus: int = 2, auth: str = "token"):
+        self.cpus, self.auth = cpus, auth
 
     def __enter__(self) -> "RayHead":
         if not (Path.home() / ".ray" / "auth_token").is_file():
@@ -51,7 +51,7 @@ class RayHead:
             self.proc = subprocess.Popen(
                 [RAY, "start", "--head", "--block", f"--num-cpus={self.cpus}", "--num-gpus=0", f"--port={self.port}",
                  "--include-dashboard=false", "--disable-usage-stats"],
-                env=clean_env(RAY_TMPDIR=self.tmp, RAY_AUTH_MODE="token"), stdout=log, stderr=subprocess.STDOUT,
+                env=clean_env(RAY_TMPDIR=self.tmp, RAY_AUTH_MODE=self.auth), stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, preexec_fn=default_signals)  # SIGTERM reaches it
         deadline = time.time() + START_TIMEOUT_S
         while b"Ray runtime started" not in self.log.read_bytes():

@@ -86,6 +86,16 @@ def test_refused_token_is_one_line_naming_the_auth_mode(head, tmp_path, env, say
     assert not list(tmp_path.glob("*.csv"))
 
 
+def test_a_cluster_without_token_authentication_is_joined_without_a_token(tmp_path):
+    """This machine has a token (~/.ray/auth_token) but the cluster runs without authentication: the driver stays in
+    Ray's default mode (in token mode, Ray 2.60 kills the cluster's actors as they start)."""
+    with RayHead(cpus=2, auth="disabled") as plain:
+        done = driver(run_args("majority", tmp_path, 4, "--engine", "ray", "--workers", "2",
+                               "--ray-address", plain.address))
+    assert done.returncode == 0, done.stderr
+    assert engine_of(tmp_path)["address"].endswith(f":{plain.port}")
+
+
 def test_without_an_address_the_run_starts_its_own_ray(head, tmp_path):
     """RAY_ADDRESS and Ray's session file (ray_current_cluster in RAY_TMPDIR) both point at the head: the run still
     starts a Ray of its own, with --num-cpus CPUs, and the manifest says which."""

@@ -268,7 +268,7 @@ def add_engine_flags(p: argparse.ArgumentParser) -> None:
                         "journals (same answers, same files)")
     g.add_argument("--ray-address", default=None, metavar="auto|HOST:PORT",
                    help="with --engine ray: 'auto' joins the cluster this node belongs to (`ray start`, a Ray job), "
-                        "HOST:PORT the cluster whose head runs there (token authentication as `ray start`); unset: "
+                        "HOST:PORT the cluster whose head runs there (with its token where it asks for one); unset: "
                         "start a Ray for this run only")
     g.add_argument("--num-cpus", type=fd.positive_int, default=None,
                    help="with --engine ray and no --ray-address: CPUs of the Ray this run starts (default: all)")

@@ -1,6 +1,6 @@
 """Which Ray cluster `--engine ray` uses, and getting into it: the address checked before anything loads; without one,
 a Ray of the run's own (never the one RAY_ADDRESS or Ray's session file points to); with one, token authentication
-decided as `ray start` decides it, and a cluster that cannot be reached or refuses the token said in one line within
+where the cluster asks for it, and a cluster that cannot be reached or refuses the token said in one line within
 `CONNECT_TIMEOUT_S` per step (the TCP connection, then the cluster's reply)."""
 
 from __future__ import annotations
@@ -35,19 +35,18 @@ def check_address(address: str | None) -> None:
         raise UserError(f"--ray-address {address!r} is not an address: {ADDRESS_HELP}")
 
 
-def auth_mode() -> str:
-    """Token authentication for a given address as Ray decides it for `ray start` and `ray.init("auto")`: RAY_AUTH_MODE
-    where set, else token where this process has a token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token).
-    Ray enables none for an explicit address, so a token cluster refused every `--ray-address HOST:PORT`."""
+def token_mode_if_token() -> bool:
+    """Token mode for this process where RAY_AUTH_MODE is unset and it has a token (RAY_AUTH_TOKEN,
+    RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token), as Ray decides for `ray start` and `ray.init("auto")`; whether it is on."""
     try:
         from ray._private.authentication import authentication_token_setup as setup
     except ImportError:  # a Ray without token authentication (before 2.52)
-        return "disabled"
-    setup.maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
-    return os.environ.get("RAY_AUTH_MODE", "disabled").lower()
+        return False
+    return setup.maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
 
 
-def describe_auth(mode: str) -> str:
+def describe_auth() -> str:
+    mode = os.environ.get("RAY_AUTH_MODE", "disabled").lower()
     if mode != "token":
         why = "RAY_AUTH_MODE=" + os.environ["RAY_AUTH_MODE"] if "RAY_AUTH_MODE" in os.environ else "no token found"
         return (f"Ray auth mode: {mode}, {why}; a cluster with token authentication needs its head's "
@@ -101,9 +100,9 @@ def core_lines_hidden():
             os.close(saved)
 
 
-def probe(address: str, mode: str) -> None:
-    """One line, within 2 x CONNECT_TIMEOUT_S, unless a Ray cluster answers at HOST:PORT and takes this process's
-    token (ray.init would retry for minutes, saying only that it cannot connect)."""
+def probe(address: str) -> bool:
+    """Whether the Ray cluster at HOST:PORT refuses this process (its auth mode, its token); one line, within
+    2 x CONNECT_TIMEOUT_S, where none answers (ray.init would retry for minutes, saying only that it cannot connect)."""
     host, _, port = address.rpartition(":")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
@@ -129,10 +128,9 @@ def probe(address: str, mode: str) -> None:
     if not outcome:
         raise UserError(f"--ray-address {address}: something listens there but no Ray cluster answered within "
                         f"{CONNECT_TIMEOUT_S} s; {ADDRESS_HELP}")
-    if isinstance(outcome[0], AuthenticationError):
-        raise UserError(f"--ray-address {address}: the Ray cluster refused this process ({describe_auth(mode)})")
-    if outcome[0] is not None:
+    if outcome[0] is not None and not isinstance(outcome[0], AuthenticationError):
         raise UserError(f"--ray-address {address}: no Ray cluster there ({outcome[0]}); {ADDRESS_HELP}")
+    return outcome[0] is not None
 
 
 def connect(ray, address: str | None, num_cpus: int | None) -> bool:
@@ -145,14 +143,16 @@ def connect(ray, address: str | None, num_cpus: int | None) -> bool:
     if address is None:  # "local": neither RAY_ADDRESS nor the session file of another user's `ray start`
         ray.init(address="local", num_cpus=num_cpus, **kwargs)
         return True
-    mode = auth_mode()
     with core_lines_hidden():  # the C++ client's line a second while it retries
-        if address != "auto":
-            probe(address, mode)
+        # token mode only for a cluster that asks for a token: a driver in token mode kills the workers of a cluster
+        # without (Ray 2.60); where RAY_AUTH_MODE is set, it decides
+        if address != "auto" and probe(address) and ("RAY_AUTH_MODE" in os.environ or not token_mode_if_token()
+                                                     or probe(address)):
+            raise UserError(f"--ray-address {address}: the Ray cluster refused this process ({describe_auth()})")
         try:
             ray.init(address=address, **kwargs)
         except (ConnectionError, RuntimeError) as exc:
-            raise UserError(f"--ray-address {address}: cannot join the Ray cluster ({exc}; {describe_auth(mode)}); "
+            raise UserError(f"--ray-address {address}: cannot join the Ray cluster ({exc}; {describe_auth()}); "
                             "start one with `ray start --head` (docs/scale-out.md)") from None
     return False
 
