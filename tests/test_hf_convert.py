@@ -12,6 +12,9 @@ pytest.importorskip("transformers")
 
 import tiny_models  # noqa: E402
 from smmile.cli import main as smmile_main  # noqa: E402
+from smmile.models.hf.compat import dtype_kwargs, image_token_id, llava_weight_name  # noqa: E402
+
+pytestmark = pytest.mark.paper_env  # LLaVA-Med's front doors run the converted checkpoint under the LLaVA lock
 
 
 def test_convert_llava_med(tmp_path, capsys):
@@ -23,15 +26,16 @@ def test_convert_llava_med(tmp_path, capsys):
     dst = tmp_path / "hf"
     assert smmile_main(["convert", "llava-med", str(src), str(dst)]) == 0
     assert "Converted" in capsys.readouterr().out
-    model = LlavaForConditionalGeneration.from_pretrained(dst, dtype=torch.float32).eval()
+    model = LlavaForConditionalGeneration.from_pretrained(dst, **dtype_kwargs(torch.float32)).eval()
     proc = AutoProcessor.from_pretrained(dst)
-    assert proc.tokenizer.convert_tokens_to_ids("<image>") == model.config.image_token_id
+    assert proc.tokenizer.convert_tokens_to_ids("<image>") == image_token_id(model.config)
     assert json.loads((dst / "smmile_llavamed.json").read_text())["image_aspect_ratio"] == "pad"
 
     original = load_file(str(src / "model.safetensors"))
-    proj = model.model.multi_modal_projector
-    assert torch.equal(proj.linear_1.weight, original["model.mm_projector.0.weight"])
-    assert torch.equal(proj.linear_2.bias, original["model.mm_projector.2.bias"])
+    state = model.state_dict()  # the installed transformers' names for the 4.52+ layout (compat)
+    proj = llava_weight_name("model.multi_modal_projector.")
+    assert torch.equal(state[f"{proj}linear_1.weight"], original["model.mm_projector.0.weight"])
+    assert torch.equal(state[f"{proj}linear_2.bias"], original["model.mm_projector.2.bias"])
 
     cfg = json.loads((src / "config.json").read_text())
     keep = {k: v for k, v in cfg.items() if not k.startswith(("mm_", "image_", "tune_")) and k != "architectures"}

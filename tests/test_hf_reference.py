@@ -22,7 +22,7 @@ pytestmark = pytest.mark.paper_env  # run in each paper lock's environment (scri
 import tiny_models  # noqa: E402
 from hf_reference.problems import ICL_ROWS, MODES, QUESTION, decoded, encoded  # noqa: E402
 from smmile.models import registry  # noqa: E402
-from smmile.models.hf.compat import transformers_version  # noqa: E402
+from smmile.models.hf.compat import image_token_id, transformers_version  # noqa: E402
 from smmile.protocol.items import Item, Rngs  # noqa: E402
 from smmile.protocol.problem import ImageRef, Problem, Row  # noqa: E402
 
@@ -97,7 +97,7 @@ def pinned_ids(arch: str, case: str) -> list[int]:
     _, model = loaded("llavamed")
     out = []
     for t in ids:  # LLaVA-Med's generate expands its -200 placeholder; our ids carry the expansion
-        out.extend([model.config.image_token_id] * image_tokens_per_image(model) if t == -200 else [t])
+        out.extend([image_token_id(model.config)] * image_tokens_per_image(model) if t == -200 else [t])
     return out
 
 

@@ -37,6 +37,11 @@ def image_processor_backend(image_backend: str) -> dict:
     return {"use_fast": image_backend == "torchvision"}
 
 
+def image_token_id(config) -> int:
+    """The image placeholder's token id of a LLaVA config: `image_token_id` in 5.x, `image_token_index` in 4.x."""
+    return config.image_token_id if transformers_version() >= (5, 0) else config.image_token_index
+
+
 LLAVA_4X_NAMES = (("model.language_model.", "language_model.model."), ("lm_head.", "language_model.lm_head."),
                   ("model.vision_tower.", "vision_tower.vision_model."),
                   ("model.multi_modal_projector.", "multi_modal_projector."))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .compat import chat_template_processor_kwargs
+from .compat import chat_template_processor_kwargs, image_token_id
 from .request import HFRequest
 
 
@@ -67,7 +67,7 @@ def encode_llavamed(processor, model, reqs: list[HFRequest]) -> dict:
     from .llavamed import IMAGE_TOKEN_INDEX, llavamed_images, tokenizer_image_token
 
     tok, improc = processor.tokenizer, processor.image_processor
-    image_id, n_img = model.config.image_token_id, image_tokens_per_image(model)
+    image_id, n_img = image_token_id(model.config), image_tokens_per_image(model)
     rows, pixels = [], []
     for r in reqs:
         ids = []
