@@ -1,4 +1,5 @@
-"""The demo a new user runs first (issue #25 item 3): `scripts/demo.sh` and the README agree on where the demo data
+"""The demo a new user runs first (issue #25 item 3): `scripts/demo.sh` and the reference (docs/reference.md, where
+the README's reference moved in issue #36) agree on where the demo data
 and results go, and the original's `inf ± inf` console line is explained beside it."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ FAITHFUL_INF = "  LLM-as-a-Judge Accuracy (inf samples): inf ± inf"
 
 
 def readme_row(start: str) -> str:
-    rows = [line for line in (REPO / "README.md").read_text().splitlines() if line.startswith(start)]
+    rows = [line for line in (REPO / "docs" / "reference.md").read_text().splitlines() if line.startswith(start)]
     assert len(rows) == 1, rows
     return rows[0]
 
