@@ -12,7 +12,8 @@ Replies come from `reply({"body": body})` and carry the same usage as `api_serve
 batch run and a synchronous run against the same `reply` see identical responses. Results are written in
 reverse submission order, so a client that matched them by order would be caught.
 
-Also: GET /v1/batches and /v1/messages/batches (lists, newest first; OpenAI's carry each batch's metadata),
+Also: POST /v1/messages and /v1/chat/completions (synchronous replies, for --deadline), GET /v1/batches and
+/v1/messages/batches (lists, newest first; OpenAI's carry each batch's metadata),
 DELETE /v1/files/{id}, GET /openai/files/{id} (Azure: an upload stays `pending` for `file_pending` checks).
 `script(method, path, n)` (n: how many requests of that method and path came before) may answer a request
 instead: a `Scripted` (status and body, after `delay` seconds; `then_serve`: handle it normally, then answer
@@ -296,6 +297,10 @@ class FakeBatchApi(LoopbackServer):
                     return
                 if re.fullmatch(r"(?:/v1|/openai)/files", path):
                     return self._upload(raw)
+                if path in ("/v1/messages", "/v1/chat/completions"):  # the synchronous API beside the batches
+                    body = json.loads(raw)
+                    proto = "anthropic" if path == "/v1/messages" else "openai"
+                    return self._json(200, _success(proto, body, api.reply({"body": body})))
                 if re.fullmatch(r"(?:/v1|/openai)/batches", path):
                     return self._openai_create(json.loads(raw), "azure" if path.startswith("/openai") else "openai")
                 if path == "/v1/messages/batches":

@@ -434,3 +434,27 @@ def test_a_prices_file_overrides_the_shipped_dated_table_and_the_dry_run_says_it
     shipped_line, mine_line = [x for x in capsys.readouterr().out.splitlines() if "estimated cost" in x]
     assert f"prices of {shipped['date']}" in shipped_line and f"prices of 2031-01-01 ({mine})" in mine_line
     assert "USD 30 / 150 per million" in mine_line
+
+
+# -- deliverable 7: --deadline: a batch, and its stragglers sent synchronously when the deadline nears -------------------
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_deadline_cancels_the_batch_and_sends_its_stragglers_synchronously(env, tmp_path, provider):
+    import time
+
+    with FakeApi(reply=tb.reply) as sync_api:
+        assert tb.front(point(env, provider, sync_api.url), tmp_path / "sync") == 0
+    with FakeBatchApi(reply=tb.reply) as api:
+        api.release.clear()  # the batch would not end by itself
+        t0 = time.monotonic()
+        assert tb.front(point(env, provider, api.url), tmp_path / "d", "--deadline", "3s", "--poll-interval", "0.05",
+                        *PRICE_FLAGS) == 0
+        seconds = time.monotonic() - t0
+        [batch] = api.created()
+        sync_posts = [c for c in api.calls if c[0] == "POST" and c[1] in ("/v1/messages", "/v1/chat/completions")]
+        assert [c for c in api.calls if c[1].endswith(f"{batch['id']}/cancel")]
+    assert len(sync_posts) == 24 and seconds < 3 + 15
+    assert tb.csv_bytes(tmp_path / "d", provider) == tb.csv_bytes(tmp_path / "sync", provider)
+    assert [r["state"] for r in tb.ledger(tmp_path / "d", provider)] == ["submitted", "collected"]
+
+
+PRICE_FLAGS = ("--max-cost", "100")

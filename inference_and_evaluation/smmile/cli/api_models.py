@@ -12,7 +12,7 @@ from . import common as fd
 
 API_FLAGS = ("concurrency", "max_retries", "timeout", "max_cost", "price", "base_url", "api_model",
              "max_image_side", "max_tokens", "max_consecutive_failures", "allow_key_for_host", "dry_run", "batch",
-             "poll_interval", "prices", "batch_deployment")
+             "poll_interval", "prices", "batch_deployment", "deadline")
 
 
 def add_api_flags(p: argparse.ArgumentParser) -> None:
@@ -46,6 +46,10 @@ def add_api_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batch-deployment", default=None, metavar="NAME",
                    help="--batch on Azure OpenAI: the Global Batch or Data Zone Batch deployment of the model (Azure "
                         "runs batches on those only); priced as the model (default: the synchronous deployment)")
+    g.add_argument("--deadline", type=duration, default=None, metavar="DURATION",
+                   help="--batch with a deadline (e.g. 8h, 90m, 1h30m; implies --batch): when it nears (its last "
+                        "tenth), the batches in flight are canceled and their unfinished problems sent synchronously, "
+                        "within --max-cost")
     g.add_argument("--prices", default=None, metavar="FILE",
                    help="a price table (JSON: {\"date\": ..., \"models\": {model: [input, output]}}, USD per "
                         "million tokens) over the dated one shipped with smmile (models/api/prices.json)")
@@ -102,6 +106,19 @@ def concurrency(text: str) -> int | str:
     return value
 
 
+def duration(text: str) -> float:
+    """argparse type of --deadline: seconds, or a duration such as 8h, 90m, 1h30m, 45s."""
+    from ..models.api.limiter import parse_reset
+
+    try:
+        value = parse_reset(text) if text.strip() else None
+    except ValueError:
+        value = None
+    if not value or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 8h, 90m, 1h30m or 3600 (seconds)")
+    return value
+
+
 def poll_interval(text: str) -> float:
     value = fd.positive_number(text)
     if not POLL_BOUNDS[0] <= value <= POLL_BOUNDS[1]:
@@ -117,9 +134,11 @@ def api_settings(args: argparse.Namespace) -> dict:
     if getattr(args, "base_url", None) and url_has_credentials(args.base_url):
         raise UserError("--base-url must not carry credentials (user:password@ or ?query); API keys come from the "
                         "environment only")
-    if getattr(args, "poll_interval", None) is not None and not getattr(args, "batch", None):
+    batch = getattr(args, "batch", None) or getattr(args, "deadline", None) is not None
+    if getattr(args, "poll_interval", None) is not None and not batch:
         raise UserError("--poll-interval is for --batch runs only (it sets how often their batches are checked)")
-    return {k: getattr(args, k) for k in API_FLAGS if getattr(args, k, None) is not None}
+    settings = {k: getattr(args, k) for k in API_FLAGS if getattr(args, k, None) is not None}
+    return {**settings, "batch": True} if batch else settings
 
 
 def openai_provider() -> str:

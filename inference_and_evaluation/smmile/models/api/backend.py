@@ -39,7 +39,7 @@ class ApiBackend(Backend):
     sdk: str | None = None  # the official SDK package, checked when the backend is built
     # settings that change how requests are sent, not what is asked: not part of the journal key
     RUN_ONLY = ("concurrency", "max_retries", "timeout", "max_cost", "base_url", "price", "max_consecutive_failures",
-                "allow_key_for_host", "dry_run", "batch", "poll_interval", "prices", "batch_deployment")
+                "allow_key_for_host", "dry_run", "batch", "poll_interval", "prices", "batch_deployment", "deadline")
     limits: dict = {}  # request_bytes, image_b64_bytes, image_side, image_side_many (over 20 images)
     unit = "problems"  # what one work item is, in messages ("judge requests" for the judge)
     default_max_image_side: int | None = None  # corrected protocol only
@@ -383,12 +383,14 @@ class ApiBackend(Backend):
             self._generate(work, on_done)
 
     def _generate(self, work, on_done) -> None:
-        if not self.settings.get("batch"):
-            in_flight_refusal(self.journal)
         if self.settings.get("batch"):
             from .batch import BatchRun
 
             return BatchRun(self, work, on_done).run()
+        in_flight_refusal(self.journal)
+        self.run_sync(work, on_done)
+
+    def run_sync(self, work, on_done) -> None:
         try:
             asyncio.get_running_loop()
         except RuntimeError:

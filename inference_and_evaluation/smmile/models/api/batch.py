@@ -69,6 +69,10 @@ class BatchRun:
         self.attempts: dict[str, int] = {}
         self.deferred: list[str] = []  # not submitted yet: over --max-cost while batches were in flight
         self.quota_failures = 0
+        deadline = backend.settings.get("deadline")  # --deadline: seconds from now
+        self.deadline = None if deadline is None else time.monotonic() + float(deadline)
+        self.margin = 0.0 if deadline is None else max(2 * self.poll_interval, 0.1 * float(deadline))
+        self.hurry = False  # the deadline is near: no more batches, the stragglers go synchronously
         self.started = time.monotonic()
         self.meter = backend.meter
         self.meter.discount = BATCH_DISCOUNT
@@ -347,13 +351,29 @@ class BatchRun:
             covered = {c for e in self.open.values() for c in e["custom_ids"]}
             self.submit([c for c in self.pending if c not in covered])
             self.wait()
+            if self.hurry and self.pending:
+                log.info("deadline: %d %s go synchronously", len(self.pending), self.backend.unit)
+                self.deferred = []
+                self.backend.run_sync([(item, req) for item, req, _ in self.pending.values()], self.on_done)
         finally:
             self.ledger.close()
+
+    def near_deadline(self) -> None:
+        """Once the deadline is within its margin: cancel the batches in flight (collected as they end, their
+        finished items kept) and submit nothing more; what is left goes synchronously (within --max-cost)."""
+        if self.deadline is None or self.hurry or time.monotonic() < self.deadline - self.margin:
+            return
+        self.hurry = True
+        log.info("deadline near: canceling %d batch(es) in flight; their unfinished %s go synchronously",
+                 len(self.open), self.backend.unit)
+        for batch_id in list(self.open):
+            self.provider(self.api.cancel, batch_id)
 
     def wait(self) -> None:
         shown: dict[str, tuple] = {}
         canceled: set[str] = set()
         while self.open:
+            self.near_deadline()
             for batch_id in list(self.open):
                 try:  # a blip, a 5xx or a 429 is waited out for as long as a batch may run
                     status = self.provider(self.api.status, batch_id, until=time.time() + WINDOW_S + GRACE_S)
@@ -378,12 +398,12 @@ class BatchRun:
                     canceled.add(batch_id)
             if self.open:
                 time.sleep(self.poll_interval)
-        if self.deferred:
+        if self.deferred and not self.hurry:
             first = self.deferred[: self.split or self.max_requests]
             self.over_budget(sum(self.lines[c][2] for c in first if c in self.lines))
 
     def resubmit(self, again: list[str]) -> None:
-        if again or self.deferred:
+        if (again or self.deferred) and not self.hurry:
             self.submit(again)
 
     progress = ""
