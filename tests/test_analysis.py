@@ -115,7 +115,8 @@ def test_permutation_pairs_by_base_problem_with_clusters(tmp_path):
     assert (row["gained"], row["lost"]) == (1, 1)
     # row-weighted (issue #20, the default): per base problem S = gained - lost: a -1, b +1, c 0;
     # X² = (-1 + 1)² / (1 + 1) = 0, p = 1
-    assert row["p_method"].startswith("cluster score test, row-weighted") and row["p_value"] == pytest.approx(1.0)
+    assert row["p_method"].startswith("cluster score") and "row-weighted" in row["p_method"]
+    assert row["p_value"] == pytest.approx(1.0)
     (by_problem,) = analyse("permutation", sets, {**SETTINGS, "weight": "problem"}, []).summary
     assert by_problem["p_method"] == "cluster-adjusted McNemar (Durkalski 2003)"
     # Durkalski: per base problem d = (gained - lost) / orders: a -1/2, b +1/3, c 0
