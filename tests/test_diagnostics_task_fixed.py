@@ -109,3 +109,15 @@ def test_the_policy_analysis_renders_in_the_report(root):
                    "--out", str(path / "report")]) == 0
     page = (path / "report" / "index.html").read_text()
     assert "demonstration policies against the experts" in page and "demos-random ICL − demos-experts ICL" in page
+
+
+def test_a_malformed_recorded_options_cell_is_one_line():
+    import random
+
+    from smmile.errors import UserError
+    from smmile.protocol.options import RECORDED, shuffled_options
+    from smmile.protocol.problem import Problem, Row
+
+    bad = Problem("p", (Row("p", 0, "q", "a", None), Row("p", 1, "q", "b", None, fields={RECORDED: "{oops"})))
+    with pytest.raises(UserError, match="mcqa_options cell"):
+        shuffled_options(bad, random.Random(0))

@@ -7,6 +7,7 @@ import json
 import random
 import string
 
+from ..errors import UserError
 from .problem import Problem
 
 LETTERS = string.ascii_uppercase
@@ -23,7 +24,11 @@ def fixed_options(problem: Problem, seed: int) -> str:
 def recorded_options(problem: Problem) -> dict[str, str] | None:
     """The options a variant recorded for ``problem`` (display order), or None."""
     cell = problem.query.fields.get(RECORDED)
-    return {letter: answer for letter, answer in json.loads(cell)} if cell else None
+    try:
+        return {str(letter): str(answer) for letter, answer in json.loads(cell)} if cell else None
+    except (TypeError, ValueError):
+        raise UserError(f"problem {problem.problem_id}: the {RECORDED} cell is not [[letter, answer], ...]; write "
+                        "the variant again") from None
 
 
 def unique_answers(problem: Problem) -> list[str]:
