@@ -50,7 +50,8 @@ PAPER_PINS = (
     Pin("transformers", "4.51.0", "each family re-states 4.51.0's image steps (docs/images.md: alpha dropped, not "
                                   "composited) and Llama-3.2's double BOS; token ids and pixel values are checked "
                                   "against 4.51.0 recordings (tests/test_hf_reference.py); the LLaVA scripts' 4.46.3 "
-                                  "anyres padding differs by a pixel on odd padding (docs/deviations.md L3)"),
+                                  "anyres padding differs by a pixel on odd padding (docs/deviations.md L3). The LLaVA "
+                                  "scripts pinned 4.46.3 with torch 2.2.0: requirements-paper-llava.lock"),
     Pin("tokenizers", "0.21.1", "nothing needed: token ids are checked against the 4.51.0/0.21.1 recordings"),
     Pin("qwen-vl-utils", "0.0.11", "not imported: MedVLM-R1's to_rgb and smart resize of 0.0.11 are re-stated in "
                                    "smmile/models/hf/imageprep.py"),
