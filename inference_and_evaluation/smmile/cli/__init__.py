@@ -25,6 +25,7 @@ COMMANDS = {
     "agreement": "judge reliability: inter-rater, judge vs humans, EM vs judge",
     "env": "installed versions that can change results, beside the paper's pins",
     "batches": "the provider batches of a result folder (--batch runs): ls, adopt, cancel",
+    "export": "to other tools: inspect_ai logs, Every Eval Ever records, a models x items matrix",
 }
 
 
