@@ -81,7 +81,7 @@ def test_stats_reports_tokens_and_dollars_per_correct_answer(demo_dir, tmp_path,
         backend={"accounting": {"prices_date": "2025-06-01"}}))
     assert cli.main(["stats", str(res), "--out", str(tmp_path / "s"), "--n-boot", "10", "--compare", "none"]) == 0
     out = capsys.readouterr().out
-    rows = pd.read_csv(tmp_path / "s" / "stats_estimates.csv").set_index("model")
+    rows = pd.read_csv(tmp_path / "s" / "stats_estimates.csv").query("metric == 'MCQA'").set_index("model")
     correct = pd.read_csv(res / "result_random_ICL_mcqa.csv")["is_correct"].astype(str).str.lower().eq("true").sum()
     assert correct > 0
     assert rows.loc["random", "input_tokens_per_correct"] == pytest.approx(24000 / correct)
