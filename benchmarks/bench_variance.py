@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "inference_and_eval
 
 from smmile.scoring import tables, variance  # noqa: E402
 from smmile.scoring.exact_match import normalize_answer  # noqa: E402
-from smmile.scoring.naming import extract_model_info  # noqa: E402
+from smmile.record.naming import extract_model_info  # noqa: E402
 
 # (file tag, open-format suffix); baselines only have ICL files.
 MODELS = [("MedVLM-R1", "_open"), ("gpt-4o", "_open"), ("llama32_vision_90b", "_open"),

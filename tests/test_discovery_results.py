@@ -9,8 +9,8 @@ import pytest
 from smmile.cli import em as em_cli
 from smmile.cli import stratify as stratify_cli
 from smmile.cli import variance as variance_cli
-from smmile.scoring import naming
-from smmile.scoring.results import load_results
+from smmile.record import naming
+from smmile.record.run_record import scan as load_results
 
 OPEN_HEADER = "problem_id,final_question,true_answer,generated_answer,full_response\n"
 MCQA_HEADER = "problem_id,final_question,selected_option,correct_option,is_correct\n"

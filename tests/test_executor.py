@@ -31,7 +31,7 @@ def test_records_are_the_runner_journal_format(tmp_path):
     records = Executor(journal, planned("a", "b")).run(Backend(lambda r: r.upper()))
     lines = [json.loads(x) for x in (tmp_path / "j.jsonl").read_text().splitlines()]
     assert [line["key"] for line in lines] == ["k-a", "k-b"] and records == {line["key"]: line for line in lines}
-    assert set(lines[0]) == {"v", "key", "index", "problem_id", "item", "status", "response", "time"}
+    assert set(lines[0]) == {"v", "key", "index", "problem_id", "item", "request", "status", "response", "time"}
     assert (lines[0]["v"], lines[0]["status"], lines[0]["response"]["text"]) == (RESPONSES_FORMAT, "ok", "A")
     assert lines[1]["item"] == {"asked": "b"} and lines[1]["problem_id"] == "p1"
     assert Journal(tmp_path / "j.jsonl", version=RESPONSES_FORMAT).records() == records  # the strict reader agrees

@@ -3,7 +3,7 @@ actually given: `smmile run` of a served chat model on the fake OpenAI-compatibl
 open 0-shot), `smmile report RESULTS --dataset demo`, the explorer's data read back from the page, and for every
 problem each shown prompt compared with the request body the server logged for that problem (the system prompt,
 every turn's role and text in order, the images' number, order and pixels, and for MCQA the options in the order
-sent). Then a tiny `hf:` checkpoint whose chat template refuses a system turn (the run folds the system prompt into
+sent), also after the system prompt changed (the runs recorded their requests). Then a tiny `hf:` checkpoint whose chat template refuses a system turn (the run folds the system prompt into
 the first user turn): the shown messages, rendered by the checkpoint's own chat template, must be the text its
 processor was given for that problem, with the same images."""
 
@@ -145,7 +145,10 @@ def served(tmp_path_factory, demo_dir):
     finally:
         if saved is not None:
             os.environ["OPENAI_API_KEY"] = saved
-    assert smmile(["report", str(results), "--dataset", "demo", "--out", str(root / "report"), "--n-boot", "50"]) == 0
+    with pytest.MonkeyPatch.context() as patch:  # the prompt template changed after the runs: shown as sent
+        patch.setattr("smmile.models.api.chat_family.API_SYSTEM", "A system prompt written after the runs.")
+        assert smmile(["report", str(results), "--dataset", "demo", "--out", str(root / "report"),
+                       "--n-boot", "50"]) == 0
     return explorer_data(root / "report" / "index.html"), sent
 
 

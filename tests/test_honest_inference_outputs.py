@@ -13,7 +13,7 @@ import sys
 import pandas as pd
 
 from conftest import FRONT
-from smmile.scoring.results import load_results as find_results
+from smmile.record.run_record import scan as find_results
 
 
 def baseline(out, *args):

@@ -5,7 +5,7 @@ import pytest
 from smmile import identity
 from smmile.identity import ModelIdentity
 from smmile.models import registry
-from smmile.scoring import naming
+from smmile.record import naming
 
 # Spec §4.3 (scoring names), §7.2 (row keys) and §7.4 (LaTeX names), copied from the spec, per file tag.
 SPEC = {

@@ -8,9 +8,10 @@ import pytest
 from api_server import FakeApi
 from smmile.cli import judge as judge_cli
 from smmile.cli import stats as stats_cli
-from smmile.scoring.exact_match import ResultFileError
+from smmile.record.result_csv import ResultFileError
 from smmile.scoring.metrics import metric_scores
-from smmile.scoring.results import load_results, records_of
+from smmile.record.run_record import scan as load_results
+from smmile.scoring.results import records_of
 from test_jury import STEM, folder, jury, reply  # noqa: F401 (folder: the fixture)
 
 pytestmark = pytest.mark.server
@@ -40,7 +41,9 @@ def test_stats_score_the_judge_from_its_journal_without_the_export(folder, tmp_p
     assert ",LLM," in before and after == before
 
 
-def test_an_edited_journal_reply_changes_the_score_not_the_export(folder):
+def test_an_edited_journal_reply_changes_the_score_once_the_judge_records_it(folder):
+    """The verdicts are recorded when judged (``.smmile/<stem>.verdicts.json``); an edited journal reply reaches
+    the score and the export when ``smmile judge`` records them again, without a request."""
     with FakeApi(reply=reply) as api:
         judge(folder, api.url)
         export = (folder / f"{STEM}_evaluationllm.json").read_text()
@@ -51,11 +54,23 @@ def test_an_edited_journal_reply_changes_the_score_not_the_export(folder):
             if rec["problem_id"] == "a_perm_0":
                 rec["response"]["text"] = "0"
         journal.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
-        assert llm(folder) == {**exported(folder), "a_perm_0": 0.0}
+        assert llm(folder) == exported(folder)  # the record holds the verdicts as judged
         assert (folder / f"{STEM}_evaluationllm.json").read_text() == export
-        judge(folder, api.url)  # the journal answers: the export follows the record
+        judge(folder, api.url)  # the journal answers: the record and the export follow it
         assert len(api.requests()) == 6
-    assert exported(folder)["a_perm_0"] == 0.0
+    assert exported(folder)["a_perm_0"] == 0.0 and llm(folder)["a_perm_0"] == 0.0
+
+
+def test_the_verdicts_are_read_as_recorded_not_by_rebuilding_prompts(folder, monkeypatch):
+    """A judge prompt changed after judging (today's JUDGE_PROMPT differs) does not lose the recorded verdicts."""
+    from smmile.scoring import judge as judge_mod
+
+    with FakeApi(reply=reply) as api:
+        judge(folder, api.url)
+    expected = exported(folder)
+    (folder / f"{STEM}_evaluationllm.json").unlink()
+    monkeypatch.setattr(judge_mod, "JUDGE_PROMPT", "Is {response} the answer to {question}? ({answer})")
+    assert llm(folder) == expected
 
 
 def test_a_csv_edited_after_judging_is_not_scored_from_the_journal(folder):

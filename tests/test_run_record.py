@@ -13,7 +13,7 @@ import pandas as pd
 
 from smmile.cli import stats as stats_cli
 from smmile.report import build
-from smmile.scoring import results
+from smmile.record import run_record
 
 HEADER = "problem_id,final_question,true_answer,generated_answer\n"
 # What the CSV says (the original's text rules): p1 right, p2 an ERROR row, p3 blank, p4 blank, p5 an ERROR row
@@ -57,13 +57,13 @@ def _counts(out):
 
 
 def test_responses_of_the_manifests_run_only(tmp_path):
-    (found,) = results.load_results(_run_record(tmp_path / "r"), rules="variance")
+    (found,) = run_record.scan(_run_record(tmp_path / "r"), rules="variance")
     assert found.identity.key == "my-model"
     # p6 has responses of two configurations journaled (which one the CSV holds is unknown): left out; the
     # MCQA record of p1 is another run's
     assert sorted(found.responses) == ["p1", "p2", "p3", "p4"]
     assert found.responses["p1"]["text"] == "Red"
-    (bare,) = results.load_results(_run_record(tmp_path / "b", manifest=False), rules="variance")
+    (bare,) = run_record.scan(_run_record(tmp_path / "b", manifest=False), rules="variance")
     assert bare.responses is None and bare.identity.key == "mine"  # spec §7.2: the token of the file name
 
 
@@ -87,3 +87,4 @@ def test_the_report_shows_the_journals_counts(tmp_path):
     (row,) = [r for r in data.sets[0].estimates if r["metric"] == "EM"]
     assert (row["n_refused"], row["n_failed"], row["n_empty"]) == (1, 2, 1)
     assert "result_mine_ICL.csv" in data.sets[0].runs
+

@@ -70,7 +70,7 @@ def _files_in_published_order(order):
     by_key = {}
     for csv in PUBLISHED.glob("result_*.csv"):
         if not csv.name.endswith("_mcqa.csv"):
-            from smmile.scoring.naming import get_model_info
+            from smmile.record.naming import get_model_info
             info = get_model_info(csv)
             by_key[f"{info.model}:{info.mode}"] = csv
     return [by_key[f"{m}:{mode}"] for mode in ("0-shot", "ICL") for m in order[mode]]
@@ -177,7 +177,8 @@ def test_evaluate_em_exit_codes(tmp_path):
 
 def test_evaluate_em_unreadable_dir_and_file(tmp_path, monkeypatch, capsys):
     """Permissions do not bind root, so unreadability is simulated where it is checked."""
-    from smmile.scoring import exact_match, results
+    from smmile.record import result_csv
+    from smmile.scoring import results
 
     (tmp_path / "result_llava_7b_ICL.csv").write_text(OPEN_HEADER + "p1,q,Red,red,x\n")
     (tmp_path / "result_llava_13b_ICL.csv").write_text(OPEN_HEADER + "p1,q,Red,red,x\n")
@@ -190,7 +191,7 @@ def test_evaluate_em_unreadable_dir_and_file(tmp_path, monkeypatch, capsys):
         if "13b" in str(path):
             raise PermissionError(13, "Permission denied")
         return open(path, *args, **kwargs)
-    monkeypatch.setattr(exact_match, "open", open_file, raising=False)
+    monkeypatch.setattr(result_csv, "open", open_file, raising=False)
     assert em_cli.main([str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot read CSV (" in err[0] and "Permission denied" in err[0]

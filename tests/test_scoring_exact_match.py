@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from smmile.scoring import exact_match as em
-from smmile.scoring.naming import evaluation_json_path
+from smmile.record.naming import evaluation_json_path
+from smmile.record.result_csv import ResultFileError, read_result_csv
 
 PUBLISHED = Path(__file__).resolve().parents[1].parent / "shared" / "published" / "smmile"
 KEY_ORDER = ["model", "inference_mode", "total_examples", "original_count", "excluded_count",
@@ -62,16 +63,16 @@ def test_empty_frame_accuracy_zero(tmp_path):
 ])
 def test_bad_files(tmp_path, content, fragment):
     csv = _write(tmp_path / "result_x_ICL.csv", content)
-    with pytest.raises(em.ResultFileError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ResultFileError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
         em.calculate_exact_match(csv)
 
 
 def test_directory_and_missing(tmp_path):
     (tmp_path / "result_d_ICL.csv").mkdir()
-    with pytest.raises(em.ResultFileError, match="is a directory"):
-        em.read_result_csv(tmp_path / "result_d_ICL.csv")
-    with pytest.raises(em.ResultFileError, match="not found"):
-        em.read_result_csv(tmp_path / "nope.csv")
+    with pytest.raises(ResultFileError, match="is a directory"):
+        read_result_csv(tmp_path / "result_d_ICL.csv")
+    with pytest.raises(ResultFileError, match="not found"):
+        read_result_csv(tmp_path / "nope.csv")
 
 
 def test_json_text_default_format():

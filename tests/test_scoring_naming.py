@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from smmile.scoring import naming
+from smmile.record import naming
 from smmile.scoring.results import find_result_files
 
 

@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "inference_and_evaluation"))
 
 from smmile.cli import variance as variance_cli  # noqa: E402
-from smmile.scoring import results as discovery, variance  # noqa: E402
+from smmile.record import run_record as discovery  # noqa: E402
+from smmile.scoring import variance  # noqa: E402
 
 N_ROWS = 1038
 COLUMNS = [(metric, mode) for metric in ("LLM", "EM", "MCQA") for mode in ("0-shot", "ICL")]

@@ -6,7 +6,6 @@ a jury against each other and exact match (``--judges``). The coefficients are `
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 from pathlib import Path
@@ -16,15 +15,14 @@ import pandas as pd
 
 from .. import plotting
 from ..errors import MissingDependency, UserError
+from ..record.verdicts import JURY
 from ..scoring.estimates import clusters_for
 from ..scoring.kappa import (NAN, cohen_kappa, fleiss_agreement, fleiss_kappa, majority, pair_agreement,
                              pairwise_percent, pearson, percent_agreement)
-from ..scoring.naming import judgements_path
 from ..scoring.results import MODES, Record
 
 ITEM = ["model", "mode", "problem_id"]
 CELL = ["model", "mode", "format", "problem_id"]
-JURY = "jury"
 LABEL_COLUMNS = ("problem_id", "model", "mode", "rater", "label")
 VALUES = {"0": 0, "1": 1, "false": 0, "true": 1, "0.0": 0, "1.0": 1}
 
@@ -197,34 +195,13 @@ def em_tables(records: list[Record], warn) -> dict:
     return {"em_vs_judge": rows, "em_judge_correlation": correlation(rows, "judge_accuracy", "em_accuracy")}
 
 
-# -- the judges of a jury (verdicts per judge in <stem>_judgements.jsonl) -------------------------------
-def verdicts(path) -> dict[str, dict[str, float]]:
-    """judge label (the jury's own: ``jury``) -> problem_id -> 0/1 or NaN (no parseable verdict, or a failed
-    request), from a problem's first row; empty when the file is missing or unreadable."""
-    out: dict[str, dict[str, float]] = {}
-    try:
-        with open(path, encoding="utf-8") as handle:
-            lines = [json.loads(line) for line in handle if line.strip()]
-    except (OSError, ValueError):
-        return out
-    for rec in (r for r in lines if isinstance(r, dict)):
-        own = rec.get("value") if rec.get("status") == "ok" else None
-        jury = rec.get("jury")
-        members = jury + [{"judge": JURY, "value": own}] if isinstance(jury, list) else [
-            {"judge": f"{rec.get('backend')}:{rec.get('model')}", "value": own}]
-        pid = str(rec.get("problem_id"))
-        for m in members:
-            value = m.get("value")
-            out.setdefault(str(m.get("judge")), {}).setdefault(pid, float(value) if value in (0, 1) else math.nan)
-    return out
-
-
+# -- the judges of a jury (the run record's verdicts per judge) ---------------------------------------
 def judge_frame(records: list, warn=None) -> pd.DataFrame:
     """One row per judged cell: model, mode, format, problem_id, em (0/1 or NaN) and one column per judge."""
     em = {r.source: binary_scores(r.scores, f"{r.source} (exact match)", warn) for r in records if r.metric == "EM"}
     frames = []
     for r in (r for r in records if r.metric == "LLM" and r.result is not None):
-        found = verdicts(judgements_path(r.result.csv))
+        found = r.result.verdicts
         if not found:
             continue
         frame = pd.DataFrame(found)

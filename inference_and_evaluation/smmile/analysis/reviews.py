@@ -19,7 +19,7 @@ import pandas as pd
 from ..errors import UserError
 from ..scoring import kappa
 from ..scoring.estimates import clusters_for
-from ..scoring.results import FORMATS, MODES
+from ..record.run_record import FORMATS, MODES
 from .agreement import CELL, binary_scores, scopes
 
 FORMAT = "smmile-reviews/1"

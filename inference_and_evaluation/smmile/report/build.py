@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from smmile.errors import UserError
+from smmile.record import original
+from smmile.record.run_record import scan
 from smmile.report import analyses as analyses_mod
 from smmile.report import manifests, names
-from smmile.scoring import estimates as est, statistics, stratify, tables
-from smmile.scoring.results import ResultSet, load_records, load_results
+from smmile.scoring import estimates as est, metrics, statistics, stratify, tables
+from smmile.scoring.results import ResultSet, load_records
 from smmile.scoring.stats_run import dataset_versions, with_costs
-
-VARIANCE_TABLE = "evaluation_results.txt"  # variance_analysis.py's default --output
 
 
 @dataclass
@@ -76,9 +76,10 @@ def gain_table(gains: list[dict]) -> list[tuple[str, dict]]:
     return [(m, by_model[m]) for m in model_order(gains, "model_a")]
 
 
-def _read_json(path: str, warnings: list) -> dict | None:
-    data = analyses_mod.load_json(path)
+def _stratification(results_dir: str, kind: str, ci: bool, warnings: list) -> dict | None:
+    data = original.stratification(results_dir, kind, ci)
     if isinstance(data, Exception):
+        path = os.path.join(results_dir, f"model_stratification_{kind}{'_ci' if ci else ''}.json")
         warnings.append(f"{path}: unreadable ({type(data).__name__}: {data}); not shown")
     return data if isinstance(data, dict) else None
 
@@ -95,12 +96,12 @@ def load_stratification(results_dir: str, warnings: list, permuted: bool = False
     plain, with_ci = {}, {}
     for kind in ("em", "llm"):
         path = os.path.join(results_dir, f"model_stratification_{kind}.json")
-        data = _read_json(path, warnings) if os.path.exists(path) else None
+        data = _stratification(results_dir, kind, False, warnings)
         if not data or not all(isinstance(v, dict) for v in data.values()):
             continue
         plain[kind] = data
         ci_path = path[: -len(".json")] + "_ci.json"
-        ci = _read_json(ci_path, warnings) if os.path.exists(ci_path) else None
+        ci = _stratification(results_dir, kind, True, warnings)
         if not ci or set(ci) != set(data):
             ci = {key: stratify.stratum_intervals(strata, strat_flags(data)) for key, strata in data.items()}
             if permuted:
@@ -138,17 +139,14 @@ def gather_set(label: str | None, results_dir: str, index: int, settings: Settin
     found = ReportSet(label, Path(os.path.abspath(results_dir)), records, slug(label, index))
     s = settings
     found.estimates = with_costs(est.estimates(records, s.n_boot, s.seed, s.cluster, s.level), records)
-    found.gains = est.comparisons(records, "icl", s.n_boot, s.seed, s.cluster, s.level,
-                                    warn=lambda message: warn(message.removeprefix("warning: ")))
+    paper = [r for r in records if metrics.get_metric(r.metric).paper]  # the paper's metrics' ICL gains
+    found.gains = est.comparisons(paper, "icl", s.n_boot, s.seed, s.cluster, s.level,
+                                  warn=lambda message: warn(message.removeprefix("warning: ")))
     names.learn(r.result.identity for r in records if r.result is not None)
     found.runs = {r.csv.name: manifests.run_info(os.fspath(r.csv)) for r in sorted(
-        load_results(results_dir, rules="variance", warn=lambda message: None), key=lambda r: r.csv.name)}
+        scan(results_dir, rules="variance", warn=lambda message: None), key=lambda r: r.csv.name)}
     found.stratification, found.strat_ci = load_stratification(results_dir, warnings, found.permuted)
-    try:
-        with open(os.path.join(results_dir, VARIANCE_TABLE), encoding="utf-8") as handle:
-            found.variance_table = handle.read()
-    except (OSError, UnicodeDecodeError):
-        pass
+    found.variance_table = original.variance_table(results_dir)
     return found
 
 

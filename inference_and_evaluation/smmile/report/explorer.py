@@ -11,16 +11,18 @@ from __future__ import annotations
 import base64
 import io
 import os
-from collections import deque, namedtuple
+from collections import deque
 from dataclasses import replace
 from functools import partial
 from typing import Iterator
 
 from smmile.protocol.extract import EXTRACTION_FAILED
 from smmile.protocol.problem import ORIENTATION, Problem
-from smmile.report import manifests, names
+from smmile.report import names
 from smmile.report.build import model_order
+from smmile.report.explorer_prompts import StoredImage, run_prompts
 from smmile.scoring import statistics, stratify
+from smmile.scoring.metrics import METRICS
 
 THUMB_SIZE = 320  # longest side, pixels
 THUMB_QUALITY = 82
@@ -31,6 +33,7 @@ SHOWN_AS_IS = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp", "GIF": ".gif"}  #
 CORRECT_AT = 0.5  # a fractional judge score (several rows of one problem) counts as correct from here
 INVALID_OPTION = "INVALID_OPTION:"  # protocol.outputs.mcqa_fields: a letter that names no option
 CHUNK = 32  # images per thumbnail job
+SHOWN = [name for name, m in METRICS.items() if m.paper]  # the metrics whose per-problem outcome the explorer shows
 IN_FLIGHT = 8  # thumbnail jobs submitted and not yet collected, at most (their images are held meanwhile)
 
 
@@ -48,9 +51,6 @@ class Strings:
         if text is None or (isinstance(text, float) and text != text):
             return -1
         return self._index.setdefault(str(text), len(self._index))
-
-
-StoredImage = namedtuple("StoredImage", "digest")  # an image as the explorer keeps it (the bytes stay in the dataset)
 
 
 def read_dataset(source) -> list:
@@ -85,7 +85,7 @@ class Images:
         return len(self._index)
 
     def index(self, ref) -> int:
-        return -1 if ref is None else self._index[ref.digest]
+        return -1 if ref is None else self._index.get(ref.digest, -1)  # -1: not in the dataset (shown as missing)
 
     def make(self, sources: list, pool, full_dir: str) -> None:
         """The thumbnails, made on ``pool`` while ``sources`` are read again (at most IN_FLIGHT chunks wait at
@@ -226,32 +226,6 @@ QUESTION_COLUMNS = ("final_question", "original_question", "question")
 GOLD_COLUMNS = ("true_answer", "correct_answer")
 
 
-def judge_labels(found: dict | None) -> list[str]:
-    """The judges of a judge record (a ``_judgements.jsonl`` line or ``_evaluationllm.manifest.json``) as
-    ``smmile agreement`` names them (``BACKEND:MODEL``); a jury's members."""
-    if not isinstance(found, dict) or not found.get("model"):
-        return []
-    if found.get("backend") == "jury":
-        members = [m.get("judge") for m in found.get("jury") or [] if isinstance(m, dict) and m.get("judge")]
-        return members or [m.strip() for m in str(found["model"]).split(",") if m.strip()]
-    return [f"{found['backend']}:{found['model']}" if found.get("backend") else str(found["model"])]
-
-
-def judge_replies(csv_path: str) -> tuple[dict, list[str]]:
-    """problem_id -> (reply, status) from the judge's replies file (first row of a problem), and its judges;
-    what was read before an unreadable line is kept."""
-    found: dict = {}
-    judges: dict = {}
-    try:
-        for record in manifests.judgement_records(csv_path):
-            found.setdefault(str(record.get("problem_id")), (record.get("reply"), record.get("status")))
-            for label in judge_labels(record):
-                judges.setdefault(label, None)
-    except (OSError, ValueError):
-        pass
-    return found, list(judges)
-
-
 def _first_rows(frame, columns: list[str]) -> dict:
     """problem_id -> {column: value} of its first row (missing columns -> None); {} without a frame (a judge JSON
     without its CSV)."""
@@ -340,40 +314,31 @@ def result_entries(rset, set_index: int, models: dict, strings: Strings, problem
                    images: Images) -> tuple[list[dict], dict, dict, dict]:
     """The set's result files (``results`` entries) and, per problem id, {result index: answer}, the question
     and gold answer the files give, and {result index: prompt entry} (runs with a journal)."""
-    from smmile.report.explorer_prompts import run_prompts
-
     by_source: dict = {}
     for record in rset.records:
         by_source.setdefault(record.source, (record, {}))[1][record.metric] = record.scores
     results, answers, from_csv, prompts = [], {}, {}, {}
     for source in sorted(by_source):
         record, scores = by_source[source]
-        fmt = record.result.fmt if record.result is not None else ("mcqa" if "MCQA" in scores else "open")
-        info = rset.runs.get(os.path.basename(source))
+        fmt = record.result.fmt
         if fmt == "mcqa":
             found, judges = mcqa_answers(record.frame, scores, strings), []
         else:
-            replies, recorded = judge_replies(source)
-            found = open_answers(record.frame, scores, replies, strings)
-            # named by the replies file, else by the judge record, else unrecorded (the published outputs)
-            judge_record = ((info.judge if info else None) or {}).get("record") or {}
-            judges = (recorded or judge_labels(judge_record.get("judge")) or [UNRECORDED_JUDGE]
-                      if "LLM" in scores else [])
+            found = open_answers(record.frame, scores, record.result.replies, strings)
+            judges = (record.result.judges() or [UNRECORDED_JUDGE]) if "LLM" in scores else []
         for pid, pair in asked(record.frame).items():
             from_csv.setdefault(pid, pair)
         index = len(results)
         models.setdefault(record.model, len(models))
         entry = {"set": set_index, "model": models[record.model], "mode": record.mode, "fmt": fmt,
-                 "metrics": sorted(scores)}
+                 "metrics": sorted(m for m in scores if m in SHOWN)}
         if judges:
             entry["judges"] = judges
         results.append(entry)
         for pid, answer in found.items():
             answers.setdefault(pid, {})[index] = answer
-        manifest = getattr(info, "manifest", None)
-        if manifest:
-            for pid, prompt in run_prompts(os.path.dirname(os.path.abspath(source)), manifest, problems).items():
-                prompts.setdefault(pid, {})[index] = prompt_entry(prompt, strings, images)
+        for pid, prompt in run_prompts(record.result, problems).items():
+            prompts.setdefault(pid, {})[index] = prompt_entry(prompt, strings, images)
     return results, answers, from_csv, prompts
 
 
@@ -429,7 +394,7 @@ def build(sets: list, datasets: list | None, images: Images, loaded: list | None
             "sets": [{"slug": s.slug, "label": s.label, "dataset": bool(d), "source": loaded[i]}
                      for i, (s, d) in enumerate(zip(sets, datasets))],
             "models": [{"key": k, "name": names.display(k)} for k in ordered],
-            "metrics": {m: names.metric(m) for m in names.METRICS},
+            "metrics": {m: names.metric(m) for m in SHOWN},
             "flags": [{"name": f, "label": names.flag(f)} for f in flags],
             "results": results, "problems": problems, "strings": strings.items,
             "images": images}

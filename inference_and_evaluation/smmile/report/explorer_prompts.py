@@ -1,19 +1,19 @@
-"""The prompt as sent, for the problem explorer: per problem of a run with a journal, the messages its family
-rendered (images as indexes into the explorer's images) and the MCQA options in the order the model saw them.
-
-The family is rebuilt from the run's manifest as the runner built it and asked for the journaled item's request,
-so what is shown is what the current code sends. A generic checkpoint (``hf:``/``vllm:``) gets the layout its
-capability probe chose (journaled, else the manifest's ``backend.capabilities.layout``). Without the dataset, or
-when the family cannot be rebuilt, only the query turn's text and the options are shown; of several records of
-a problem, the one read last.
+"""The prompt as sent, for the problem explorer: per problem of a run with a journal, the messages of the request
+the run recorded when it sent it (``runner.executor``; images as indexes into the explorer's images) and the MCQA
+options in the order the model saw them: what was sent, not what today's code would send. A generic checkpoint
+(``hf:``/``vllm:``) gets the layout its capability probe chose (journaled, else the manifest's
+``backend.capabilities.layout``). Without the dataset, or for a journal that recorded no request (written before
+requests were recorded), only the query turn's text and the options are shown; of several records of a problem,
+the one read last.
 """
 
 from __future__ import annotations
 
-import os
+from collections import namedtuple
 from dataclasses import dataclass
+from types import SimpleNamespace
 
-from smmile.errors import UserError
+StoredImage = namedtuple("StoredImage", "digest")  # an image as the explorer keeps it (the bytes stay in the dataset)
 
 
 @dataclass
@@ -25,38 +25,6 @@ class Prompt:
     target: str
     options: list
     note: str = ""
-
-
-def family_of(manifest: dict):
-    """The run's family as the runner built it (preset, family arguments, the settings it accepts), or None."""
-    from smmile.models import registry
-
-    model = manifest.get("model") or {}
-    try:
-        preset = registry.get(str(model.get("preset")))
-        cls = registry.load_symbol(model.get("family") or preset.family)
-        accepted = getattr(cls, "SETTINGS", ())
-        settings = {**(manifest.get("settings") or {}), "protocol": manifest.get("protocol", "paper")}
-        return cls(**preset.family_args, **{k: v for k, v in settings.items() if k in accepted})
-    except Exception:  # an unknown preset or a family of another version: the query turn alone
-        return None
-
-
-def journal_records(results_dir: str, manifest: dict) -> dict:
-    """problem_id -> the run's journal record of it (the one read last)."""
-    from smmile.runner.executor import RESPONSES_FORMAT, Journal
-
-    name = (manifest.get("journal") or {}).get("file")
-    if not isinstance(name, str) or not name:
-        return {}
-    path = os.path.normpath(os.path.join(results_dir, name))
-    if not path.startswith(os.path.normpath(results_dir) + os.sep) or not os.path.isfile(path):
-        return {}
-    try:
-        records = Journal(path, version=RESPONSES_FORMAT).records()
-    except (UserError, OSError):
-        return {}
-    return {rec["problem_id"]: rec for rec in records.values()}
 
 
 def run_layout(rec: dict, manifest: dict):
@@ -117,26 +85,36 @@ def rendered(request, layout=None) -> tuple[list | None, str]:
     return None, ""
 
 
-def run_prompts(results_dir: str, manifest: dict | None, problems: dict) -> dict:
-    """problem_id -> Prompt for the run of ``manifest``; ``problems``: the dataset's problems by id."""
-    from smmile.protocol.items import Item
+def stored(obj):
+    """A recorded request (``runner.executor.canonical``) with its images (content digests) as ``StoredImage``s."""
+    if isinstance(obj, dict):
+        if set(obj) == {"image_sha256"}:
+            return StoredImage(bytes.fromhex(obj["image_sha256"]))
+        return {k: stored(v) for k, v in obj.items()}
+    return [stored(v) for v in obj] if isinstance(obj, list) else obj
 
-    if not manifest:
+
+def as_sent(request):
+    """The request a journal record holds, with the attributes ``rendered`` reads (a baseline's: its text)."""
+    if not isinstance(request, dict):
+        return request
+    return SimpleNamespace(**{k: v for k, v in stored(request).items() if k != "__type__"})
+
+
+def run_prompts(result, problems: dict) -> dict:
+    """problem_id -> Prompt for the run of ``result`` (a ``RunRecord``); ``problems``: the dataset's problems by
+    id."""
+    manifest = result.manifest
+    if not manifest or not result.journal:
         return {}
-    records = journal_records(results_dir, manifest)
-    family = family_of(manifest) if records and problems else None
+    records = {pid: found[-1] for pid, found in result.journal.items()}
     out = {}
     for pid, rec in records.items():
         it = rec.get("item") or {}
         options = list((it.get("options") or {}).items())
         messages, note = None, ""
         problem = problems.get(pid)
-        if family is not None and problem is not None and problem.query.answer == it.get("true_answer"):
-            item = Item(rec.get("index", 0), problem, it.get("mode", ""), it.get("format", ""), it.get("target", ""),
-                        it.get("options"), it.get("correct"), dict(it.get("extra") or {}))
-            try:
-                messages, note = rendered(family.request(item), run_layout(rec, manifest))
-            except Exception:  # a family that needs what the journal lacks: the query turn alone
-                messages, note = None, ""
+        if "request" in rec and problem is not None and problem.query.answer == it.get("true_answer"):
+            messages, note = rendered(as_sent(rec["request"]), run_layout(rec, manifest))
         out[pid] = Prompt(messages, str(it.get("target") or ""), options, note)
     return out

@@ -1,16 +1,15 @@
-"""Run provenance for the report: the runner's ``<stem>.manifest.json`` and the judge's records (published
-results were produced outside smmile and have no manifest)."""
+"""Run provenance for the report: the run record's manifest and who judged it (published results were produced
+outside smmile and have no manifest)."""
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
-from typing import Iterator
 
-from smmile.scoring.judge import FAILED as FAILED_STATUS
-from smmile.scoring.naming import evaluationllm_json_path, judgements_path
-from smmile.scoring.results import manifest_of
+from smmile.record import original
+from smmile.record.naming import evaluationllm_json_path
+from smmile.record.run_record import manifest_of, read
+from smmile.scoring.judge import FAILED as FAILED_STATUS, NO_MAJORITY, UNPARSEABLE
 
 NO_MANIFEST = "no manifest (produced outside smmile)"
 JUDGE_FIELDS = ("backend", "model", "protocol")
@@ -28,46 +27,6 @@ class RunInfo:
     @property
     def name(self) -> str:
         return os.path.basename(self.csv)
-
-
-def read_judge_record(csv_path: str) -> dict | None:
-    """The judge that wrote ``<stem>_evaluationllm.json`` (judge_run's record beside it), or None."""
-    from smmile.scoring.judge_run import record_path
-
-    try:
-        with open(record_path(csv_path), encoding="utf-8") as handle:
-            record = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) and isinstance(record.get("judge"), dict) else None
-
-
-def judgement_records(csv_path: str) -> Iterator[dict]:
-    """The records of ``<stem>_judgements.jsonl``; raises OSError or ValueError on an unreadable file."""
-    with open(judgements_path(csv_path), encoding="utf-8") as handle:
-        for line in handle:
-            record = json.loads(line) if line.strip() else None
-            if isinstance(record, dict):
-                yield record
-
-
-def read_replies(csv_path: str) -> dict | None:
-    """Reply counts per status and the judge named in ``<stem>_judgements.jsonl`` (the last attempt, which
-    may have failed), or None without that file."""
-    path = judgements_path(csv_path)
-    if not os.path.exists(path):
-        return None
-    info: dict = {"replies": 0, "status": {}}
-    try:
-        for record in judgement_records(csv_path):
-            info["replies"] += 1
-            status = str(record.get("status", "?"))
-            info["status"][status] = info["status"].get(status, 0) + 1
-            for key in JUDGE_FIELDS:
-                info.setdefault(key, record.get(key))
-    except (OSError, ValueError):
-        return {"error": f"unreadable {os.path.basename(path)}"}
-    return info
 
 
 def judge_text(judge: dict | None) -> str:
@@ -100,8 +59,12 @@ def run_info(csv_path: str) -> RunInfo:
     manifest, error = manifest_of(csv_path)
     error = error and f"unreadable manifest {os.path.basename(csv_path)[:-len('.csv')]}.manifest.json: {error}"
     # who produced the file's LLM-judge scores (None without a trace of a judge)
-    record, replies = read_judge_record(csv_path), read_replies(csv_path)
-    scored = os.path.exists(evaluationllm_json_path(csv_path))
+    judged = read(csv_path, "variance", warn=lambda message: None).judgement
+    record = original.judge_record(csv_path) or (judged and {"judge": judged["judge"], "counts": {
+        "rows": len(judged["rows"]),
+        "unparseable": sum(r.get("status") in (UNPARSEABLE, NO_MAJORITY) for r in judged["rows"])}})
+    replies = original.replies_summary(csv_path, JUDGE_FIELDS)
+    scored = judged is not None or evaluationllm_json_path(csv_path).exists()
     traced = record is not None or replies is not None or scored
     judge = {"record": record, "replies": replies, "scored": scored} if traced else None
     return RunInfo(csv=csv_path, manifest=manifest, manifest_error=error, judge=judge)

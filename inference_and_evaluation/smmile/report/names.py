@@ -9,7 +9,7 @@ from html import escape
 
 from smmile.identity import display, key_for_scoring, learn  # model names: kept with the identities
 from smmile.scoring import tables
-from smmile.scoring.results import MODES  # 0-shot, ICL
+from smmile.record.run_record import MODES  # 0-shot, ICL
 from smmile.scoring.metrics import METRICS as METRIC_TABLE
 from smmile.scoring.metrics import get_metric
 

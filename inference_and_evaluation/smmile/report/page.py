@@ -165,7 +165,8 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
     data.reviews_html = sections.reviews_section(data, list(req.reviews))
     sources, datasets, said = (load_datasets(data.sets, req, stage, data.warnings) if req.datasets
                                else (None, None, None))
-    if datasets is not None and any(datasets):  # SMMILE++ strata without stratify's _ci.json: from the rows
+    if datasets is not None and any(datasets):  # strata without stratify's exports: from the records
+        strata.from_records(data, datasets)
         strata.cluster_by_rows(data, datasets)
     fsguard.prepare_output_dir(out, OWNER, req.force)
     if req.figures:

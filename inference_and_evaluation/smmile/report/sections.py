@@ -9,9 +9,10 @@ import os
 from urllib.parse import urlencode
 
 from smmile.analysis import reviews as rv
+from smmile.record import original
 from smmile.report import analyses, build, manifests, names
 from smmile.report.html import anchor, details, esc, figure, fmt_ci, fmt_number, fmt_p, table, typed_table
-from smmile.scoring import stats_run, tables
+from smmile.scoring import stats_run
 
 
 def figures_at(figs, place: tuple, page_dir: str) -> str:
@@ -71,13 +72,15 @@ def _estimate_cell(rset, cell, best) -> str:
     cls = ' class="best"' if best is not None and cell["accuracy"] == best else ""
     href = "#problems?" + urlencode({"set": rset.slug, "model": cell["model"], "metric": cell["metric"],
                                      "mode": cell["mode"]})  # read by the explorer's script
-    return (f'<td{cls} title="{esc(tip)}"><a href="{esc(href)}">{fmt_number(cell["accuracy"])} '
-            f"{fmt_ci(cell['ci_low'], cell['ci_high'])}</a>{marker}</td>")
+    shown = f"{fmt_number(cell['accuracy'])} {fmt_ci(cell['ci_low'], cell['ci_high'])}"
+    if not names.METRIC_TABLE[cell["metric"]].paper:  # a rate the explorer does not show per problem (NOANS)
+        return f'<td title="{esc(tip.removesuffix("; click for these problems"))}">{shown}{marker}</td>'
+    return f'<td{cls} title="{esc(tip)}"><a href="{esc(href)}">{shown}</a>{marker}</td>'
 
 
 def main_table(rset) -> str:
     have = {(r["metric"], r["mode"]) for r in rset.estimates if not math.isnan(r["accuracy"])}
-    columns = [c for c in tables.COLUMNS if c in have]  # the paper's (metric, mode) columns that hold a number
+    columns = [(m, mode) for m in names.METRICS for mode in names.MODES if (m, mode) in have]  # the registry's
     if not columns:
         return '<p class="note">No scorable result files.</p>'
     rows = [(m, {(r["metric"], r["mode"]): r for r in rset.estimates if r["model"] == m}) for m in rset.models()]
@@ -87,7 +90,8 @@ def main_table(rset) -> str:
             + "</tr>", "<tr>" + "".join(f"<th>{esc(mode)}</th>" for _, mode in columns) + "</tr>"]
     # the highest point estimate per column among the non-baseline models (bold, as in the paper)
     best = [max((c["accuracy"] for m, cells in rows if m not in names.BASELINES for c in [cells.get(column)]
-                 if c and not math.isnan(c["accuracy"])), default=None) for column in columns]
+                 if c and not math.isnan(c["accuracy"])), default=None)
+            if names.METRIC_TABLE[column[0]].paper else None for column in columns]
     body = []
     n_baselines = sum(m in names.BASELINES for m, _ in rows)
     for i, (model, cells) in enumerate(rows):
@@ -110,7 +114,7 @@ def main_section(data, rset, figs, page_dir: str) -> str:
             "accuracy (variance_analysis reports the bootstrap mean ± std instead).")
     faithful = ""
     if rset.variance_table:
-        faithful = details(f"{build.VARIANCE_TABLE} as variance_analysis.py wrote it (bootstrap mean ± std)",
+        faithful = details(f"{original.VARIANCE_TABLE} as variance_analysis.py wrote it (bootstrap mean ± std)",
                            f"<pre>{esc(rset.variance_table)}</pre>")
     return (f'<h2 id="{anchor("main", rset.slug)}">Main table, {esc(rset.label)}: {esc(what)}</h2>'
             f'<p class="note">{note}</p>{main_table(rset)}{markers_note(rset.models())}'

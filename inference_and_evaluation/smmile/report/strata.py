@@ -59,6 +59,29 @@ def strata_from_rows(rset, problems, level: float = stratify.LEVEL) -> dict | No
     return out
 
 
+def from_records(data, datasets: list) -> None:
+    """Each folder without stratify's ``model_stratification_*.json`` whose dataset was loaded gets its strata
+    from its records, as ``stratify.py`` would write them (the same keys, labels and intervals), so deleting
+    those exports changes nothing on the page."""
+    for rset, problems in zip(data.sets, datasets):
+        if rset.stratification or not problems:
+            continue
+        by_id, flags = {p.problem_id: p for p in problems}, stratify.valid_flags(problems)
+        for kind, metric in METRIC_OF_KIND.items():
+            found = {}
+            for record in (r for r in rset.records if r.metric == metric and r.result is not None):
+                accuracies = dict(sorted((str(pid), float(v) * 100) for pid, v in record.scores.items()))
+                try:
+                    found[record.result.scoring_key] = stratify.stratify_accuracies(accuracies, by_id, flags,
+                                                                                    record.mode)
+                except stratify.StratifyError:
+                    continue  # problems of another dataset: left out, as stratify.py leaves the file out
+            if found:
+                rset.stratification[kind] = json.loads(json.dumps(found))
+                rset.strat_ci[kind] = json.loads(json.dumps(
+                    {key: stratify.stratum_intervals(strata, flags) for key, strata in found.items()}))
+
+
 def cluster_by_rows(data, datasets: list) -> None:
     """Each SMMILE++ folder counted in rows (``figures.counted_in_rows``) that has problems in ``datasets`` gets
     its strata from the result rows, and loses the warning that they are row counts."""

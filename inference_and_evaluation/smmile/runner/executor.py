@@ -1,6 +1,6 @@
 """The one journaled executor of inference and judging: plan, skip what is journaled, run the rest through
 `backend.generate(work, on_done)` (concurrency, retries, batching are the backend's), append each reply as a
-`RESPONSES_FORMAT` record as it comes. Journal keys (`digest`) hash everything that changes what a backend is
+`RESPONSES_FORMAT` record as it comes, with the request as it was sent. Journal keys (`digest`) hash everything that changes what a backend is
 asked (run identity, problem id, planned item, rendered request): a change to prompt rendering is a new model
 call, a change to how rows are derived from responses is not."""
 
@@ -109,6 +109,7 @@ class Executor:
         def on_done(item, response: Response) -> None:
             key = by_item[id(item)]
             record = {"v": RESPONSES_FORMAT, "key": key, **self.work[key].planned,
+                      "request": canonical(self.work[key].request),  # as sent (images by content digest)
                       "status": "error" if response.error is not None else "ok",
                       "response": {**asdict(response), "seconds": round(response.seconds, 4)}, "time": time.time()}
             if self.journal is not None:

@@ -10,10 +10,12 @@ import os
 
 from smmile.fsguard import check_writable_dir
 from smmile.scoring import comparison
-from smmile.scoring.exact_match import ResultFileError, calculate_exact_match, json_text, read_whole
-from smmile.scoring.naming import em_patterns, evaluation_json_path
-from smmile.scoring.results import (Outcome, RunRecord, check_results_dir, find_result_files, problem_count,
-                                    replace_output, result_for_path, screened)
+from smmile.record.naming import em_patterns, evaluation_json_path
+from smmile.record.result_csv import ResultFileError
+from smmile.record.run_record import COLUMNS, RunRecord, read
+from smmile.scoring.exact_match import calculate_exact_match, json_text
+from smmile.scoring.results import (Outcome, check_results_dir, find_result_files, problem_count, replace_output,
+                                    screened)
 
 
 def score_file(result: RunRecord, strict: bool, outcome: Outcome, frame=None) -> dict | None:
@@ -44,9 +46,9 @@ def score_files(files, strict: bool = False, outcome: Outcome | None = None) -> 
     """Score ``files`` (``RunRecord``s or paths) in the given order; ``"<scoring name>:<mode>" -> stats`` (a
     later file with the same key overwrites the earlier one but keeps its position, like the original's dict)."""
     outcome = outcome if outcome is not None else Outcome()
-    found = [f if isinstance(f, RunRecord) else result_for_path(f) for f in files]
+    found = [f if isinstance(f, RunRecord) else read(f) for f in files]
     results: dict[str, dict] = {}
-    for result, frame in screened(found, lambda r: read_whole(r.path), problem_count, outcome):
+    for result, frame in screened(found, lambda r: r.frame(COLUMNS["open"]), problem_count, outcome):
         stats = score_file(result, strict, outcome, frame)
         if stats is not None:
             results[f"{stats['model']}:{stats['inference_mode']}"] = stats

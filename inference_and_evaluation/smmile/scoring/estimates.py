@@ -130,8 +130,9 @@ def em_only_records(directory: str, records: list[Record], warn) -> list[Record]
     0-shot): scored from its ``problem_accuracies`` under the model of a loaded result with the same file tag and
     the JSON's ``inference_mode``, with a warning; named and left out when that is not possible."""
     import glob
-    import json
     import re
+
+    from smmile.record import original
 
     loaded = {(r.model, r.metric, r.mode) for r in records}
     out = []
@@ -141,8 +142,7 @@ def em_only_records(directory: str, records: list[Record], warn) -> list[Record]
             continue
         tag = re.sub(r"_(ICL|0-shot)(_open)?$", "", os.path.basename(stem))
         try:
-            with open(path, encoding="utf-8") as handle:
-                doc = json.load(handle)
+            doc = original.read_export(path)
             mode, values = doc["inference_mode"], doc["problem_accuracies"]
             scores = pd.Series({str(k): float(v) / 100 for k, v in values.items()}, dtype=float)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:

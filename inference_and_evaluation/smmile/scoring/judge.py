@@ -16,10 +16,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from smmile.errors import UserError
+from smmile.record.naming import question_column
+from smmile.record.result_csv import content_sha256
 from smmile.runner.executor import digest
-from smmile.scoring.exact_match import content_sha256, plain
+from smmile.scoring.exact_match import plain
 from smmile.scoring.kappa import majority
-from smmile.scoring.naming import question_column
 
 JUDGE_PROMPT = (
     'A medical AI model is provided with an image and asked the question "{question}". '

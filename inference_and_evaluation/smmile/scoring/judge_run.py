@@ -18,17 +18,17 @@ from smmile.environment import command_line, git_revision
 from smmile.errors import UserError
 from smmile.fsguard import OutputLock, atomic_write_json, atomic_write_text, check_writable_dir
 from smmile.generation import GenerationSettings
+from smmile.record import original, verdicts as recorded_verdicts
+from smmile.record.naming import (evaluationllm_json_path, judge_patterns, judge_record_path, judgements_path,
+                                  question_column)
+from smmile.record.result_csv import ResultFileError, content_sha256, exclude_problems, read_whole_hashed
+from smmile.record.run_record import RunRecord
 from smmile.runner.executor import RESPONSES_FORMAT, Executor, Journal, Work
 from smmile.scoring import comparison
-from smmile.scoring.exact_match import (ResultFileError, check_judgement, content_sha256, exclude_problems, json_text,
-                                        read_whole_hashed, summarize)
+from smmile.scoring.exact_match import json_text, problem_accuracies, summarize
 from smmile.scoring.judge import (FAILED, MAJORITY, NO_MAJORITY, NO_VERDICT, TIE, UNPARSEABLE, JudgeSettings,
                                   PlannedFrame, check_panel, judge_identity, judgements, jury_identity, label,
                                   plan_frame, tally, verdicts)
-from smmile.scoring.naming import evaluationllm_json_path, judge_patterns
-from smmile.scoring.naming import judge_record_path as record_path  # the report reads it as judge_run's
-from smmile.scoring.naming import judgements_path, question_column
-from smmile.scoring.results import RunRecord as ResultFile
 from smmile.scoring.results import (Outcome, check_results_dir, find_result_files, problem_count,
                                     refuse_if_none_known, screened)
 
@@ -49,7 +49,7 @@ class FileJob:
     sha256: str  # of the CSV bytes these rows were read from
 
 
-def plan_files(found: list[ResultFile], settings: JudgeSettings, outcome: Outcome) -> list[FileJob]:
+def plan_files(found: list[RunRecord], settings: JudgeSettings, outcome: Outcome) -> list[FileJob]:
     jobs = []
     for result, (raw, csv_sha256) in screened(found, lambda r: read_whole_hashed(r.path),
                                               lambda data: problem_count(data[0]), outcome):
@@ -87,9 +87,8 @@ def other_judge(job: FileJob, identity: dict) -> str | None:
     path = evaluationllm_json_path(job.csv_path)
     if not path.exists():
         return None
-    try:
-        recorded = json.loads(record_path(job.csv_path).read_text())["judge"]
-    except (OSError, ValueError, KeyError, TypeError):
+    recorded = (original.judge_record(job.csv_path) or {}).get("judge")
+    if recorded is None:
         return f"{path.name} was written by an unrecorded judge (e.g. the published outputs)"
     if recorded == identity:
         return None
@@ -102,8 +101,8 @@ def lost_problems(job: FileJob) -> str | None:
     """A warning when the existing ``_evaluationllm.json`` holds problems this file no longer has."""
     path = evaluationllm_json_path(job.csv_path)
     try:
-        before = set(json.loads(path.read_text())["problem_accuracies"])
-    except (OSError, ValueError, KeyError, TypeError):
+        before = set((original.exported(job.csv_path, "llm") or {}).get("problem_accuracies", ()))
+    except ResultFileError:
         return None
     lost = before - {str(pid) for pid in job.frame["problem_id"]}
     if not lost:
@@ -136,18 +135,23 @@ def write_judgements(job: FileJob, judged) -> None:
 
 
 def write_file_results(job: FileJob, judged, identity: dict, sent: int, members: list[Member]) -> dict:
-    """``_judgements.jsonl``, the faithful JSON (unparseable or no majority: judged 0, in ``llm_err_count``), then
-    the record of who judged and each judge's journal (relative): scoring reads the verdicts there."""
+    """The verdicts beside the rows judged (``record.verdicts``: scoring reads them there), then the exports:
+    ``_judgements.jsonl``, the faithful JSON (unparseable or no majority: judged 0, in ``llm_err_count``) and the
+    record of who judged and each judge's journal (relative)."""
     unparseable = sum(j.status in (UNPARSEABLE, NO_MAJORITY) for j in judged)
     stats = summarize(job.frame, [j.value == 1 for j in judged], job.model, job.mode, job.original_count,
                       job.excluded, extra={"llm_err_count": unparseable})
+    journals = [m.executor.journal for m in members]
+    names = [os.path.relpath(j.path, job.csv_path.parent) for j in journals] if all(journals) else None
+    rows = [json.loads(j.to_json()) for j in judged]
+    recorded_verdicts.write(job.csv_path, job.sha256, identity, names,
+                            problem_accuracies(job.frame, [j.value == 1 for j in judged]), rows)
     write_judgements(job, judged)
     atomic_write_text(evaluationllm_json_path(job.csv_path), json_text(stats))
-    journals = [m.executor.journal for m in members]
-    atomic_write_json(record_path(job.csv_path), {
+    atomic_write_json(judge_record_path(job.csv_path), {
         "evaluation_file": evaluationllm_json_path(job.csv_path).name, "result_file": job.csv_path.name,
         "result_sha256": job.sha256, "judge": identity,
-        **({"journals": [os.path.relpath(j.path, job.csv_path.parent) for j in journals]} if all(journals) else {}),
+        **({"journals": names} if names else {}),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command_line(),
         "smmile_git_revision": git_revision(),
         "counts": {"rows": len(judged), "requests_sent": sent, "cache_hits": sum(j.cached for j in judged),
@@ -264,13 +268,8 @@ def judge_work(jobs: list[FileJob], settings: JudgeSettings) -> dict:
 def earlier_replies(journal, work: dict, results_dir, settings: JudgeSettings) -> list[dict]:
     """The usable replies of the earlier store (``.smmile/judge_cache.jsonl``, only read) for the planned keys
     this judge's journal lacks, as journal records; a store that cannot be read is left aside, said once."""
-    path = Path(results_dir) / ".smmile" / "judge_cache.jsonl"
-    if not path.is_file():
-        return []
-    try:
-        old = Journal(path).records()
-    except UserError as exc:
-        log.warning(f"note: {path} (the earlier judge cache) left aside, its rows are judged again: {exc}")
+    old = original.earlier_judge_cache(results_dir)
+    if not old:
         return []
     have, out = journal.records(), []
     for key, w in work.items():
@@ -279,7 +278,7 @@ def earlier_replies(journal, work: dict, results_dir, settings: JudgeSettings) -
         if key not in have and rec.get("status", "ok") == "ok" and isinstance(rec.get("reply"), str) and rec["reply"]:
             out.append({"v": RESPONSES_FORMAT, "key": key, **w.planned, "status": "ok", "time": rec.get("time"),
                         "response": {"text": rec["reply"], "usage": rec.get("usage") or {},
-                                     "seconds": rec.get("seconds") or 0.0, "extra": {"adopted_from": path.name}}})
+                                     "seconds": rec.get("seconds") or 0.0, "extra": {"adopted_from": original.JUDGE_CACHE}}})
     return out
 
 
@@ -296,7 +295,7 @@ def members_of(panel: list[JudgeSettings]) -> tuple[list[Member], dict]:
     return members, identity
 
 
-def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, outcome: Outcome, *,
+def judge_files(found: list[RunRecord], results_dir, settings: JudgeSettings, outcome: Outcome, *,
                 cache: bool = True, overwrite: bool = False, panel: list[JudgeSettings] | None = None,
                 estimates: list | None = None) -> dict:
     """Plan every file, refuse to replace another judge's results, send each distinct request once per judge.
@@ -332,7 +331,7 @@ def judge_files(found: list[ResultFile], results_dir, settings: JudgeSettings, o
     return results
 
 
-def visualize_file(result: ResultFile, outcome: Outcome) -> dict | None:
+def visualize_file(result: RunRecord, outcome: Outcome) -> dict | None:
     """Report ``<stem>_evaluationllm.json``; a missing or invalid one is reported and skipped."""
     if not result.known:
         print(f"Skipping: {result.path}")
@@ -340,10 +339,10 @@ def visualize_file(result: ResultFile, outcome: Outcome) -> dict | None:
         return None
     path = evaluationllm_json_path(result.path)
     try:
-        stats = json.loads(path.read_text())
+        stats = original.read_export(path)
         if not {"model", "inference_mode", "accuracy", "problem_accuracies"} <= set(stats):
             raise KeyError("required keys missing")
-        check_judgement(result.path, stats)
+        original.check_judgement(result.path, stats)
     except FileNotFoundError:
         outcome.fail(f"{path}: no LLM-judge results (run without --visualize-only first)")
         return None

@@ -1,45 +1,60 @@
-"""The three metrics, declared once, and the one per-row loader every command scores with: ``EM``, flexible exact
-match (spec §4.4); ``LLM``, the judge's per-problem accuracy (the run record's journaled verdicts, else
+"""The metrics, registered once (``register``: name, formats, scorer), and the one per-item loader every command
+scores with; tables, statistics, the report and the explorer take their list from ``METRICS``. ``EM``, flexible
+exact match (spec §4.4); ``LLM``, the judge's per-problem accuracy (the judge's verdicts in the run record, else
 ``<stem>_evaluationllm.json``; several rows of a problem score ``value / 100``, ``legacy_floor=True`` keeps
 variance_analysis's ``// 100``: both agree on the published files); ``MCQA``, ``str(is_correct).lower() == "true"``
-(spec §7.2). ``failure_series``: the rows with no real answer (from the journal where there is one, else the CSV
-text); every metric scores them wrong, as the original.
+(spec §7.2); ``NOANS``, the model refused or failed to answer (``scoring.refusal``; not one of the paper's,
+so not in variance_analysis's tables). ``failure_series``: the rows with no real answer (from the journal where
+there is one, else the CSV text); every metric scores them wrong, as the original.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping, Optional
 
 import numpy as np
 import pandas as pd
 
-from smmile.scoring.exact_match import ResultFileError, check_columns, check_judgement, flexible_matches, read_whole
-from smmile.scoring.naming import evaluationllm_json_path
+from smmile.record.result_csv import check_columns
+from smmile.record.run_record import COLUMNS
+from smmile.scoring import refusal
+from smmile.scoring.exact_match import exact
+from smmile.scoring.refusal import FAILURE_KINDS, response_failure, row_failures  # noqa: F401 (the failure kinds)
+
+
+Scorer = Callable[[Optional[Mapping], Optional[Mapping], Mapping], float]  # (item, response, row) -> [0, 1]
 
 
 @dataclass(frozen=True)
 class Metric:
-    name: str  # "EM" | "LLM" | "MCQA": column of the tables, key of the statistics
+    name: str  # "EM" | "LLM" | "MCQA" | ...: column of the tables, key of the statistics
     display: str  # for reports and figures
     formats: tuple[str, ...]  # result formats that carry it
-    source: str  # "csv": the result CSV's rows; "judge": <stem>_evaluationllm.json beside it
-    columns: tuple[str, ...]  # CSV columns it reads
+    source: str  # "csv": a score per item from its scorer; "judge": the judge's verdicts (the run record)
+    columns: tuple[str, ...]  # CSV columns its scorer reads
     label: str  # variance_analysis console label (spec §7.2 step 6)
-    row_score: Callable | None = None  # frame -> list of 0/1 per row ("csv" metrics)
+    scorer: Scorer | None = None  # "csv" metrics: the item as planned, its journaled response (None without a
+    #                               run record) and its CSV row -> score
+    paper: bool = True  # one of the paper's metrics (variance_analysis's six columns); else only in stats/report
+    measures_failures: bool = False  # a failure is what it scores (never a row left out as "not an answer")
 
 
-def _mcqa_rows(frame) -> list[bool]:
-    return [str(v).lower() == "true" for v in frame["is_correct"]]
+METRICS: dict[str, Metric] = {}  # the registry, in the tables' column order
 
 
-EM = Metric("EM", "Exact match", ("open",), "csv", ("problem_id", "true_answer", "generated_answer"),
-            "EM Accuracy", flexible_matches)
-LLM = Metric("LLM", "LLM-as-a-judge", ("open",), "judge", (), "LLM-as-a-Judge Accuracy")
-MCQA = Metric("MCQA", "MCQA", ("mcqa",), "csv", ("problem_id", "is_correct"), "MCQA Accuracy", _mcqa_rows)
-METRICS: dict[str, Metric] = {m.name: m for m in (LLM, EM, MCQA)}  # the tables' column order
+def register(metric: Metric) -> Metric:
+    METRICS[metric.name] = metric
+    return metric
+
+
+LLM = register(Metric("LLM", "LLM-as-a-judge", ("open",), "judge", (), "LLM-as-a-Judge Accuracy"))
+EM = register(Metric("EM", "Exact match", ("open",), "csv", COLUMNS["open"], "EM Accuracy", exact))
+MCQA = register(Metric("MCQA", "MCQA", ("mcqa",), "csv", COLUMNS["mcqa"], "MCQA Accuracy",
+                       lambda item, response, row: float(str(row["is_correct"]).lower() == "true")))
+NOANS = Metric("NOANS", "Refused or failed to answer", ("open", "mcqa"), "csv", ("problem_id",),
+               "No-answer rate", refusal.no_answer, paper=False, measures_failures=True)
 
 
 def get_metric(metric: Metric | str) -> Metric:
@@ -51,65 +66,20 @@ def get_metric(metric: Metric | str) -> Metric:
         raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}") from None
 
 
-def metrics_for(fmt: str) -> tuple[Metric, ...]:
-    """In the order variance_analysis consumes its random stream (EM before LLM)."""
-    return (EM, LLM) if fmt == "open" else (MCQA,) if fmt == "mcqa" else ()
+def metrics_for(fmt: str, paper: bool = True) -> tuple[Metric, ...]:
+    """The metrics of format ``fmt`` (``paper``: the paper's only), scored from the CSV before the judge's: the
+    order variance_analysis consumes its random stream (EM before LLM)."""
+    found = [m for m in METRICS.values() if fmt in m.formats and (m.paper or not paper)]
+    return tuple(sorted(found, key=lambda m: m.source == "judge"))
 
 
 def _series(ids, values):
     return pd.Series(np.asarray(values, dtype=np.float64), index=pd.Index([str(i) for i in ids], name="problem_id"))
 
 
-def _csv_path(result) -> str:
-    return os.fspath(getattr(result, "csv", result))
-
-
 def read_rows(result, metric: Metric | str | None = None):
-    """The CSV of ``result`` read whole with ``metric``'s columns (default: its format's first metric's)."""
-    metric = metrics_for(result.fmt)[0] if metric is None else get_metric(metric)
-    return read_whole(_csv_path(result), metric.columns)
-
-
-FAILURE_KINDS = ("refused", "failed", "empty")
-REFUSAL_MARKERS = ("responsibleaipolicyviolation", "content_filter", "content management policy")
-
-
-def _text(value) -> str:
-    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
-
-
-def row_failures(frame) -> list[str]:
-    """Per CSV row, in this precedence: ``refused`` (a content filter is mentioned), ``failed`` (``ERROR``,
-    spec §3), ``empty`` (a blank response) or ``""``."""
-    columns = [c for c in ("generated_answer", "full_response", "selected_option") if c in frame.columns]
-    response = "full_response" if "full_response" in frame.columns else "generated_answer"
-    kinds = []
-    for row in frame[columns].itertuples(index=False):
-        texts = dict(zip(columns, (_text(v) for v in row)))
-        lowered = " ".join(texts.values()).lower()
-        if any(marker in lowered for marker in REFUSAL_MARKERS):
-            kinds.append("refused")
-        elif any(texts.get(c, "").lstrip().startswith("ERROR") for c in ("generated_answer", "full_response")) \
-                or texts.get("selected_option", "").strip() == "ERROR":
-            kinds.append("failed")
-        elif response in texts and not texts[response].strip():
-            kinds.append("empty")
-        else:
-            kinds.append("")
-    return kinds
-
-
-def response_failure(response: dict) -> str:
-    """``refused`` (the error or a finish reason names a content filter or a refusal), ``failed`` (any other
-    error), ``empty`` (a null or blank text) or ``""`` for one journaled response."""
-    extra = response.get("extra") or {}  # where backends put the provider's finish reason
-    reasons = " ".join(str(extra.get(k) or "") for k in ("finish_reason", "stop_reason")).lower()
-    said = f"{response.get('error') or ''} {reasons}".lower()
-    if any(marker in said for marker in REFUSAL_MARKERS) or "refusal" in reasons:
-        return "refused"
-    if response.get("error") is not None:
-        return "failed"
-    return "" if (response.get("text") or "").strip() else "empty"
+    """The CSV of ``result`` (a ``RunRecord``) read whole with ``metric``'s columns (default: its format's)."""
+    return result.frame(None if metric is None else get_metric(metric).columns)
 
 
 def failure_series(frame, result=None):
@@ -122,28 +92,16 @@ def failure_series(frame, result=None):
 
 
 def _judge_value(value, legacy_floor: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
-        raise ValueError(f"problem accuracy {value!r} is not a number in [0, 100]")
     return float(value // 100) if legacy_floor else value / 100
 
 
-def judge_scores(result, legacy_floor: bool = False, frame=None):
-    """``LLM`` (module docstring); None if the judge was not run; refused if it judged other content."""
-    accuracies = getattr(result, "judge_accuracies", None)
-    if accuracies is not None:
-        return _series(accuracies.keys(), [_judge_value(v, legacy_floor) for v in accuracies.values()])
-    json_path = os.fspath(evaluationllm_json_path(_csv_path(result)))
-    if not os.path.exists(json_path):
+def judge_scores(result, legacy_floor: bool = False):
+    """``LLM`` (module docstring): the run record's ``judge_accuracies``; None if the judge was not run;
+    ``ResultFileError`` if it judged other content."""
+    accuracies = result.judge_accuracies
+    if accuracies is None:
         return None
-    try:
-        with open(json_path, encoding="utf-8") as handle:
-            judged = json.load(handle)
-        accuracies = judged["problem_accuracies"]
-        values = [_judge_value(v, legacy_floor) for v in accuracies.values()]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ResultFileError(f"{json_path}: unusable judge file ({type(exc).__name__}: {exc})") from None
-    check_judgement(_csv_path(result), judged, frame)
-    return _series(accuracies.keys(), values)
+    return _series(accuracies.keys(), [_judge_value(v, legacy_floor) for v in accuracies.values()])
 
 
 def metric_scores(result, metric: Metric | str, *, legacy_floor: bool = False, frame=None):
@@ -151,9 +109,16 @@ def metric_scores(result, metric: Metric | str, *, legacy_floor: bool = False, f
     run. ``frame``: the CSV already read. ``ResultFileError`` for a file that cannot be scored."""
     metric = get_metric(metric)
     if metric.source == "judge":
-        return judge_scores(result, legacy_floor, frame)
+        return judge_scores(result, legacy_floor)
     if frame is None:
         frame = read_rows(result, metric)
     else:
-        check_columns(frame, metric.columns, _csv_path(result))
-    return _series(frame["problem_id"], metric.row_score(frame))
+        check_columns(frame, metric.columns, os.fspath(result.csv))
+    journal = getattr(result, "journal", None) or {}
+    ids = [str(i) for i in frame["problem_id"]]
+    values = []
+    for pid, row in zip(ids, frame.to_dict("records")):
+        found = journal.get(pid) or []
+        rec = found[0] if len(found) == 1 else {}  # several configurations journaled: which one is unknown
+        values.append(metric.scorer(rec.get("item"), rec.get("response"), row))
+    return _series(ids, values)

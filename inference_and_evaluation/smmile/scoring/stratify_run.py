@@ -11,10 +11,12 @@ import os
 
 from smmile.errors import UserError
 from smmile.fsguard import check_writable_dir
-from smmile.scoring.exact_match import ResultFileError, check_judgement, json_text
-from smmile.scoring.naming import stratify_patterns
-from smmile.scoring.results import (Outcome, RunRecord, check_results_dir, find_result_files, replace_output,
-                                    screened)
+from smmile.record import original
+from smmile.record.naming import stratify_patterns
+from smmile.record.result_csv import ResultFileError
+from smmile.record.run_record import RunRecord
+from smmile.scoring.exact_match import json_text
+from smmile.scoring.results import Outcome, check_results_dir, find_result_files, replace_output, screened
 from smmile.scoring.stratify import (StratifyError, format_flag_table, stratify_accuracies, stratum_intervals,
                                      valid_flags)
 
@@ -57,11 +59,10 @@ def stratify_file(result: RunRecord, problems_by_id, flags) -> tuple:
     """(strata, number of problems) of one evaluation JSON; ``ResultFileError`` naming the file if it
     cannot be read or does not fit the dataset."""
     try:
-        with open(result.path, encoding="utf-8") as handle:
-            evaluation = json.load(handle)
+        evaluation = original.read_export(result.path)
         accuracies = evaluation["problem_accuracies"]
         if result.path.name.endswith("_evaluationllm.json") and result.csv.exists():
-            check_judgement(result.csv, evaluation)  # a judgement of other rows than the CSV's is refused
+            original.check_judgement(result.csv, evaluation)  # a judgement of other rows than the CSV's is refused
         return stratify_accuracies(accuracies, problems_by_id, flags, result.mode), len(accuracies)
     except ResultFileError:
         raise

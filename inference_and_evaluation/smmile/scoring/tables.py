@@ -12,7 +12,7 @@ from smmile.identity import latex_for_key
 from smmile.scoring.metrics import METRICS
 
 HEADER = "Model Name || LLM, 0-shot || LLM, ICL || EM, 0-shot || EM, ICL || MCQA, 0-shot || MCQA, ICL"
-COLUMNS = tuple((metric, mode) for metric in METRICS for mode in ("0-shot", "ICL"))
+COLUMNS = tuple((name, mode) for name, m in METRICS.items() if m.paper for mode in ("0-shot", "ICL"))
 PRIORITY_MODELS = ("majority", "random", "text only")
 
 Results = Mapping[str, Mapping[str, Mapping[str, tuple]]]

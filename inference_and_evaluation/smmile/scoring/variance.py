@@ -17,11 +17,12 @@ import numpy as np
 
 from smmile.errors import UserError
 from smmile.fsguard import check_writable_file
+from smmile.record.naming import evaluationllm_json_path
+from smmile.record.result_csv import ResultFileError
+from smmile.record.run_record import RunRecord, read, scan
 from smmile.scoring import statistics, stats_run, tables
-from smmile.scoring.exact_match import ResultFileError
 from smmile.scoring.metrics import Metric, get_metric, metric_scores, metrics_for, read_rows
-from smmile.scoring.naming import evaluationllm_json_path
-from smmile.scoring.results import RunRecord, load_results, problem_count, replace_output, result_for_path, screen
+from smmile.scoring.results import problem_count, replace_output, screen
 
 log = logging.getLogger(__name__)
 
@@ -97,14 +98,14 @@ def analyse_file(result: RunRecord, screened: tuple[dict, dict], mean_only: bool
 
 def list_csvs(directory: str, sort: bool = False) -> list[str]:
     """The paths of the result CSVs ``run_variance`` analyses (``glob.glob`` order, or sorted)."""
-    return [os.fspath(r.path) for r in load_results(directory, sort=sort, rules="variance")]
+    return [os.fspath(r.path) for r in scan(directory, sort=sort, rules="variance")]
 
 
 def analyse(files: list, mean_only: bool = False, seed: int = SEED) -> Analysis:
     """Run every file (``RunRecord``s or paths) through ONE legacy stream seeded ``seed``: a private
     ``RandomState(seed)`` draws what the original's ``np.random.seed(seed)`` did, leaving numpy's global
     state alone."""
-    results = [f if isinstance(f, RunRecord) else result_for_path(f, "variance") for f in files]
+    results = [f if isinstance(f, RunRecord) else read(f, "variance") for f in files]
     screened = screen(results, read_rows, problem_count)
     rng = np.random.RandomState(seed)
     analysis = Analysis()
@@ -146,7 +147,7 @@ def run_variance(directory: str, *, output: str = "evaluation_results.txt", mean
     check_writable_file(output_path, "output file")
     if latex_path:
         check_writable_file(latex_path, "LaTeX output file")
-    files = load_results(directory, sort=sort, rules="variance")  # spec §7.2's name rules, no shards
+    files = scan(directory, sort=sort, rules="variance")  # spec §7.2's name rules, no shards
     if not files:
         log.error(f"No CSV files found in {directory}")
         return 1

@@ -1,6 +1,6 @@
-"""Result-file naming: the original's file-name rules as tables (for files without a run manifest: §4.3's
-``get_model_info``, §7.2's ``extract_model_info``, both in ``identity_from_name``), the glob patterns of each
-scoring script and the names of the files scoring writes beside a result CSV.
+"""The run record's file names: the original's file-name rules as tables (for files without a run manifest:
+§4.3's ``get_model_info``, §7.2's ``extract_model_info``, both in ``identity_from_name``), the glob patterns of
+each scoring script and the names of the files written beside a result CSV.
 """
 
 from __future__ import annotations
@@ -169,6 +169,12 @@ def judge_record_path(csv_path: str | os.PathLike) -> Path:
 
 def judgements_path(csv_path: str | os.PathLike) -> Path:
     return Path(_stem(csv_path) + "_judgements.jsonl")
+
+
+def verdicts_path(csv_path: str | os.PathLike) -> Path:
+    """The judge's verdicts on the rows of a result CSV, beside its run's journal (the record, not an export)."""
+    path = Path(csv_path)
+    return path.parent / ".smmile" / (Path(_stem(path)).name + ".verdicts.json")
 
 
 def question_column(columns: Iterable[str]) -> str:
