@@ -157,8 +157,9 @@ def add_dataset_flag(p: argparse.ArgumentParser) -> None:
 def add_run_flags(p: argparse.ArgumentParser, *, image_dir: str | None = "--image-dir", model: bool = True) -> None:
     """Flags smmile adds to every inference front door (`model=False`: no model to load, as for the baselines)."""
     g = p.add_argument_group("smmile additions")
-    g.add_argument("--revision", default=None, help="dataset revision (commit, tag or branch) to pin on the hub; the manifest records it "
-                   "and the commit read (resolved_revision)")
+    g.add_argument("--revision", default=None,
+                   help="dataset revision (commit, tag or branch) to pin on the hub; the manifest records it and the "
+                        "commit read (resolved_revision)")
     g.add_argument("--protocol", choices=["paper", "corrected"], default="paper",
                    help="paper (default): reproduce the original scripts, quirks included; corrected: apply every "
                         "documented fix at once (see docs/deviations.md)")
