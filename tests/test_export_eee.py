@@ -93,3 +93,22 @@ def test_without_the_package_refused_unless_skip_validation(published, tmp_path,
     assert "were not validated" in capsys.readouterr().err
     (aggregate,) = _written(tmp_path / "eee").values()
     assert aggregate["evaluation_results"][0]["score_details"]["score"] == pytest.approx(0.5, abs=0.5)
+
+
+def test_a_run_on_a_hub_dataset_names_the_commit_read(demo_dir, tmp_path, validator):
+    from smmile.cli.baselines import main as baselines
+
+    res = tmp_path / "res"
+    assert baselines(["--baseline", "random", "--task_format", "mcqa", "--dataset", "demo", "--output-dir",
+                      str(res)]) == 0
+    manifest = res / "result_random_ICL_mcqa.manifest.json"
+    data = json.loads(manifest.read_text())
+    data["dataset"].update(kind="hub", id="smmile/SMMILE", revision=None, resolved_revision="a" * 40)
+    manifest.write_text(json.dumps(data))
+    assert cli.main(["export", "eee", str(res), "--out", str(tmp_path / "eee")]) == 0
+    (aggregate,) = _written(tmp_path / "eee").values()
+    source = aggregate["evaluation_results"][0]["source_data"]
+    assert source["source_type"] == "hf_dataset" and source["hf_repo"] == "smmile/SMMILE"
+    assert source["additional_details"]["resolved_revision"] == "a" * 40 and source["samples_number"] == 24
+    lines = (tmp_path / "eee" / aggregate["detailed_evaluation_results"]["file_path"]).read_text().splitlines()
+    assert all(json.loads(line)["input"]["formatted"] for line in lines)  # the request as sent, journaled

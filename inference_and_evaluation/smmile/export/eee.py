@@ -7,7 +7,6 @@ it is moved into place."""
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import logging
@@ -23,7 +22,7 @@ from smmile import __version__, fsguard
 from smmile.errors import UserError
 from smmile.export import samples as S
 from smmile.export.inspect_log import task_name
-from smmile.export.provenance import FAILURE_RULES, FAILURES, dataset_of, judges_of, scored
+from smmile.export.provenance import FAILURE_RULES, FAILURES, created_at, dataset_of, judges_of, scored
 from smmile.scoring import metrics
 from smmile.scoring.judge import JUDGE_PROMPT
 
@@ -51,13 +50,6 @@ def _slug(text: str) -> str:
 def _strings(mapping: dict) -> dict[str, str]:
     """Additional details: every value a string (the schema's rule), None left out."""
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in mapping.items() if v not in (None, "", {})}
-
-
-def _unix(iso_or_none, fallback: float) -> str:
-    try:
-        return str(int(dt.datetime.strptime(str(iso_or_none), "%Y-%m-%dT%H:%M:%S%z").timestamp()))
-    except ValueError:
-        return str(int(fallback))
 
 
 def model_info(result) -> dict:
@@ -156,7 +148,7 @@ def records_of_result(records, now: float) -> tuple[str, dict, str]:
     found = S.items(records)
     benchmark = task_name(result, [i.problem_id for i in found]).split("/")[0]
     info = model_info(result)
-    when = _unix((result.manifest or {}).get("created"), os.path.getmtime(result.csv))
+    when = str(int(created_at(result).timestamp()))
     digest = hashlib.sha256(f"{benchmark}|{info['id']}|{result.mode}|{result.fmt}|{when}".encode()).digest()
     file_uuid = str(uuid.UUID(bytes=digest[:16], version=4))
     folder = f"data/{_slug(benchmark)}/{_slug(info['id'].split('/')[0])}/{_slug(info['id'].split('/', 1)[-1])}"

@@ -6,7 +6,6 @@ every score smmile gives it (each registered metric: exact match, the judge's ve
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import logging
 import os
@@ -15,7 +14,7 @@ import re
 from smmile import __version__, fsguard
 from smmile.errors import UserError
 from smmile.export import samples as S
-from smmile.export.provenance import FAILURE_RULES, FAILURES, dataset_of, judge_label, scored
+from smmile.export.provenance import FAILURE_RULES, FAILURES, created_at, dataset_of, judge_label, scored
 from smmile.scoring import metrics, statistics
 from smmile.scoring.judge import JUDGE_PROMPT
 
@@ -35,15 +34,6 @@ def _inspect():
 def task_name(result, ids) -> str:
     """``SMMILE`` or ``SMMILE++`` (rows named ``<base>_perm_<k>``), then the mode and the format."""
     return f"{'SMMILE++' if statistics.has_permutations(ids) else 'SMMILE'}/{result.mode}/{result.fmt}"
-
-
-def _created(result) -> str:
-    """When the run was written (its manifest), else the CSV's modification time, in UTC."""
-    try:
-        when = dt.datetime.strptime(str((result.manifest or {}).get("created")), "%Y-%m-%dT%H:%M:%S%z")
-    except ValueError:
-        when = dt.datetime.fromtimestamp(os.path.getmtime(result.csv), dt.timezone.utc)
-    return when.astimezone(dt.timezone.utc).isoformat()
 
 
 def _score(Score, item: S.Item, metric: str, judge: str):
@@ -105,7 +95,7 @@ def eval_log(records):
                 "judge_prompt": JUDGE_PROMPT if any(r.metric == "LLM" for r in records) else None}
     git = manifest.get("smmile_git_revision")
     spec = ilog.EvalSpec(
-        created=_created(result), task=task_name(result, ids), task_version=manifest.get("protocol") or "paper",
+        created=created_at(result).isoformat(), task=task_name(result, ids), task_version=manifest.get("protocol") or "paper",
         dataset=ilog.EvalDataset(name=str(dataset.get("id") or "unrecorded (the published SMMILE outputs)"),
                                  location=dataset.get("resolved_revision") or dataset.get("revision"),
                                  samples=len(found), sample_ids=ids),

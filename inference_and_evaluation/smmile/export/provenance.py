@@ -3,6 +3,9 @@ its judges (as the run record names them; the published outputs name none) and t
 
 from __future__ import annotations
 
+import datetime as dt
+import os
+
 import pandas as pd
 
 from smmile.scoring.estimates import EXCLUDED_KINDS
@@ -22,6 +25,15 @@ def scored(record, failures: str = FAILURES) -> pd.Series:
         kinds = scores.index.map(lambda pid: record.failures.get(pid, ""))
         scores = scores.mask(pd.Series(kinds, index=scores.index).isin(EXCLUDED_KINDS))
     return scores
+
+
+def created_at(result) -> dt.datetime:
+    """When the run was written (its manifest), else the CSV's modification time, in UTC."""
+    try:
+        when = dt.datetime.strptime(str((result.manifest or {}).get("created")), "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError:
+        when = dt.datetime.fromtimestamp(os.path.getmtime(result.csv), dt.timezone.utc)
+    return when.astimezone(dt.timezone.utc)
 
 
 def dataset_of(result) -> dict:

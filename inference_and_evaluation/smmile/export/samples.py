@@ -58,9 +58,9 @@ def items(records: list[Record]) -> list[Item]:
     question = question_column(frame.columns)
     journaled = result.journal or {}
     replies = result.replies if any(r.metric == "LLM" for r in records) else {}
-    failures = metrics.failure_series(frame, result)
+    failures = next((r.failures for r in records if r.failures is not None), None)  # by problem id
     out, seen = [], set()
-    for i, row in enumerate(frame.to_dict("records")):
+    for row in frame.to_dict("records"):
         pid = str(row["problem_id"])
         if pid in seen:
             continue
@@ -70,7 +70,8 @@ def items(records: list[Record]) -> list[Item]:
         mcqa = result.fmt == "mcqa"
         item = Item(pid, _text(row.get(question)), _text(row.get("correct_option" if mcqa else "true_answer")),
                     _text(row.get("full_response", row.get("generated_answer"))),
-                    _text(row.get("selected_option" if mcqa else "generated_answer")), str(failures.iloc[i]),
+                    _text(row.get("selected_option" if mcqa else "generated_answer")),
+                    "" if failures is None else str(failures.get(pid, "")),
                     judge_reply=replies.get(pid), request=entry[0].get("request") if len(entry) == 1 else None,
                     usage=response.get("usage") or {})
         if mcqa:
