@@ -50,7 +50,7 @@ def compute(published: Path = PUBLISHED) -> dict[str, str]:
         est = stats.estimates(records, 200, 0, "auto", 0.95)
     numbers["smmile_icl_comparisons"] = str(len(rows))
     numbers["smmile_icl_significant"] = str(sum(r["significant"] for r in rows))
-    numbers["smmile_icl_disagree"] = str(sum((r["p_value"] < 0.05) != (r["ci_low"] > 0 or r["ci_high"] < 0)
+    numbers["smmile_icl_disagree"] = str(sum(r["significant"] != (r["ci_low"] > 0 or r["ci_high"] < 0)
                                              for r in rows))
     llava = next(r for r in rows if r["model_a"] == "llava_13b" and r["metric"] == "LLM")
     numbers.update({"llava13b_llm_diff": _f(llava["difference"], "+.2f"), "llava13b_llm_low": _f(llava["ci_low"], "+.2f"),
