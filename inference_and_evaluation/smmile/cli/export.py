@@ -20,6 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="kind", required=True, metavar="{" + ",".join(KINDS) + "}")
     for kind, text in KINDS.items():
         p = sub.add_parser(kind, help=text, description=text, formatter_class=fd.HelpFormatter)
+        for flag, text in (("--quiet", "fewer lines on stderr"), ("--verbose", "more lines on stderr")):
+            p.add_argument(flag[1:3], flag, action="count", default=argparse.SUPPRESS, help=text)
         p.add_argument("results_dir", help="directory with result_*.csv (+ manifests, judge files)")
         p.add_argument("--out", required=kind != "matrix",
                        help="output folder" + (" (default: <results_dir>/matrix)" if kind == "matrix" else ""))
