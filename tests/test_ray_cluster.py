@@ -70,6 +70,7 @@ def test_token_cluster_by_address_gives_the_local_csv(head, tmp_path):
     assert (engine["cpus"], engine["workers"], engine["requested_address"]) == (2, 2, head.address)
     assert (engine["ray_version"], engine["python_version"]) == (ray.__version__, platform.python_version())
     assert not CORE_LINE.search(done.stderr), done.stderr  # Ray's C++ lines (core_worker.cc ... E) only with -v
+    assert "(raylet)" not in done.stdout + done.stderr  # nor the raylet's notices ("A worker died ...")
 
 
 @pytest.mark.parametrize("env,says", [({"RAY_AUTH_TOKEN": "0" * 32}, "Ray auth mode: token, the token from "
@@ -84,6 +85,13 @@ def test_refused_token_is_one_line_naming_the_auth_mode(head, tmp_path, env, say
     assert len(errors) == 1 and says in errors[0] and "refused" in errors[0], done.stderr
     assert "Traceback" not in done.stderr and not CORE_LINE.search(done.stderr), done.stderr
     assert not list(tmp_path.glob("*.csv"))
+
+
+def test_ray_s_own_lines_come_back_with_verbose(head, tmp_path):
+    """What the one line above stands for: with -v, Ray's C++ client lines (the refused token, once a second)."""
+    done = driver([*run_args("majority", tmp_path, 2, "--engine", "ray", "--ray-address", head.address), "-v"],
+                  RAY_AUTH_TOKEN="0" * 32)
+    assert done.returncode == 2 and CORE_LINE.search(done.stderr) and "InvalidAuthToken" in done.stderr
 
 
 def test_a_cluster_without_token_authentication_is_joined_without_a_token(tmp_path):
@@ -116,7 +124,8 @@ def test_workers_with_other_versions_are_refused(head, tmp_path, monkeypatch, ca
 
     real = environment.package_versions()
     monkeypatch.setattr(environment, "package_versions", lambda: {**real, "transformers": "0.0.1"})
-    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)  # the driver sets it (a token is there): unset afterwards
+    # this process turns to token mode here and stays in it (RAY_AUTH_MODE=token, as Ray's own ray.init does):
+    # Ray's settings outlive a test, so a restored environment would disagree with them
     assert cli.main(run_args("majority", tmp_path, 2, "--engine", "ray", "--ray-address", head.address)) == 2
     err = capsys.readouterr().err
     assert f"transformers {real['transformers']} (driver: 0.0.1)" in err and "lock file on every node" in err
@@ -132,7 +141,6 @@ def test_the_work_is_shipped_once(head, tmp_path, monkeypatch):
     real_put, real_from_items = ray.put, ray.data.from_items
     monkeypatch.setattr(ray, "put", lambda value, **kw: puts.append(value) or real_put(value, **kw))
     monkeypatch.setattr(ray.data, "from_items", lambda items, **kw: rows.extend(items) or real_from_items(items, **kw))
-    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
     assert cli.main(run_args("majority", tmp_path, 4, "--engine", "ray", "--ray-address", head.address)) == 0
     assert rows == [{"index": i} for i in range(4)]
     (shipped,) = [value for value in puts if isinstance(value, bytes)]  # Ray Data puts its own objects besides

@@ -56,23 +56,35 @@ def describe_auth() -> str:
     return f"Ray auth mode: token, the token {source}; it must be the head's `ray get-auth-token`"
 
 
-# a line of Ray's C++ core ("[2026-01-01 12:00:00,000 E 123 123] core_worker.cc:...: ..."), maybe forwarded from
-# a raylet ("(raylet) [...]", colour codes around the prefix)
-CORE_LINE = re.compile(rb"^(\x1b\[\d+m)?(\(\w+\) )?(\x1b\[0m)?\s*\[\d{4}-\d\d-\d\d [\d:,]+ [DIWEF] \d+ \d+\] ")
+# Ray's own lines: on stderr, its C++ core's ("[2026-01-01 12:00:00,000 E 123 123] core_worker.cc:...: ..."), maybe
+# forwarded from a raylet ("(raylet) [...]", colour codes around the prefix); on stdout, the raylet's notices
+# ("(raylet) A worker died or was killed ...", also when Ray Data ends its actors after a run that succeeded)
+RAY_LINES = {2: re.compile(rb"^(\x1b\[\d+m)?(\(\w+\) )?(\x1b\[0m)?\s*\[\d{4}-\d\d-\d\d [\d:,]+ [DIWEF] \d+ \d+\] "),
+             1: re.compile(rb"^(\x1b\[\d+m)?\(raylet[,)]")}
 
 
 @contextlib.contextmanager
-def core_lines_hidden():
-    """Ray's C++ core writes its log lines (E lines about actor restarts on runs that succeed, a line a second while
-    a client retries) straight to this process's stderr: meanwhile stderr passes through a pipe that drops them;
-    everything else goes on as written. -v keeps them. Not around a Ray starting: its processes would hold the pipe."""
+def ray_lines_hidden():
+    """Ray writes its own lines (E lines about actor restarts and worker deaths on runs that succeed, a line a second
+    while a client retries) straight to this process's stderr and stdout: meanwhile both pass through pipes that drop
+    them; everything else goes on as written. -v keeps them. Not around a Ray starting: its processes would hold the
+    pipes."""
     if log.isEnabledFor(logging.DEBUG):
         yield
         return
-    sys.stderr.flush()
+    with contextlib.ExitStack() as stack:
+        for fd in RAY_LINES:
+            stack.enter_context(_filtered(fd))
+        yield
+
+
+@contextlib.contextmanager
+def _filtered(fd: int):
+    stream, pattern = (sys.stdout, sys.stderr)[fd - 1], RAY_LINES[fd]
+    stream.flush()
     read, write = os.pipe()
-    saved = os.dup(2)
-    os.dup2(write, 2)
+    saved = os.dup(fd)
+    os.dup2(write, fd)
     os.close(write)
 
     def pump():
@@ -80,12 +92,12 @@ def core_lines_hidden():
         with os.fdopen(read, "rb", buffering=0) as pipe:
             while chunk := pipe.read(65536):
                 *lines, held = (held + chunk).split(b"\n")
-                out = b"".join(line + b"\n" for line in lines if not CORE_LINE.match(line))
+                out = b"".join(line + b"\n" for line in lines if not pattern.match(line))
                 if held and not held.startswith((b"[", b"\x1b", b"(")):  # a progress line (\r) goes out at once
                     out, held = out + held, b""
                 if out:
                     os.write(saved, out)
-            if held and not CORE_LINE.match(held):
+            if held and not pattern.match(held):
                 os.write(saved, held)
 
     pumping = threading.Thread(target=pump, daemon=True)
@@ -93,10 +105,10 @@ def core_lines_hidden():
     try:
         yield
     finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)  # the pipe's last writer closes: the pump ends
+        stream.flush()
+        os.dup2(saved, fd)  # the pipe's last writer closes: the pump ends
         pumping.join(5)
-        if not pumping.is_alive():  # else a child holds the pipe: the pump may still write to the saved stderr
+        if not pumping.is_alive():  # else a child holds the pipe: the pump may still write to the saved stream
             os.close(saved)
 
 
@@ -143,9 +155,9 @@ def connect(ray, address: str | None, num_cpus: int | None) -> bool:
     if address is None:  # "local": neither RAY_ADDRESS nor the session file of another user's `ray start`
         ray.init(address="local", num_cpus=num_cpus, **kwargs)
         return True
-    with core_lines_hidden():  # the C++ client's line a second while it retries
-        # token mode only for a cluster that asks for a token: a driver in token mode kills the workers of a cluster
-        # without (Ray 2.60); where RAY_AUTH_MODE is set, it decides
+    with ray_lines_hidden():  # the C++ client's line a second while it retries
+        # token mode only for a cluster that asks for a token: under a driver in token mode, the actors of a cluster
+        # without authentication die as they start (Ray 2.60); where RAY_AUTH_MODE is set, it decides
         if address != "auto" and probe(address) and ("RAY_AUTH_MODE" in os.environ or not token_mode_if_token()
                                                      or probe(address)):
             raise UserError(f"--ray-address {address}: the Ray cluster refused this process ({describe_auth()})")

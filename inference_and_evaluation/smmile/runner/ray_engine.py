@@ -113,7 +113,7 @@ class RayEngine:
     def generate(self, work: list[tuple[Any, Any]], on_done: OnDone) -> None:
         if work:
             ray = self.connect()
-            with ray_cluster.core_lines_hidden():
+            with ray_cluster.ray_lines_hidden():
                 self.run_on_ray(ray, work, on_done)
 
     def run_on_ray(self, ray, work: list[tuple[Any, Any]], on_done: OnDone) -> None:
