@@ -194,12 +194,13 @@ def with_costs(rows: list[dict], records) -> list[dict]:
 
 def cost_per_correct(record) -> dict:
     """Input and output tokens and dollars per correct answer from the run's recorded usage (a judge's tokens are
-    not counted), with the price table's date; None where the provider reported no usage (never zero)."""
+    not counted), with the price table's date; None where the provider reported no usage (never zero), and for a
+    metric that scores failures."""
     manifest = (record.result.manifest if record.result is not None else None) or {}
     usage = manifest.get("usage") if isinstance(manifest.get("usage"), dict) else {}
     backend = manifest.get("backend") if isinstance(manifest.get("backend"), dict) else {}
     accounting = backend.get("accounting") if isinstance(backend.get("accounting"), dict) else {}
-    correct = float(record.scores.sum())
+    correct = 0.0 if metrics.get_metric(record.metric).measures_failures else float(record.scores.sum())
     per = {f"{name}_per_correct": (usage[key] / correct if correct and isinstance(usage.get(key), (int, float))
                                    else None)
            for name, key in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
