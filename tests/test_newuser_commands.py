@@ -4,6 +4,7 @@ a bad flag is one line and "see --help"; the scoring scripts take the dataset fr
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -19,8 +20,7 @@ from smmile.cli.stratify import main as stratify_main
 FRONT_DOORS = {"inference_qwen.py": local_models.qwen_main, "inference_medgemma.py": local_models.medgemma_main,
                "inference_llava_mcqa.py": local_models.llava_mcqa_main, "inference_baselines.py": baselines_main}
 # the original's own flags, which name the model or its device where `smmile run` has --model / --device-map
-ORIGINAL_ONLY = {"--models", "--model_name", "--baseline", "--gpu_devices", "--hf_cache_dir", "--use_vllm",
-                 "--image_dir", "--dataset_id", "--augmented"}
+ORIGINAL_ONLY = {"--models", "--model_name", "--baseline", "--use_vllm", "--dataset_id", "--augmented"}
 
 
 def code(main, argv) -> int:
@@ -65,10 +65,13 @@ def test_every_flag_a_front_door_adds_is_accepted_by_smmile_run(script, capsys):
     assert not missing, f"{script} takes {missing}, smmile run does not"
 
 
-def test_smmile_run_takes_allow_cpu(tmp_path, capsys):
+def test_smmile_run_takes_allow_cpu(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert cli.main(["run", "--model", "random", "--dataset", "demo", "--output-dir", str(tmp_path),
-                     "--allow-cpu"]) == 0, capsys.readouterr().err
+                     "--allow-cpu", "--gpu-devices", "3", "--hf-cache-dir", str(tmp_path / "hf")]) == 0, \
+        capsys.readouterr().err
     assert (tmp_path / "result_random_ICL_open.csv").exists()
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "3"  # as the front doors' --gpu_devices
 
 
 @pytest.mark.parametrize("argv, prog", [

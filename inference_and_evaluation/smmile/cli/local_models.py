@@ -251,14 +251,20 @@ def add_local_model_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--image-backend", choices=IMAGE_BACKENDS, default=None, help=IMAGE_BACKEND_HELP)
     g.add_argument("--allow-cpu", action="store_true",
                    help="accepted as the front doors take it: smmile run never requires a GPU (runs on CPU without)")
+    g.add_argument("--gpu-devices", default=None, help="exported as CUDA_VISIBLE_DEVICES, as the front doors' "
+                   "--gpu_devices (unset: left as it is)")
+    g.add_argument("--hf-cache-dir", default=None, help=CACHE_HELP)
     g.add_argument("--script", choices=["open", "mcqa"], default=None,
                    help="LLaVA / LLaVA-Med: behave as the open-only script or the _mcqa script (default open)")
 
 
 def local_model_settings(a: argparse.Namespace) -> dict:
+    """`smmile run`'s local-model settings from its flags; --gpu-devices exported at once, as the front doors do."""
     keys = ("max_new_tokens", "dtype", "device_map", "attn_implementation", "min_pixels", "max_pixels",
-            "tensor_parallel_size", "script", "model_revision", "image_backend")
-    return {k: getattr(a, k) for k in keys if getattr(a, k, None) is not None}
+            "tensor_parallel_size", "script", "model_revision", "image_backend", "hf_cache_dir")
+    if a.gpu_devices:  # as the front doors (preflight_checks): before any model or CUDA context
+        os.environ["CUDA_VISIBLE_DEVICES"] = a.gpu_devices
+    return {("cache_dir" if k == "hf_cache_dir" else k): getattr(a, k) for k in keys if getattr(a, k, None) is not None}
 
 
 def add_engine_flags(p: argparse.ArgumentParser) -> None:
