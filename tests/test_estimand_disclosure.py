@@ -185,3 +185,20 @@ def test_report_cell_names_the_rule_and_the_other_weighting():
     cell = {"n_refused": 2, "n_failed": 1, "n_empty": 0, "failures": "exclude"}
     tip, _ = sections._failures_note(cell)
     assert "transport failures, left out" in tip and "refused and empty: scored wrong" in tip
+
+
+def test_gold_answers_that_differ_from_the_datasets_are_flagged(tmp_path, capsys):
+    from smmile.scoring import estimates
+    from smmile.scoring.results import load_records
+
+    other = TRUTH[:8] + ["Maybe", "Perhaps"]
+    write_open(tmp_path / "r", "qwen7B", "ICL", IDS, other, [1] * 10)
+    write_open(tmp_path / "r", "gpt-4o", "ICL", IDS, TRUTH, [1] * 10)
+    records = load_records(str(tmp_path / "r"), lambda message: None)
+    dataset = pd.Series(dict(zip(IDS, [t.lower() + "." for t in TRUTH])), dtype=object)  # compared as EM compares
+    messages = []
+    rows = estimates.estimates(records, 50, 0, "auto", 0.95, warn=messages.append, gold=dataset)
+    counts = {(r["model"], r["metric"]): r["gold_vs_dataset"] for r in rows}
+    assert counts[("qwen7B", "EM")] == 2 and counts[("gpt-4o", "EM")] == 0
+    assert any("result_qwen7B_ICL_open.csv: 2 problem(s) have another gold answer (true_answer) than the dataset's "
+               "(first: p8)" in m for m in messages)

@@ -32,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Monte Carlo sign patterns when a family has more than 20 base problems with a "
                              "difference (seeded by --seed; default %(default)s)")
     add_estimand_flags(parser)
+    parser.add_argument("--dataset", default=None, metavar="ID|PATH|demo",
+                        help="check every estimate's gold answers (true_answer) against this dataset's and name "
+                             "the results that differ (gold_vs_dataset)")
     return parser
 
 

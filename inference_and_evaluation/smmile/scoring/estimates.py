@@ -107,19 +107,44 @@ def gold_disagreements(records: list[Record]) -> dict[str, list[str]]:
             for source in table.columns}
 
 
+def dataset_gold(dataset: str) -> pd.Series:
+    """The dataset's answer to each problem's query, by problem_id (``smmile stats --dataset``)."""
+    from smmile.data.load import load_problems
+
+    return pd.Series({p.problem_id: p.query.answer for p in load_problems(dataset)}, dtype=object)
+
+
+def _against(record: Record, gold: pd.Series) -> list[str]:
+    """The record's problems whose gold answer is not the dataset's (compared as exact match compares)."""
+    from smmile.scoring.exact_match import normalize_answer
+
+    theirs = record.gold.rename(index=str)
+    shared = theirs.index.intersection(gold.index)
+    return [pid for pid in shared if normalize_answer(theirs[pid]) != normalize_answer(gold[pid])]
+
+
 def estimates(records: list[Record], n_boot: int, seed: int, cluster: str, level: float, weight: str = "row",
-              failures: str = "exclude", warn=None) -> list[dict]:
+              failures: str = "exclude", warn=None, gold: pd.Series | None = None) -> list[dict]:
     """Estimates in table order: model rows as in evaluation_results.txt, then metric, then mode; each with the
-    number of its problems whose gold answer differs from the folder's usual one (named through ``warn``)."""
+    number of its problems whose gold answer differs from the folder's usual one and, with the dataset's
+    answers ``gold``, from the dataset's (named through ``warn``)."""
     rows = [estimate(r, n_boot, seed, cluster, level, weight, failures) for r in records]
-    differ = gold_disagreements(records)
+    differ, dataset_differ = gold_disagreements(records), {}
     for row, record in zip(rows, records):
         row["gold_differs"] = len(differ.get(record.source, [])) if record.gold is not None else None
+        if gold is not None:
+            against = _against(record, gold) if record.gold is not None else None
+            row["gold_vs_dataset"] = None if against is None else len(against)
+            if against:
+                dataset_differ.setdefault(record.source, against)
     for source, ids in differ.items():
         if ids:
             (warn or log.warning)(f"warning: {source}: {len(ids)} problem(s) have another gold answer (true_answer) "
                                   f"than most results of this folder (first: {ids[0]}); its estimates score "
                                   "answers to other questions")
+    for source, ids in dataset_differ.items():
+        (warn or log.warning)(f"warning: {source}: {len(ids)} problem(s) have another gold answer (true_answer) than "
+                              f"the dataset's (first: {ids[0]})")
     order = {m: i for i, m in enumerate(tables.row_order({row["model"] for row in rows}))}
     return sorted(rows, key=lambda row: (order[row["model"]], METRICS.index(row["metric"]), MODES.index(row["mode"])))
 

@@ -15,7 +15,8 @@ from smmile import fsguard
 from smmile.errors import UserError
 from smmile.scoring import metrics, signflip, statistics, tables
 from smmile.scoring.estimates import (FAILURE_CHOICES, KINDS, OTHER_RULE, SHOW_OTHER_PP, WEIGHT_CHOICES,
-                                      check_resampling, comparisons, em_only_records, estimates)
+                                      check_resampling, comparisons, dataset_gold, em_only_records,
+                                      estimates)
 from smmile.scoring.results import load_records
 
 log = logging.getLogger(__name__)
@@ -142,6 +143,7 @@ class StatsSettings:
     failures: str = "exclude"
     adjust: str = "minP"
     n_flips: int = signflip.DEFAULT_N_FLIPS
+    dataset: str | None = None  # the dataset whose answers each estimate's gold answers are checked against
 
 
 def run_stats(results_dir: str, *, out: str | None = None, force: bool = False, **settings) -> tuple[int, str]:
@@ -241,7 +243,8 @@ def _compute_into(results_dir: str, out: str, s: StatsSettings) -> tuple[int, st
     if not records:
         raise UserError(f"no scorable result files in {results_dir}")
     settings = {"results_dir": os.path.abspath(results_dir), **asdict(s)}
-    rows = estimates(records, s.n_boot, s.seed, s.cluster, s.level, s.weight, s.failures, log.warning)
+    gold = dataset_gold(s.dataset) if s.dataset else None
+    rows = estimates(records, s.n_boot, s.seed, s.cluster, s.level, s.weight, s.failures, log.warning, gold)
     for message in dataset_versions(records):
         log.warning(message)
     rows = with_costs(rows, records)
