@@ -99,3 +99,22 @@ def test_report_shows_the_cost_per_correct_answer(demo_dir, tmp_path):
     assert cli.main(["report", str(res), "--out", str(tmp_path / "r"), "--n-boot", "10"]) == 0
     page = (tmp_path / "r" / "index.html").read_text()
     assert "Tokens and cost per correct answer" in page and "missing" in page  # no cost_usd: missing, not 0
+
+
+def test_report_and_analyze_warn_naming_both_commits(demo_dir, tmp_path, capsys):
+    res = _two_runs(tmp_path, demo_dir)
+    for name, sha in (("random", SHA_A), ("majority", SHA_B)):
+        _edit(res / f"result_{name}_ICL_mcqa.manifest.json",
+              lambda m: m["dataset"].update(kind="hub", id="smmile/SMMILE", revision=None, resolved_revision=sha))
+    assert cli.main(["report", str(res), "--out", str(tmp_path / "r"), "--n-boot", "10"]) == 0
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "2 different commits" in page and SHA_A in page and SHA_B in page
+    other = tmp_path / "other"
+    other.mkdir()
+    for path in res.glob("result_random_*"):
+        (other / path.name).write_bytes(path.read_bytes())
+    _edit(other / "result_random_ICL_mcqa.manifest.json", lambda m: m["dataset"].update(resolved_revision=SHA_B))
+    capsys.readouterr()
+    cli.main(["analyze", "noise", f"orig={res}", f"noisy={other}", "--out", str(tmp_path / "a"), "--n-boot", "10"])
+    err = capsys.readouterr().err
+    assert "2 different commits" in err and SHA_A in err and SHA_B in err
