@@ -76,7 +76,8 @@ class Recorder(LoopbackServer):
         self._serve(Handler)
 
 
-@pytest.mark.parametrize("host", ["localhost", "127.0.0.1.nip.io", "127.0.0.1@evil.example"])
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1.nip.io", "127.0.0.1@evil.example",
+                                  "\u0430pi.anthropic.com"])  # (a Cyrillic a: IDNA look-alike)
 def test_results_url_on_another_host_never_receives_the_key(env, tmp_path, capsys, host):
     with Recorder() as other:
         port = other.url.rsplit(":", 1)[1]

@@ -50,7 +50,9 @@ class Egress:
 
     def check(self, request) -> None:
         url = request.url
-        host = url.host  # lower case, IDNA-encoded, user info and brackets gone: what the socket connects to
+        # as the socket will connect: ASCII (IDNA-encoded: a look-alike is never the real host), lower case,
+        # user info and brackets gone
+        host = url.raw_host.decode("ascii", "replace").lower()
         if not self.any_scheme and not scheme_ok(url.scheme, host):
             raise EgressRefused(f"refused to send {self.what} over {url.scheme} to {fmt_host(host)} (https only, "
                                 "plain http only to this machine)")
