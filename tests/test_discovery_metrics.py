@@ -17,9 +17,11 @@ OPEN = ("problem_id,final_question,true_answer,generated_answer,full_response\n"
 
 
 def test_declarations():
-    assert list(metrics.METRICS) == ["LLM", "EM", "MCQA"]  # the tables' column order (spec §7.3)
+    assert list(metrics.METRICS) == ["LLM", "EM", "MCQA", "NOANS"]  # the tables' column order (spec §7.3)
     assert [m.name for m in metrics.metrics_for("open")] == ["EM", "LLM"]  # EM first: the bootstrap stream order
     assert [m.name for m in metrics.metrics_for("mcqa")] == ["MCQA"]
+    assert [m.name for m in metrics.metrics_for("open", paper=False)] == ["EM", "NOANS", "LLM"]
+    assert [m.name for m in metrics.metrics_for("mcqa", paper=False)] == ["MCQA", "NOANS"]
     assert metrics.get_metric("LLM").source == "judge" and metrics.get_metric(metrics.EM) is metrics.EM
     with pytest.raises(ValueError, match="unknown metric"):
         metrics.get_metric("F1")

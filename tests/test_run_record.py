@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 
 from smmile.cli import stats as stats_cli
 from smmile.report import build
@@ -88,3 +89,28 @@ def test_the_report_shows_the_journals_counts(tmp_path):
     assert (row["n_refused"], row["n_failed"], row["n_empty"]) == (1, 2, 1)
     assert "result_mine_ICL.csv" in data.sets[0].runs
 
+
+def _no_answer(folder, out) -> float:
+    assert stats_cli.main([str(folder), "--out", str(out), "--n-boot", "20"]) == 0
+    return float(pd.read_csv(out / "stats_estimates.csv").set_index("metric").loc["NOANS", "accuracy"])
+
+
+def test_the_no_answer_metric_reads_the_raw_response(tmp_path, capsys):
+    """NOANS ("the model refused or failed to answer", scoring/refusal.py): per problem from the journaled
+    response, else the CSV text; in `smmile stats` and on the report's page."""
+    folder = _run_record(tmp_path / "r")
+    # journal: p2 failed, p3 refused, p4 empty; CSV: p5 an ERROR row; p1 and p6 answered
+    assert _no_answer(folder, tmp_path / "a") == pytest.approx(100 * 4 / 6)
+    assert "NOANS" in capsys.readouterr().out
+    journal = folder / ".smmile" / "result_mine_ICL.journal.jsonl"
+    # p1's reply was cut by a content filter after "Red": the CSV cannot tell, the raw response can
+    journal.write_text(journal.read_text().replace('"text": "Red", "error": null, "extra": {}',
+                                                   '"text": "Red", "error": null, "extra": {"finish_reason": '
+                                                   '"content_filter"}'))
+    assert _no_answer(folder, tmp_path / "b") == pytest.approx(100 * 5 / 6)
+    data = build.gather([(None, str(folder))], settings=build.Settings(n_boot=20))
+    (row,) = [r for r in data.sets[0].estimates if r["metric"] == "NOANS"]
+    assert row["accuracy"] == pytest.approx(100 * 5 / 6)
+    from smmile.report import sections
+
+    assert "Refused or failed to answer" in sections.main_section(data, data.sets[0], {}, str(tmp_path))

@@ -35,6 +35,7 @@ def run(tmp_path, directory, *extra):
     out = tmp_path / "out"
     rc = stats_cli.main([str(directory), "--out", str(out), "--n-boot", "2000", *extra])
     est = pd.read_csv(out / "stats_estimates.csv")
+    est = est[est.metric != "NOANS"]  # the paper's metrics (NOANS, scoring/refusal.py, is estimated, not compared)
     comp_path = out / "stats_comparisons.csv"
     comp = pd.read_csv(comp_path) if comp_path.exists() else None
     return rc, out, est, comp

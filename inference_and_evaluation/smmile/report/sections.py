@@ -74,7 +74,7 @@ def _estimate_cell(rset, cell, best) -> str:
                                      "mode": cell["mode"]})  # read by the explorer's script
     shown = f"{fmt_number(cell['accuracy'])} {fmt_ci(cell['ci_low'], cell['ci_high'])}"
     if not names.METRIC_TABLE[cell["metric"]].paper:  # a rate the explorer does not show per problem (NOANS)
-        return f'<td title="{esc(tip.removesuffix("; click for these problems"))}">{shown}{marker}</td>'
+        return f'<td title="{esc(tip.removesuffix("; click for these problems"))}">{shown}</td>'
     return f'<td{cls} title="{esc(tip)}"><a href="{esc(href)}">{shown}</a>{marker}</td>'
 
 

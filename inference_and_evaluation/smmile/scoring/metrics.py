@@ -53,8 +53,8 @@ LLM = register(Metric("LLM", "LLM-as-a-judge", ("open",), "judge", (), "LLM-as-a
 EM = register(Metric("EM", "Exact match", ("open",), "csv", COLUMNS["open"], "EM Accuracy", exact))
 MCQA = register(Metric("MCQA", "MCQA", ("mcqa",), "csv", COLUMNS["mcqa"], "MCQA Accuracy",
                        lambda item, response, row: float(str(row["is_correct"]).lower() == "true")))
-NOANS = Metric("NOANS", "Refused or failed to answer", ("open", "mcqa"), "csv", ("problem_id",),
-               "No-answer rate", refusal.no_answer, paper=False, measures_failures=True)
+NOANS = register(Metric("NOANS", "Refused or failed to answer", ("open", "mcqa"), "csv", ("problem_id",),
+                        "No-answer rate", refusal.no_answer, paper=False, measures_failures=True))
 
 
 def get_metric(metric: Metric | str) -> Metric:

@@ -253,7 +253,8 @@ def _compute_into(results_dir: str, out: str, s: StatsSettings) -> tuple[int, st
     written.append(os.path.join(out, "stats_table.tex"))
     report = [console_table(rows)] + [t for t in (cost_table(rows),) if t]
     if s.compare != "none":
-        pairs = comparisons(records, s.compare, s.n_boot, s.seed, s.cluster, s.level, s.include_gold_mismatch,
+        paper = [r for r in records if metrics.get_metric(r.metric).paper]  # NOANS leaves the families as they were
+        pairs = comparisons(paper, s.compare, s.n_boot, s.seed, s.cluster, s.level, s.include_gold_mismatch,
                             log.warning, s.weight, s.failures, s.adjust, s.n_flips)
         written += write_rows(pairs, os.path.join(out, "stats_comparisons"), settings)
         report.append(comparison_summary(pairs, s.level))
