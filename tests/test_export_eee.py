@@ -8,6 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from smmile import cli
@@ -112,3 +113,26 @@ def test_a_run_on_a_hub_dataset_names_the_commit_read(demo_dir, tmp_path, valida
     assert source["additional_details"]["resolved_revision"] == "a" * 40 and source["samples_number"] == 24
     lines = (tmp_path / "eee" / aggregate["detailed_evaluation_results"]["file_path"]).read_text().splitlines()
     assert all(json.loads(line)["input"]["formatted"] for line in lines)  # the request as sent, journaled
+
+
+def test_a_jury_is_named_as_the_method_with_majority_vote(demo_dir, tmp_path, validator):
+    from smmile.cli.baselines import main as baselines
+    from smmile.record import verdicts
+    from smmile.record.result_csv import csv_sha256
+
+    res = tmp_path / "res"
+    assert baselines(["--baseline", "random", "--task_format", "open", "--dataset", "demo", "--output-dir",
+                      str(res)]) == 0
+    csv = res / "result_random_ICL.csv"
+    ids = [str(i) for i in pd.read_csv(csv)["problem_id"]]
+    members = [{"backend": "ollama", "model": "a"}, {"backend": "ollama", "model": "b"}]
+    rows = [{"problem_id": pid, "reply": "1", "status": "ok", "value": 1,
+             "jury": [{"judge": "ollama:a", "value": 1}, {"judge": "ollama:b", "value": 1}]} for pid in ids]
+    verdicts.write(csv, csv_sha256(csv), {"backend": "jury", "model": "ollama:a, ollama:b", "jury": members},
+                   None, {pid: 100.0 for pid in ids}, rows)
+    assert cli.main(["export", "eee", str(res), "--out", str(tmp_path / "eee")]) == 0
+    (aggregate,) = _written(tmp_path / "eee").values()
+    llm = next(r for r in aggregate["evaluation_results"] if r["metric_config"]["metric_name"] == "LLM-as-a-judge")
+    method = llm["metric_config"]["llm_scoring"]
+    assert [j["model_info"]["id"] for j in method["judges"]] == ["ollama/a", "ollama/b"]
+    assert method["aggregation_method"] == "majority_vote" and llm["score_details"]["score"] == 1.0

@@ -183,3 +183,29 @@ def test_inspect_view_shows_a_sample_answer_in_the_browser(viewer, browser):
     page.goto(f"{url}/")
     page.get_by_text("SMMILE/ICL/open").first.click(timeout=60_000)
     page.get_by_text(answer[:40]).first.wait_for(timeout=60_000)
+
+
+def test_a_jury_verdicts_per_judge_read_back(demo_dir, tmp_path, ilog):
+    """A judged run: the LLM score is the jury's verdict, each member's verdict and the reply beside it."""
+    from smmile.cli.baselines import main as baselines
+    from smmile.record import verdicts
+    from smmile.record.result_csv import csv_sha256
+
+    res = tmp_path / "res"
+    assert baselines(["--baseline", "random", "--task_format", "open", "--dataset", "demo", "--output-dir",
+                      str(res)]) == 0
+    csv = res / "result_random_ICL.csv"
+    ids = pd.read_csv(csv)["problem_id"].astype(str).tolist()
+    members = [{"backend": "ollama", "model": "a"}, {"backend": "ollama", "model": "b"}]
+    rows = [{"problem_id": pid, "reply": str(i % 2), "status": "ok", "value": i % 2,
+             "jury": [{"judge": "ollama:a", "value": i % 2}, {"judge": "ollama:b", "value": 1}]}
+            for i, pid in enumerate(ids)]
+    verdicts.write(csv, csv_sha256(csv), {"backend": "jury", "model": "ollama:a, ollama:b", "jury": members},
+                   None, {pid: 100.0 * (i % 2) for i, pid in enumerate(ids)}, rows)
+    assert cli.main(["export", "inspect", str(res), "--out", str(tmp_path / "logs")]) == 0
+    (log,) = _logs(ilog, tmp_path / "logs").values()
+    assert log.eval.metadata["judge"] == "ollama:a, ollama:b"
+    for i, sample in enumerate(log.samples):
+        score = sample.scores["llm_as_a_judge"]
+        assert score.value == i % 2 and score.explanation == f"judge reply: '{i % 2}' (ok)"
+        assert score.metadata["verdicts"] == {"ollama:a": i % 2, "ollama:b": 1.0, "jury": i % 2}

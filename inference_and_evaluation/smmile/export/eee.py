@@ -137,7 +137,8 @@ def instance_lines(records, aggregate: dict, found: list[S.Item]) -> list[dict]:
                 "token_usage": tokens,
                 "error": f"{item.failure}: {item.response}" if item.failure in ("refused", "failed") else None,
                 "metadata": _strings({"outcome": outcome(item, score, metric),
-                                      **({"judge_reply": item.judge_reply[0], "judge_status": item.judge_reply[1]}
+                                      **({"judge_reply": item.judge_reply[0], "judge_status": item.judge_reply[1],
+                                          "judge_verdicts": item.verdicts or None}
                                          if record.metric == "LLM" and item.judge_reply else {}), **item.extra})})
     return lines
 

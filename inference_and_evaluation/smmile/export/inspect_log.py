@@ -41,7 +41,7 @@ def _score(Score, item: S.Item, metric: str, judge: str):
     meta = {"failure": item.failure} if item.failure else {}
     explanation = None
     if metric == "LLM":
-        meta["judge"] = judge
+        meta.update(judge=judge, verdicts=item.verdicts or None)
         if item.judge_reply is not None:
             explanation = f"judge reply: {item.judge_reply[0]!r} ({item.judge_reply[1]})"
     elif metric == "MCQA":

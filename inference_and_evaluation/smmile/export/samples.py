@@ -33,9 +33,14 @@ class Item:
     failure: str  # "", "refused", "failed" or "empty" (metrics.failure_series)
     scores: dict[str, float] = field(default_factory=dict)  # metric name -> score in [0, 1]
     judge_reply: tuple | None = None  # (reply, status) of the judge's replies file
+    verdicts: dict = field(default_factory=dict)  # judge (a jury's members, and "jury") -> its 0/1 (None: none)
     request: object = None  # the request as sent (JSON, images by digest), where the run's journal recorded it
     usage: dict = field(default_factory=dict)  # the journaled response's usage (tokens, cost)
     extra: dict = field(default_factory=dict)  # correct_option / options (MCQA)
+
+
+def _verdict(value) -> float | None:
+    return None if value is None or value != value else float(value)
 
 
 def _text(value) -> str:
@@ -57,7 +62,8 @@ def items(records: list[Record]) -> list[Item]:
     frame = frame.rename(columns={k: v for k, v in ALIASES.items() if k in frame and v not in frame})
     question = question_column(frame.columns)
     journaled = result.journal or {}
-    replies = result.replies if any(r.metric == "LLM" for r in records) else {}
+    judged = any(r.metric == "LLM" for r in records)
+    replies, verdicts = (result.replies, result.verdicts) if judged else ({}, {})
     failures = next((r.failures for r in records if r.failures is not None), None)  # by problem id
     out, seen = [], set()
     for row in frame.to_dict("records"):
@@ -73,7 +79,8 @@ def items(records: list[Record]) -> list[Item]:
                     _text(row.get("selected_option" if mcqa else "generated_answer")),
                     "" if failures is None else str(failures.get(pid, "")),
                     judge_reply=replies.get(pid), request=entry[0].get("request") if len(entry) == 1 else None,
-                    usage=response.get("usage") or {})
+                    usage=response.get("usage") or {},
+                    verdicts={judge: _verdict(by_id.get(pid)) for judge, by_id in verdicts.items()})
         if mcqa:
             item.extra = {"true_answer": _text(row.get("true_answer")), "correct_option": item.target}
         for record in records:
