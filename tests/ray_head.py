@@ -65,7 +65,7 @@ class RayHead:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(20)
+                self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 pass
         for pid in [self.proc.pid, *self.leftovers()]:  # what is left of the group, and of this head's session

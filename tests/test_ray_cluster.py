@@ -194,3 +194,16 @@ def test_version_mismatch_line():
     assert version_mismatch({"torch": "2.5.1"}, {"torch": "2.5.1"}, "n") == ""
     line = version_mismatch({"torch": "2.5.1", "vllm": "0.8"}, {"torch": "2.6.0"}, "10.0.0.2")
     assert "10.0.0.2" in line and "torch 2.6.0 (driver: 2.5.1), vllm absent (driver: 0.8)" in line
+
+
+def test_ray_s_own_lines_are_dropped_the_rest_passes(capfd):
+    """The filter itself: the raylet's notice on stdout and a C++ core line on stderr go; the rest, a progress line
+    without its end included, comes through as written."""
+    from smmile.runner.ray_cluster import ray_lines_hidden
+
+    with ray_lines_hidden():
+        os.write(1, b"\x1b[33m(raylet)\x1b[0m A worker died or was killed while executing a task by an unexpected "
+                    b"system error.\n(MapWorker pid=7) kept\n")
+        os.write(2, b"[2026-12-03 01:27:14,532 E 25340 25340] core_worker.cc:2465: Actor with class name ...\n"
+                    b"kept\n\rrun: 1/2 problems")
+    assert capfd.readouterr() == ("(MapWorker pid=7) kept\n", "kept\n\rrun: 1/2 problems")
