@@ -18,7 +18,7 @@ API_FLAGS = ("concurrency", "max_retries", "timeout", "max_cost", "price", "base
 def add_api_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("API / server models")
     g.add_argument("--concurrency", type=concurrency, default=None, metavar="N|auto",
-                   help="requests in flight at once (at most 512); auto (the default, ollama: 8) starts at 8, doubles "
+                   help="requests in flight at once (at most 512); auto (the default, ollama: 8) starts at 16, doubles "
                         "each round trip until the first 429/503, then adds one per round trip and backs off on "
                         "429/503, Retry-After and the providers' rate-limit headers")
     add_estimate_and_key_flags(g)

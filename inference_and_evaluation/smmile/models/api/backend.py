@@ -211,12 +211,12 @@ class ApiBackend(Backend):
                 if attempt == 0 and budget is not None:
                     await self.reserve(budget)
                     reserved = budget
-                epoch = await self.limiter.acquire()
+                ticket = await self.limiter.acquire()
                 self.meter.requests += 1
                 try:
                     text, usage, *rest = await asyncio.wait_for(self.send(client, wire), self.timeout + 5)
                 except asyncio.CancelledError:
-                    await self.limiter.release(epoch, 0)
+                    await self.limiter.release(ticket, 0)
                     raise
                 except Exception as exc:  # noqa: BLE001 - every failure is classified, none is an answer
                     failure = self.classify(exc)
@@ -225,7 +225,7 @@ class ApiBackend(Backend):
                     status = failure.status or (503 if failure.transient else 0)  # timeouts: the server is busy
                     self.stats["throttled"] += failure.status in THROTTLED
                     too_long = failure.retry_after is not None and failure.retry_after > self.policy.max_retry_after
-                    await self.limiter.release(epoch, status, None if too_long else failure.retry_after, headers)
+                    await self.limiter.release(ticket, status, None if too_long else failure.retry_after, headers)
                     if refusal(exc) is not None:  # a host the key may not go to: no request will fare better
                         self.fatal = str(refusal(exc))
                     elif failure.status in (401, 403):  # the key was refused: every other request would be too
@@ -240,7 +240,7 @@ class ApiBackend(Backend):
                         await asyncio.sleep(self.policy.delay(failure, attempt))
                         continue
                     return "", {}, failure, attempt + 1
-                await self.limiter.release(epoch, None, None, rest[0] if rest else None)
+                await self.limiter.release(ticket, None, None, rest[0] if rest else None)
                 return text, usage, None, attempt + 1
             raise AssertionError("unreachable")
         finally:

@@ -1,12 +1,13 @@
 """How many requests are in flight: a fixed number (`--concurrency N`) or adaptive (`--concurrency auto`).
 
-Adaptive: start at START and double per round trip (one more per success: slow start) until the first 429/503/529;
-that throttle sets the level to the requests still in flight (what the server holds, within [half, one less]) and
-ends slow start, and each older request answered 429 after it takes one more off. Then additive increase / one cut
-per round trip: one more per round trip below the last level throttled, one per PROBE round trips at it. A
-Retry-After of LONG_WAIT seconds or more, or a rate-limit header at 0 (REMAINING: OpenAI's x-ratelimit-remaining-*,
-Anthropic's anthropic-ratelimit-*), pauses every launch until the reset.
-"""
+Adaptive: start at START and double per round trip (one more per success: slow start) until the first 429/503/529.
+A launch beyond the most requests the server has been seen to hold at once (`confirmed`: a request launched k-th in
+flight that succeeded) waits PACE after the previous such launch, so that a 429, which comes back at once, stops the
+climb before a burst of them. The first throttle sets the level to the requests in flight (at most one less) and
+ends slow start; each older request answered 429 after it takes one more off. Then additive increase / one cut per
+round trip: one more per round trip below the last level throttled, one per PROBE round trips at it (twice as many
+after each failed probe). A Retry-After of LONG_WAIT seconds or more, or a rate-limit header at 0 (REMAINING:
+OpenAI's x-ratelimit-remaining-*, Anthropic's anthropic-ratelimit-*), pauses every launch until the reset."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ import re
 import time
 from datetime import datetime
 
-START = 8
+START = 16
 MAXIMUM = 64
-DECREASE = 0.5  # the deepest one cut goes
+PACE = 0.05  # seconds between launches beyond what the server was seen to hold
 PROBE = 32  # round trips per step at the level last throttled
 LONG_WAIT = 5.0  # seconds: a Retry-After this long pauses every launch, and the progress line says so
 THROTTLED = frozenset({429, 503, 529})
@@ -67,6 +68,9 @@ class Limiter:
         self.maximum = fixed or maximum
         self.ceiling: float | None = None
         self.slow_start = fixed is None
+        self.probe = PROBE
+        self.confirmed = 0  # the most requests in flight at once the server was seen to accept
+        self.next_beyond = 0.0  # when the next launch beyond `confirmed` may go
         self.in_flight = 0
         self.epoch = 0  # bumped at each cut
         self.paused_until = 0.0
@@ -87,24 +91,33 @@ class Limiter:
             text += f", waiting {wait:.0f}s ({self.pause_reason})"
         return text
 
-    async def acquire(self) -> int:
+    async def acquire(self) -> tuple[int, int]:
+        """A slot: (epoch, place in flight), handed back to `release`."""
         async with self.cond:
             while True:
-                wait = self.paused_until - time.monotonic()
+                now = time.monotonic()
+                wait = self.paused_until - now
                 if wait <= 0 and self.in_flight < int(self.level):
-                    break
+                    if self.fixed is not None or self.in_flight < self.confirmed or now >= self.next_beyond:
+                        break
+                    wait = self.next_beyond - now
                 try:
                     await asyncio.wait_for(self.cond.wait(), wait if wait > 0 else None)
                 except asyncio.TimeoutError:
                     pass
             self.in_flight += 1
-            return self.epoch
+            if self.in_flight > self.confirmed:
+                self.next_beyond = time.monotonic() + PACE
+            return self.epoch, self.in_flight
 
-    async def release(self, epoch: int, status: int | None = None, retry_after: float | None = None,
+    async def release(self, ticket: tuple[int, int], status: int | None = None, retry_after: float | None = None,
                       headers=None) -> None:
         """After an attempt: `status` None for a success, else the HTTP status of the failure (if any)."""
+        epoch, place = ticket
         async with self.cond:
             self.in_flight -= 1
+            if status is None:
+                self.confirmed = max(self.confirmed, place)
             if self.fixed is None:
                 self.adapt(epoch, status)
             wait, why = exhausted_for(headers), "rate-limit headers: nothing left until the reset"
@@ -117,14 +130,16 @@ class Limiter:
             self.cond.notify_all()
 
     def adapt(self, epoch: int, status: int | None) -> None:
+        near = self.ceiling is not None and self.level >= self.ceiling - 1
         if status is None:
-            near = self.ceiling is not None and self.level >= self.ceiling - 1
-            step = 1.0 if self.slow_start else 1 / (self.level * (PROBE if near else 1))
+            step = 1.0 if self.slow_start else 1 / (self.level * (self.probe if near else 1))
             self.level = min(self.maximum, self.level + step)
         elif status in THROTTLED and epoch == self.epoch:  # the first throttle of this round trip
+            if near:  # a probe above the known limit failed: the next waits twice as long
+                self.probe = min(self.probe * 2, 8 * PROBE)
             self.slow_start = False
             self.ceiling = self.level
-            self.level = max(1.0, self.level * DECREASE, min(self.level - 1, float(self.in_flight)))
+            self.level = max(1.0, min(self.level - 1, float(max(self.in_flight, self.confirmed))))
             self.epoch += 1
         elif status in THROTTLED:  # launched before that cut: the server holds fewer still
             self.level = max(1.0, self.level - 1)
