@@ -275,10 +275,7 @@ def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto",
     dropped = 0
     if failures == "exclude":
         dropped = int(out.sum())
-        frame = frame.loc[~out].reset_index(drop=True)
-        if dropped and notes is not None:
-            notes.append(f"{label}: {dropped} pair(s) with a transport failure (connection error, timeout, 5xx) "
-                         "left out: not answers (--failures wrong scores them wrong)")
+        frame = frame.loc[~out].reset_index(drop=True)  # counted (failure_pairs_excluded), not a warning
     left, right = frame["a"].to_numpy(), frame["b"].to_numpy()
     clusters = clusters_for(frame["problem_id"], cluster)
     result = statistics.paired_score(left, right, clusters, weight, level)
