@@ -32,7 +32,8 @@ EXACT_MAX = 20  # at most 2^20 patterns are enumerated
 DEFAULT_N_FLIPS = 100_000
 ADJUSTMENTS = ("minP", "holm")
 ADJUSTMENT_NAMES = {"minP": "Westfall-Young step-down minP (max-T on the sign-flip p-values)", "holm": "Holm"}
-_CHUNK = 1 << 15
+_CHUNK = 1 << 15  # patterns drawn at once (fixed: the draws do not depend on the family's size)
+_CELLS = 1 << 21  # at most this many statistics are held at once per array
 _DIGITS = 10  # statistics are rounded so that equal sums tie exactly
 
 
@@ -93,9 +94,11 @@ def _patterns(n_units: int, n_flips: int, seed: int):
 
 
 def _flipped(matrix: np.ndarray, n_flips: int, seed: int):
-    """|t(s)| of every column, chunk by chunk, over the patterns of ``matrix``'s rows."""
+    """|t(s)| of every column, block by block (at most ``_CELLS`` values), over the patterns of ``matrix``'s rows."""
+    rows = max(1, _CELLS // max(1, matrix.shape[1]))
     for signs in _patterns(matrix.shape[0], n_flips, seed):
-        yield np.abs(np.round(signs @ matrix, _DIGITS))
+        for start in range(0, len(signs), rows):
+            yield np.abs(np.round(signs[start:start + rows] @ matrix, _DIGITS))
 
 
 class _Null:
@@ -134,17 +137,20 @@ def _matrix(family: Sequence[Units]) -> np.ndarray:
 def _nulls(matrix: np.ndarray, n_flips: int, seed: int) -> list[_Null]:
     """Each comparison's null: its own patterns enumerated when it has at most ``EXACT_MAX`` units with a
     difference, else its column over the family's Monte Carlo patterns."""
-    drawn = None
-    nulls = []
+    nulls: dict[int, _Null] = {}
+    drawn = []
     for j in range(matrix.shape[1]):
         rows = np.flatnonzero(matrix[:, j])
         if len(rows) <= EXACT_MAX:
-            nulls.append(_Null(np.concatenate(list(_flipped(matrix[rows][:, [j]], 0, seed)))[:, 0]))
-            continue
-        if drawn is None:
-            drawn = np.concatenate(list(_flipped(matrix, n_flips, seed)))
-        nulls.append(_Null(drawn[:, j]))
-    return nulls
+            nulls[j] = _Null(np.concatenate(list(_flipped(matrix[rows][:, [j]], 0, seed)))[:, 0])
+        else:
+            drawn.append(j)
+    group = max(1, _CELLS // (n_flips + 1))
+    for start in range(0, len(drawn), group):  # the family's patterns, a few columns at a time
+        columns = drawn[start:start + group]
+        values = np.concatenate(list(_flipped(matrix[:, columns], n_flips, seed)))
+        nulls.update({j: _Null(values[:, i]) for i, j in enumerate(columns)})
+    return [nulls[j] for j in range(matrix.shape[1])]
 
 
 def family_test(family: Sequence[Units], alpha: float = 0.05, adjust: str = "minP",
