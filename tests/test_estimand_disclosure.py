@@ -202,3 +202,15 @@ def test_gold_answers_that_differ_from_the_datasets_are_flagged(tmp_path, capsys
     assert counts[("qwen7B", "EM")] == 2 and counts[("gpt-4o", "EM")] == 0
     assert any("result_qwen7B_ICL_open.csv: 2 problem(s) have another gold answer (true_answer) than the dataset's "
                "(first: p8)" in m for m in messages)
+
+
+def test_the_answer_none_is_an_answer_not_an_empty_row(tmp_path):
+    """Issue #31: pandas reads the literal answer ``None`` as missing, so it was counted as an empty response."""
+    path = write_open(tmp_path / "r", "qwen7B", "ICL", IDS, TRUTH, [1] * 8 + [0, 0])
+    frame = pd.read_csv(path, keep_default_na=False)
+    frame.loc[8, ["generated_answer", "full_response"]] = "None"
+    frame.loc[9, ["generated_answer", "full_response"]] = ""
+    frame.to_csv(path, index=False)
+    assert _stats(tmp_path / "r", tmp_path / "o", "--compare", "none") == 0
+    est = pd.read_csv(tmp_path / "o" / "stats_estimates.csv").set_index(["model", "metric", "mode"])
+    assert est.loc[("qwen7B", "EM", "ICL")].n_empty == 1  # row 9 only; "None" is the model's (wrong) answer

@@ -55,6 +55,25 @@ def failure_counts(kinds: pd.Series | None) -> dict:
     return {f"n_{kind}": int(counts.get(kind, 0)) for kind in metrics.FAILURE_KINDS}
 
 
+def literal_answers(records: list[Record]) -> None:
+    """A response that is literally ``None`` (or ``NA``, ``null``…) is an answer, not an empty row: pandas reads
+    such text as missing, so rows counted ``empty`` are checked against the CSV's raw text (only for the
+    statistics; the faithful scorers keep pandas' reading). Idempotent; changes ``record.failures`` in place."""
+    for record in records:
+        if record.failures is None or record.frame is None or not (record.failures == "empty").any():
+            continue
+        column = "full_response" if "full_response" in record.frame.columns else "generated_answer"
+        try:
+            raw = pd.read_csv(record.source, usecols=["problem_id", column], dtype=str, keep_default_na=False)
+        except (OSError, ValueError):
+            continue
+        text = raw.groupby("problem_id", sort=False)[column].first()
+        answered = [pid for pid in record.failures.index[record.failures == "empty"]
+                    if str(text.get(pid, "")).strip()]
+        record.failures = record.failures.copy()
+        record.failures.loc[answered] = ""
+
+
 def _failed(record: Record, ids, kinds=EXCLUDED_KINDS) -> np.ndarray:
     """True for each id whose row's failure kind is one of ``kinds`` (False when unknown). Refused and empty
     responses are the model's answers (scored wrong); only transport failures are not."""
@@ -128,6 +147,7 @@ def estimates(records: list[Record], n_boot: int, seed: int, cluster: str, level
     """Estimates in table order: model rows as in evaluation_results.txt, then metric, then mode; each with the
     number of its problems whose gold answer differs from the folder's usual one and, with the dataset's
     answers ``gold``, from the dataset's (named through ``warn``)."""
+    literal_answers(records)
     rows = [estimate(r, n_boot, seed, cluster, level, weight, failures) for r in records]
     differ, dataset_differ = gold_disagreements(records), {}
     for row, record in zip(rows, records):
@@ -370,6 +390,7 @@ def comparisons(records: list[Record], compare: str, n_boot: int, seed: int, clu
     ``warn`` (the first ``MAX_NOTES`` in full, then a count)."""
     notes: list[str] = []
     rows, frames = [], []
+    literal_answers(records)
     for kind, a, b in comparison_pairs(records, compare):
         label = (f"{a.model} {a.metric} ICL vs 0-shot" if kind == "icl_vs_0shot"
                  else f"{a.metric} {a.mode}: {a.model} vs {b.model}")
