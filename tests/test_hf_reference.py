@@ -155,7 +155,8 @@ def test_onevision_icl_tiles_every_image_as_transformers_4_46_did():
     """A flat image list: every image of an ICL prompt gets its anyres tiles (not the multi-image mode)."""
     check_against_pinned("llava_onevision", "icl")
     ours = our_inputs("llava_onevision", "icl")
-    assert ours["pixel_values"].shape[1] > 1 and list(ours["batch_num_images"]) == [1] * len(ICL_ROWS)
+    assert ours["pixel_values"].shape[1] > 1  # 4.46.3 has no multi-image mode (nor batch_num_images)
+    assert list(ours.get("batch_num_images", [1] * len(ICL_ROWS))) == [1] * len(ICL_ROWS)
 
 
 def test_medvlm_r1_rgba_is_pasted_on_white_as_qwen_vl_utils_did():
@@ -201,6 +202,7 @@ def test_exif_orientation_applied_where_images_are_decoded():
 
 
 def test_llama32_bos_doubled_under_paper_single_under_corrected():
+    tiny_models.skip_unless_served("mllama")
     proc, _ = loaded("mllama")
     bos = proc.tokenizer.bos_token_id
     check_against_pinned("mllama", "icl")

@@ -154,8 +154,11 @@ def _save(model, out: Path, processor=None, parts=None, processor_config=None, c
         part.save_pretrained(out)
     if processor_config is not None:
         (out / "processor_config.json").write_text(json.dumps(processor_config, indent=2))
-    if chat_template is not None:
-        (out / "chat_template.jinja").write_text(chat_template)
+    if chat_template is not None:  # as each version's save_pretrained writes it (4.46.3 reads only the .json)
+        if _v5():
+            (out / "chat_template.jinja").write_text(chat_template)
+        else:
+            (out / "chat_template.json").write_text(json.dumps({"chat_template": chat_template}, indent=2))
     return out
 
 
@@ -304,7 +307,8 @@ def build_llava_next(out: Path) -> Path:
     cfg = LlavaNextConfig(vision_config=_clip_vision(), text_config=dict(
         model_type="mistral", **TEXT, vocab_size=len(tok), bos_token_id=ids("<s>"), eos_token_id=ids("</s>"),
         pad_token_id=ids("<pad>")), image_token_index=ids("<image>"), image_grid_pinpoints=pins,
-        vision_feature_layer=-2, vision_feature_select_strategy="default")
+        vision_feature_layer=-2, vision_feature_select_strategy="default",
+        image_seq_length=16)  # (56/14)^2: below it, 4.46.3's forward takes the ids as unexpanded (legacy)
     model = LlavaNextForConditionalGeneration(cfg).eval()
     improc = _clip_processor(_image_processor("llava_next", "LlavaNext"), image_grid_pinpoints=pins)
     proc = LlavaNextProcessor(improc, tok,
