@@ -38,6 +38,7 @@ class LoopbackServer:
     def _serve(self, handler) -> None:
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
+        self._server.handle_error = lambda request, address: None  # a client killed mid-request: no traceback
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
