@@ -113,8 +113,10 @@ def test_open_only_scripts(door, arch, extra, tag, mode, tmp_path):
     assert all(r["full_response"].endswith(r["generated_answer"]) for r in rows)  # prompt + new tokens
 
 
+@pytest.mark.paper_env
 def test_qwen_models_all_share_one_stream(tmp_path):
     """--models all runs 3B, 7B, 32B, 72B in order with one random stream (later models see other orders)."""
+    tiny_models.skip_unless_served("qwen2_5_vl")
     args = ["--models", "all", "--task_format", "mcqa", *flags("qwen2_5_vl", tmp_path, tokens=1)]
     assert cli.qwen_main(args) == 0
     for size in ("3B", "7B", "32B", "72B"):

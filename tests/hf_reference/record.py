@@ -13,7 +13,9 @@ the pinned library the way the script did. It needs a virtual environment with t
 
 The tiny checkpoints must exist first (run the test suite once, or `python -c "import tiny_models as t;
 t.cached('llava')"` from tests/). LLaVA-Med's own repository pinned transformers 4.36.2; its CLIP image processor
-is recorded with 4.46.3, whose CLIPImageProcessor handles images the same way (convert("RGB"), resize, crop).
+is recorded with 4.46.3, whose CLIPImageProcessor handles images the same way (convert("RGB"), resize, crop):
+recorded again with transformers 4.36.2 + tokenizers 0.15.2 (the tiny tokenizer.json's merges rewritten as "a b"
+strings for 0.15), all 16 LLaVA-Med cases were identical (issue #29; docs/reproducing-the-paper.md §9).
 """
 
 from __future__ import annotations
