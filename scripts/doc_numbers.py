@@ -47,7 +47,7 @@ def compute(published: Path = PUBLISHED) -> dict[str, str]:
         models = stats.comparisons(records, "models", 200, 0, "auto", 0.95, warn=lambda message: None)
         kept = stats.comparisons(records, "models", 200, 0, "auto", 0.95, include_gold_mismatch=True,
                                  warn=lambda message: None)
-        est = stats.estimates(records, 200, 0, "auto", 0.95)
+        est = [e for e in stats.estimates(records, 200, 0, "auto", 0.95) if e["metric"] in stats.COMPARED]
     numbers["smmile_icl_comparisons"] = str(len(rows))
     numbers["smmile_icl_significant"] = str(sum(r["significant"] for r in rows))
     numbers["smmile_icl_disagree"] = str(sum(r["significant"] != (r["ci_low"] > 0 or r["ci_high"] < 0)

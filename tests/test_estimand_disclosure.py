@@ -214,3 +214,15 @@ def test_the_answer_none_is_an_answer_not_an_empty_row(tmp_path):
     assert _stats(tmp_path / "r", tmp_path / "o", "--compare", "none") == 0
     est = pd.read_csv(tmp_path / "o" / "stats_estimates.csv").set_index(["model", "metric", "mode"])
     assert est.loc[("qwen7B", "EM", "ICL")].n_empty == 1  # row 9 only; "None" is the model's (wrong) answer
+
+
+def test_no_answer_rate_is_estimated_on_every_row_and_not_compared(tmp_path):
+    """NOANS measures failures: the default rule (transport failures left out) does not apply to it, and it is
+    not one of the compared metrics."""
+    _with_failures(tmp_path / "r")
+    assert _stats(tmp_path / "r", tmp_path / "o") == 0
+    est = pd.read_csv(tmp_path / "o" / "stats_estimates.csv")
+    noans = est[(est.model == "gpt-4o") & (est.metric == "NOANS") & (est["mode"] == "ICL")]
+    assert len(noans) and (noans.n_rows == 10).all()  # the transport failure is counted, not left out
+    comp = pd.read_csv(tmp_path / "o" / "stats_comparisons.csv")
+    assert set(comp.metric) == {"EM"}  # the paper's metrics only (MCQA has no 0-shot here)

@@ -103,8 +103,10 @@ def variance_components(results_dir: str, n_boot: int = statistics.DEFAULT_N_BOO
     """One row per metric and mode of ``results_dir`` with at least two models on SMMILE++ rows."""
     if not os.path.isdir(results_dir):
         raise UserError(f"results directory {results_dir} not found")
+    from smmile.scoring.estimates import COMPARED
+
     records = [r for r in load_records(results_dir, warn or log.warning)
-               if statistics.has_permutations(r.scores.index)]
+               if r.metric in COMPARED and statistics.has_permutations(r.scores.index)]
     rows = []
     for (metric, mode), group in pd.DataFrame([(r.metric, r.mode, r) for r in records],
                                               columns=["metric", "mode", "record"]).groupby(["metric", "mode"]):

@@ -18,7 +18,8 @@ from smmile.errors import UserError
 from smmile.scoring import metrics, signflip, statistics, tables
 from smmile.scoring.results import MODES, Record
 
-METRICS = tuple(metrics.METRICS)  # LLM, EM, MCQA: the tables' column order
+METRICS = tuple(metrics.METRICS)  # LLM, EM, MCQA (then NOANS): the tables' column order
+COMPARED = tuple(name for name, m in metrics.METRICS.items() if m.paper)  # NOANS is estimated, not compared
 CLUSTER_CHOICES = ("auto", "none", "base")
 WEIGHT_CHOICES = statistics.WEIGHTS  # row (default, the paper's tables), problem
 FAILURE_CHOICES = ("exclude", "wrong")  # exclude: transport failures left out (default); wrong: the paper's rule
@@ -84,7 +85,10 @@ def _failed(record: Record, ids, kinds=EXCLUDED_KINDS) -> np.ndarray:
 
 
 def _under(scores: pd.Series, record: Record, failures: str) -> pd.Series:
-    return scores[~_failed(record, scores.index)] if failures == "exclude" else scores
+    """The scores under the failure rule; a metric that measures failures (NOANS) keeps every row."""
+    if failures != "exclude" or getattr(metrics.METRICS.get(record.metric), "measures_failures", False):
+        return scores
+    return scores[~_failed(record, scores.index)]
 
 
 def estimate(record: Record, n_boot: int, seed: int, cluster: str, level: float, weight: str = "row",
@@ -252,12 +256,12 @@ def comparison_pairs(records: list[Record], compare: str) -> list[tuple[str, Rec
     pairs = []
     if compare in ("all", "icl"):
         for model in ordered:
-            for metric in METRICS:
+            for metric in COMPARED:
                 icl, zero = index.get((model, metric, "ICL")), index.get((model, metric, "0-shot"))
                 if icl is not None and zero is not None:
                     pairs.append(("icl_vs_0shot", icl, zero))
     if compare in ("all", "models"):
-        for metric in METRICS:
+        for metric in COMPARED:
             for mode in MODES:
                 present = [index[(m, metric, mode)] for m in ordered if (m, metric, mode) in index]
                 pairs.extend(("model_vs_model", a, b) for a, b in combinations(present, 2))
