@@ -49,17 +49,27 @@ def _backend(arch: str, protocol: str, **settings):
                                                     ("paper", "torchvision", "torchvision"),
                                                     ("corrected", "pil", "pil")])
 def test_requested_backend_per_protocol_and_flag(arch, protocol, flag, expected, requested):
-    from smmile.models.hf.processor import load_processor
+    from smmile.environment import torchvision_usable
+    from smmile.models.hf.compat import image_processor_backend
+    from smmile.models.hf.processor import describe_image_processor, load_processor
 
     backend = _backend(arch, protocol, **({"image_backend": flag} if flag else {}))
     assert backend.image_backend() == expected
     proc = load_processor(backend.path, image_backend=backend.image_backend())
-    asked = [c["backend"] for c in requested if "backend" in c]
+    keys = ("backend", "use_fast")  # transformers 5 / 4.x (the paper locks)
+    asked = [{k: c[k] for k in keys if k in c} for c in requested if any(k in c for k in keys)]
     if expected == "auto":
         assert asked == []  # transformers' own choice: AutoProcessor as is
     else:
-        assert asked == [expected]
-        assert type(proc.image_processor).__name__.endswith("Pil")  # without torchvision PIL is all there is
+        assert asked == [image_processor_backend(expected)]
+        import transformers
+
+        got = describe_image_processor(proc.image_processor, expected)["backend"]
+        name = type(proc.image_processor).__name__
+        has_fast = (name.endswith("Fast") or hasattr(transformers, f"{name}Fast")
+                    or (name.endswith("Pil") and hasattr(transformers, name[:-3])))
+        # without torchvision (or a torchvision class: 4.51's Mllama) PIL is all there is
+        assert got == (expected if torchvision_usable() and has_fast else "pil")
 
 
 def test_front_door_flag_and_manifest(tmp_path, capsys):
@@ -108,7 +118,9 @@ def test_vllm_gets_the_backend_where_it_can(arch, preset, pinned, monkeypatch, t
     run(spec)
     engine = fake.engines[0]
     manifest = json.loads(next(tmp_path.glob("*.manifest.json")).read_text())
-    if pinned:
+    from smmile.models.hf.compat import mm_processor_backend_passes_through
+
+    if pinned and mm_processor_backend_passes_through():  # transformers 5 (4.x would hand use_fast to the tokenizer)
         assert engine["mm_processor_kwargs"] == {"backend": "pil"}
         assert manifest["backend"]["image_processor"]["mm_processor_kwargs"] == {"backend": "pil"}
     else:
