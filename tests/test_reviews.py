@@ -96,6 +96,63 @@ def test_report_rescores_judge_cells_with_the_reviews(folder, tmp_path):
     page = (out / "index.html").read_text()
     # reviewed with a label: a0 -> 1 (was 1), b0 -> 0 (was 1), b1 -> 0 (was 0); a1 is a tie: kept
     # re-scored: a0 1, a1 0, b0 0, b1 0, c0 0, c1 1 -> 2/6 = 33.33 %; 3 reviewed, 1 changed
-    assert "Reviewed judge verdicts" in page
+    assert "Reviewed answers" in page
     assert "<td>50.00</td><td>33.33</td><td>3</td><td>1</td>" in page
     assert "Disputed verdicts" in page and "gold should be ivory" in page
+
+
+@pytest.mark.parametrize("deep, says", [(True, "nested too deeply"), (False, "larger than 64 MB")])
+def test_hostile_reviews_files_are_one_line_exit_2(folder, tmp_path, capsys, deep, says):
+    """200,000 levels of nesting, and /dev/zero (endless): one line each, exit 2, no traceback."""
+    path = str(tmp_path / "deep.json") if deep else "/dev/zero"
+    if deep:
+        (tmp_path / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
+    for argv in (["agreement", str(folder), "--reviews", path, "--out", str(tmp_path / "o")],
+                 ["report", str(folder), "--reviews", path, "--out", str(tmp_path / "r"), "--formats", "png"]):
+        from smmile.cli import main as smmile
+
+        assert smmile(argv) == 2
+        err = capsys.readouterr().err
+        errors = [line for line in err.splitlines() if not line.startswith("smmile report [")]  # stage lines
+        assert len(errors) == 1 and says in errors[0] and "Traceback" not in err, err
+
+
+def test_unknown_answers_refused_with_a_count_and_strict_exit_2(folder, tmp_path, capsys):
+    """Two reviews of a problem the result lacks, one of a model no result has, one of a changed CSV (its
+    sha256): refused and counted; the judge-vs-reviewers n stays at the known cells (3, as above)."""
+    import hashlib
+
+    sha = hashlib.sha256((folder / "result_llava_7b_ICL.csv").read_bytes()).hexdigest()
+    extra = [review("zz_perm_0", 1, "correct", "ann", "2025-06-01T11:00:00Z"),
+             review("zz_perm_1", 0, "incorrect", "ann", "2025-06-01T11:01:00Z"),
+             {**review("a_perm_0", 1, "correct", "cy", "2025-06-01T11:02:00Z"), "model": "gpt4o"},
+             {**review("b_perm_1", 0, "correct", "cy", "2025-06-01T11:03:00Z"), "result_sha256": "0" * 64},
+             {**review("b_perm_1", 0, "incorrect", "dee", "2025-06-01T11:04:00Z"), "result_sha256": sha}]
+    (tmp_path / "extra.json").write_text(json.dumps({"format": "smmile-reviews/1", "reviews": extra}))
+    files = [str(tmp_path / n) for n in ("ann.json", "bob.json", "extra.json")]
+    out = tmp_path / "agreement"
+    assert agreement_cli.main([str(folder), "--reviews", *files, "--out", str(out), "--n-boot", "100"]) == 0
+    err = capsys.readouterr().err
+    # 6 (ann) + 3 (bob: his first a0 replaced) + 5 = 14; 4 refused, 10 kept
+    assert ("4 of 14 review(s) refused: 1 of a model, mode and format no result has (first: cy on gpt4o ICL open "
+            "a_perm_0); 2 of a problem its result does not have (first: ann on llava_7b ICL open zz_perm_0); 1 of a "
+            "result file that has changed since (result_sha256) (first: cy on llava_7b ICL open b_perm_1)") in err
+    assert "1 answer(s) reviewed differently by the same reviewer" in err and "bob on llava_7b ICL open a_perm_0: " \
+        "disagree, then agree" in err
+    rows = {(r["comparison"], r["mode"]): r for r in json.loads((out / "agreement.json").read_text())["reviews"]}
+    # dee's b1 (shown 0, incorrect -> 0) joins ann's b1 label 0: still the same four cells, one tie
+    assert rows[("judge vs reviewers", "*")]["n"] == rows[("exact match vs reviewers", "*")]["n"] == 3
+    assert agreement_cli.main([str(folder), "--reviews", *files, "--out", str(tmp_path / "s"), "--strict"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("warning:")]
+    assert len(errors) == 1 and "4 of 14 review(s) refused" in errors[0] and "(--strict)" in errors[0]
+    assert agreement_cli.main(["--reviews", files[0], "--out", str(tmp_path / "t")]) == 2
+    assert "--reviews needs the result folders" in capsys.readouterr().err
+
+    from smmile.cli import report as report_cli
+
+    page_dir = tmp_path / "report"
+    assert report_cli.main([str(folder), "--out", str(page_dir), "--reviews", *files, "--jobs", "1", "--n-boot",
+                            "50", "--formats", "png"]) in (0, 1)
+    page = (page_dir / "index.html").read_text()
+    assert "10 review(s) from 3 file(s)" in page and "4 of 14 review(s) refused" in page
+    assert report_cli.main([str(folder), "--out", str(tmp_path / "r2"), "--reviews", *files, "--strict"]) == 2

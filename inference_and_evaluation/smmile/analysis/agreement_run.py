@@ -47,13 +47,17 @@ def console(summary: dict, tables: dict) -> list[str]:
 
 def run_agreement(results: list[str], *, labels: str | None = None, judge_rater: str = "judge",
                   out: str = "agreement", force: bool = False, judges: bool = False, reviews: list[str] = (),
-                  n_boot: int = 10_000, seed: int = 0, level: float = 0.95, cluster: str = "auto") -> str:
+                  n_boot: int = 10_000, seed: int = 0, level: float = 0.95, cluster: str = "auto",
+                  strict: bool = False) -> str:
     """Write the agreement tables to ``out`` (``judge_rater``: the judge's rows in ``labels``); returns the text."""
     if not results and not labels and not reviews:
         raise UserError("give result folders and/or --labels / --reviews")
     if judges and not results:
         raise UserError("--judges needs the result folders the jury judged")
-    found = reviews_mod.read_reviews(reviews) if reviews else None  # refused before the output folder is made
+    if reviews and not results:
+        raise UserError("--reviews needs the result folders the reviews are of (their answers, exact match and judge)")
+    if reviews:
+        reviews_mod.read_reviews(reviews)  # a bad file is refused before the output folder is made
     resampling = {"n_boot": n_boot, "seed": seed, "level": level, "cluster": cluster}
     with output_folder(out, "smmile agreement", force, "agreement") as (folder, warn, warnings):
         records = [record for path in results for record in records_of(path, warn)]
@@ -66,8 +70,9 @@ def run_agreement(results: list[str], *, labels: str | None = None, judge_rater:
                                 "results; run evaluate_LLMJudge.py (with --jury for several judges) first")
             tables["judges"] = ag.judge_rows(table, **resampling)
         if reviews:
+            found = reviews_mod.screen(reviews_mod.read_reviews(reviews, warn), records, warn, strict)
             if found.empty:
-                raise UserError(f"--reviews: no review in {', '.join(reviews)}")
+                raise UserError(f"--reviews: no review of these results in {', '.join(reviews)}")
             table = reviews_mod.review_table(found, records, warn)
             tables.update({"reviews": reviews_mod.agreement_rows(table, found, **resampling),
                            "reviews_disputed": reviews_mod.disputed(found, table), "reviewed_cells": table})

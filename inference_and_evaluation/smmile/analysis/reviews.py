@@ -1,11 +1,14 @@
-"""Reviewers' verdicts on judged cells (``reviews.json``, exported by the report's problem explorer).
+"""Reviewers' verdicts on answers (``reviews.json``, exported by the report's problem explorer).
 
 Format ``smmile-reviews/1``: ``{"format": "smmile-reviews/1", "reviews": [{"problem_id", "model" (the report's
-model key), "mode" (0-shot | ICL), "format" (open | mcqa), "judges" (judge labels; [] for the gold flag),
-"verdict_shown" (0/1 or null), "review" (agree | disagree | unsure | gold-wrong), "note", "reviewer",
-"time" (ISO 8601)}]}``. A review's label: ``agree`` → the verdict shown, ``disagree`` → its opposite, else none;
-a reviewer's later review of a cell replaces the earlier one. A cell's reviewed verdict is the strict majority of
-its labels (a tie gives none, and is counted)."""
+model key), "mode" (0-shot | ICL), "format" (open | mcqa), "judges" (judge labels; [] without a judge),
+"verdict_shown" (the judge's 0/1, shown or not, or null), "review" (correct | incorrect | unsure | gold-wrong;
+older files: agree | disagree with the verdict), "note", "reviewer", "time" (ISO 8601)}]}``, optionally
+``result_sha256`` (the sha256 of the result CSV reviewed), ``seconds`` and ``blind`` (the review queue). A gold
+flag is the problem's: model, mode and format "". A review's label: correct 1, incorrect 0, ``agree`` → the
+verdict shown, ``disagree`` → its opposite, else none; a reviewer's later review of a cell replaces the earlier
+one (a change of mind is reported). A cell's reviewed verdict is the strict majority of its labels (a tie gives
+none, and is counted). Reviews of a problem, model or result the folders do not have are refused (``screen``)."""
 
 from __future__ import annotations
 
@@ -23,8 +26,10 @@ from ..record.run_record import FORMATS, MODES
 from .agreement import CELL, binary_scores, scopes
 
 FORMAT = "smmile-reviews/1"
-REVIEWS = ("agree", "disagree", "unsure", "gold-wrong")
+REVIEWS = ("correct", "incorrect", "unsure", "gold-wrong", "agree", "disagree")
 FIELDS = ("problem_id", "model", "mode", "format", "judges", "verdict_shown", "review", "note", "reviewer", "time")
+OPTIONAL = {"result_sha256": "", "seconds": None, "blind": False}
+MAX_BYTES = 64 * 1024 * 1024  # a reviews file of 100,000 reviews is about 40 MB
 
 
 def _check(entry, path: str, i: int) -> dict:
@@ -34,7 +39,9 @@ def _check(entry, path: str, i: int) -> dict:
     missing = [k for k in FIELDS if k not in entry]
     if missing:
         raise UserError(f"{where}: missing {', '.join(missing)}")
-    checks = (("mode", entry["mode"] in MODES, "0-shot or ICL"), ("format", entry["format"] in FORMATS, "open or mcqa"),
+    gold = entry["review"] == "gold-wrong" and entry["model"] == entry["mode"] == entry["format"] == ""
+    checks = (("mode", gold or entry["mode"] in MODES, "0-shot or ICL"),
+              ("format", gold or entry["format"] in FORMATS, "open or mcqa"),
               ("review", entry["review"] in REVIEWS, " | ".join(REVIEWS)),
               ("verdict_shown", entry["verdict_shown"] in (0, 1, None) and not isinstance(entry["verdict_shown"], bool),
                "0, 1 or null"),
@@ -44,32 +51,101 @@ def _check(entry, path: str, i: int) -> dict:
         if not ok:
             raise UserError(f"{where}: {key} {entry[key]!r} is not {want}")
     for key in ("problem_id", "model", "reviewer", "time", "note"):
-        if not isinstance(entry[key], str) or (key != "note" and not entry[key]):
+        if not isinstance(entry[key], str) or (key not in ("note", "model") and not entry[key]) \
+                or (key == "model" and not (gold or entry[key])):
             raise UserError(f"{where}: {key} must be a {'string' if key == 'note' else 'non-empty string'}")
-    return {k: entry[k] for k in FIELDS}
+    extra = {k: entry.get(k, v) for k, v in OPTIONAL.items()}
+    if not isinstance(extra["result_sha256"], str) or not isinstance(extra["blind"], bool) or not (
+            extra["seconds"] is None or (isinstance(extra["seconds"], (int, float)) and not isinstance(extra["seconds"], bool))):
+        raise UserError(f"{where}: result_sha256 must be a string, seconds a number, blind true or false")
+    return {**{k: entry[k] for k in FIELDS}, **extra}
 
 
-def read_reviews(paths) -> pd.DataFrame:
+def _load(path) -> object:
+    """The file's JSON, its size and nesting bounded (a UserError, never a MemoryError or RecursionError)."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise UserError(f"cannot read reviews {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise UserError(f"cannot read reviews {path}: larger than {MAX_BYTES // 2**20} MB (not a reviews file?)")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise UserError(f"cannot read reviews {path}: nested too deeply (a reviews file is 4 levels deep)") from None
+    except ValueError as exc:
+        raise UserError(f"cannot read reviews {path}: {exc}") from None
+
+
+def read_reviews(paths, warn=None) -> pd.DataFrame:
     """Every review of the files, checked (a bad file is one UserError naming it), the latest per reviewer and
-    cell, with its ``label`` (0/1 or NaN)."""
+    cell, with its ``label`` (0/1 or NaN); ``warn`` is told of the cells a reviewer reviewed differently."""
     rows = []
     for path in paths:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except (OSError, ValueError) as exc:
-            raise UserError(f"cannot read reviews {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        data = _load(path)
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("reviews"), list):
             raise UserError(f"{path}: not a reviews file (a JSON object with \"format\": \"{FORMAT}\" and a "
                             "\"reviews\" list, as the report's problem explorer exports)")
         rows += [{**_check(e, path, i), "source": str(path)} for i, e in enumerate(data["reviews"])]
-    frame = pd.DataFrame(rows, columns=list(FIELDS) + ["source"])
-    frame = frame.sort_values("time", kind="stable").drop_duplicates(CELL + ["reviewer"], keep="last")
+    frame = pd.DataFrame(rows, columns=list(FIELDS) + list(OPTIONAL) + ["source"]).sort_values("time", kind="stable")
+    changed = frame.groupby(CELL + ["reviewer"], sort=False)["review"].agg(lambda v: list(dict.fromkeys(v)))
+    changed = changed[changed.map(len) > 1]
+    if warn and len(changed):
+        (model, mode, fmt, pid, who), values = next(iter(changed.items()))
+        warn(f"warning: {len(changed)} answer(s) reviewed differently by the same reviewer, the latest review kept "
+             f"(first: {who} on {model or 'the gold answer'} {mode} {fmt} {pid}: {', then '.join(values)})")
+    frame = frame.drop_duplicates(CELL + ["reviewer"], keep="last")
     frame["label"] = [label_of(v, r) for v, r in zip(frame["verdict_shown"], frame["review"])]
     return frame.reset_index(drop=True)
 
 
+def screen(reviews: pd.DataFrame, records: list, warn, strict: bool = False) -> pd.DataFrame:
+    """The reviews of answers the ``records`` hold: a review of a model, mode and format no result has, of a
+    problem its result does not have, or of a result CSV that changed since (``result_sha256``) is refused, with
+    a count per reason (a UserError under ``strict``); a gold flag needs its problem in some result."""
+    from ..record.result_csv import ResultFileError, csv_sha256
+
+    problems, shas, every = {}, {}, set()
+    for r in records:
+        key = (r.model, r.mode, "mcqa" if r.metric == "MCQA" else "open")
+        problems.setdefault(key, set()).update(str(p) for p in r.scores.index)
+        every.update(str(p) for p in r.scores.index)
+        if r.result is not None and key not in shas:
+            try:
+                shas[key] = csv_sha256(r.result.csv)
+            except (OSError, ResultFileError):
+                shas[key] = ""
+    reasons = {"of a model, mode and format no result has": [], "of a problem its result does not have": [],
+               "of a result file that has changed since (result_sha256)": []}
+    keep = []
+    for i, e in enumerate(reviews.itertuples(index=False)):
+        key, why = (e.model, e.mode, e.format), None
+        if e.model == "":
+            why = None if e.problem_id in every else "of a problem its result does not have"
+        elif key not in problems:
+            why = "of a model, mode and format no result has"
+        elif e.problem_id not in problems[key]:
+            why = "of a problem its result does not have"
+        elif e.result_sha256 and shas.get(key) and e.result_sha256 != shas[key]:
+            why = "of a result file that has changed since (result_sha256)"
+        if why:
+            reasons[why].append(f"{e.reviewer} on {e.model or 'the gold answer'} {e.mode} {e.format} {e.problem_id}")
+        else:
+            keep.append(i)
+    refused = sum(map(len, reasons.values()))
+    if refused:
+        message = (f"{refused} of {len(reviews)} review(s) refused: " + "; ".join(
+            f"{len(v)} {why} (first: {v[0]})" for why, v in reasons.items() if v))
+        if strict:
+            raise UserError(message + " (--strict)")
+        warn("warning: " + message)
+    return reviews.iloc[keep].reset_index(drop=True)
+
+
 def label_of(shown, review: str) -> float:
+    if review in ("correct", "incorrect"):
+        return float(review == "correct")
     if shown is None or (isinstance(shown, float) and math.isnan(shown)) or review not in ("agree", "disagree"):
         return math.nan
     return float(shown) if review == "agree" else float(1 - shown)
@@ -79,7 +155,7 @@ def review_table(reviews: pd.DataFrame, records: list, warn=None) -> pd.DataFram
     """One row per reviewed cell: verdict shown, the reviewers' majority (``reviewed``; NaN: none or a tie), number
     of labels, whether a judge judged it, and ``em`` (exact match, or the letter match for mcqa)."""
     out = []
-    for key, g in reviews.groupby(CELL, sort=False):
+    for key, g in reviews[reviews["model"] != ""].groupby(CELL, sort=False):
         labels = g["label"].dropna().tolist()
         shown = g["verdict_shown"].dropna()
         reviewed = kappa.majority(labels) if labels else math.nan
@@ -122,8 +198,11 @@ def disputed(reviews: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
     """Cells a reviewer disputes (disagree, gold-wrong) or on which the reviewers' labels differ."""
     rows, cells = [], table.set_index(CELL)
     for key, g in reviews.groupby(CELL, sort=False):
-        if g["label"].dropna().nunique() > 1 or {"disagree", "gold-wrong"} & set(g["review"]):
-            cell = cells.loc[key]
+        label = g["label"].dropna()
+        if label.nunique() > 1 or {"disagree", "gold-wrong"} & set(g["review"]) or (
+                key in cells.index and label.size and not math.isnan(cells.loc[key, "verdict_shown"])
+                and set(label) != {cells.loc[key, "verdict_shown"]}):
+            cell = cells.loc[key] if key in cells.index else pd.Series(math.nan, ["verdict_shown", "reviewed", "em"])
             rows.append({**dict(zip(CELL, key)), **cell[["verdict_shown", "reviewed", "em"]],
                          "reviews": "; ".join(f"{r}: {v}" for r, v in zip(g["reviewer"], g["review"])),
                          "notes": "; ".join(f"{r}: {n}" for r, n in zip(g["reviewer"], g["note"]) if n)})

@@ -26,7 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "<stem>_judgements.jsonl")
     p.add_argument("--reviews", nargs="+", default=[], metavar="REVIEWS_JSON",
                    help="reviews.json file(s) exported by the report's problem explorer: judge and exact match vs "
-                        "the reviewers, reviewer vs reviewer, and the disputed cells")
+                        "the reviewers, reviewer vs reviewer, and the disputed cells; reviews of a problem, model or "
+                        "result file the folders do not have are refused and counted")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 2 when --reviews holds a review of an answer the result folders do not have")
     fd.add_resampling_flags(p, "interval level of the --judges / --reviews intervals")
     return p
 
@@ -35,5 +38,6 @@ def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     return fd.guarded(lambda: print(run_agreement(a.results, labels=a.labels, judge_rater=a.judge_rater, out=a.out,
                                                   force=a.force, judges=a.judges, reviews=a.reviews, n_boot=a.n_boot,
-                                                  seed=a.seed, level=a.level, cluster=a.cluster)) or 0,
+                                                  seed=a.seed, level=a.level, cluster=a.cluster,
+                                                  strict=a.strict)) or 0,
                       interrupted="interrupted: smmile agreement stopped; nothing half-written")

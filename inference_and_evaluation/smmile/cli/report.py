@@ -40,8 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="output folder of `smmile analyze` / `smmile agreement` (repeatable)")
     parser.add_argument("--title", help="page title (default: from the results folders)")
     parser.add_argument("--reviews", nargs="+", default=[], metavar="REVIEWS_JSON",
-                        help="reviews.json file(s) exported by the problem explorer: the disputed verdicts, and beside "
-                             "each judge-based main-table cell its accuracy re-scored with the reviewers' verdicts")
+                        help="reviews.json file(s) exported by the problem explorer: a table of each judged result's "
+                             "accuracy re-scored with the reviewers' labels, and the disputed verdicts; reviews of "
+                             "answers the results do not have are refused and counted")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 2 when --reviews holds a review of an answer the results do not have")
     fd.add_resampling_flags(parser, "interval level; significance is Holm-adjusted p < 1 - level with the "
                                     "interval excluding 0")
     parser.add_argument("--formats", default="png,svg", help="figure formats, comma-separated: png and/or svg")
@@ -61,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         results=tuple(a.results), out=a.out, plusplus=a.plusplus, datasets=tuple(a.dataset), revision=a.revision,
         figures=a.figures, analyses=tuple(a.analyses), title=a.title, n_boot=a.n_boot, seed=a.seed, level=a.level,
         cluster=a.cluster, formats=a.formats, jobs=a.jobs, force=a.force, figure_size=a.figure_size,
-        reviews=tuple(a.reviews))
+        reviews=tuple(a.reviews), strict=a.strict)
     return fd.guarded(lambda: report(request), interrupted=INTERRUPTED)
 
 

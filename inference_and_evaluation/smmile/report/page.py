@@ -50,7 +50,8 @@ class ReportRequest:
     jobs: int = field(default_factory=workers.default_workers)
     force: bool = False
     figure_size: str = "page"  # plotting.SIZES: page (as the page shows them), paper (one column), slide (16:9)
-    reviews: tuple[str, ...] = ()  # reviews.json files (smmile-reviews/1): reviewed judge verdicts beside the main table
+    reviews: tuple[str, ...] = ()  # reviews.json files (smmile-reviews/1): re-scored accuracies, disputed verdicts
+    strict: bool = False  # a review of an answer the results do not have: exit 2 (else refused and counted)
 
 
 class Stages:
@@ -162,7 +163,7 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
     for path in req.reviews:  # an unreadable reviews file: one line, exit 2, before any work
         read_reviews([path])
     data = build.gather(specs, req.analyses, settings, req.title)
-    data.reviews_html = sections.reviews_section(data, list(req.reviews))
+    data.reviews_html = sections.reviews_section(data, list(req.reviews), req.strict)
     sources, datasets, said = (load_datasets(data.sets, req, stage, data.warnings) if req.datasets
                                else (None, None, None))
     if datasets is not None and any(datasets):  # strata without stratify's exports: from the records

@@ -320,16 +320,22 @@ def _plain_table(head: list[str], rows: list[list[str]]) -> str:
                       ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows])
 
 
-def reviews_section(data, paths) -> str:
-    """The HTML of the reviews (empty without ``paths``); the files were checked before any work."""
+def reviews_section(data, paths, strict: bool = False) -> str:
+    """The HTML of the reviews (empty without ``paths``); the files were checked before any work. Reviews of
+    answers no results folder has are refused and counted (``strict``: a UserError)."""
     if not paths:
         return ""
-    reviews = rv.read_reviews(paths)
-    parts = ['<h2 id="reviews">Reviewed judge verdicts</h2>',
-             f'<p class="note">{len(reviews)} review(s) from {esc(", ".join(str(p) for p in paths))}. '
+    said: list[str] = []
+    reviews = rv.read_reviews(paths, said.append)
+    records = [r for rset in data.sets for r in rset.records]
+    reviews = rv.screen(reviews, records, said.append, strict)
+    data.warnings += said
+    parts = ['<h2 id="reviews">Reviewed answers</h2>',
+             f'<p class="note">{len(reviews)} review(s) from {len(paths)} file(s). '
              "Re-scored: the judge's accuracy with each reviewed problem's verdict replaced by the reviewers' "
-             "majority label (agree: the verdict shown; disagree: its opposite; unsure, gold flags and ties leave "
-             "the judge's verdict). The main table is unchanged.</p>"]
+             "majority label (correct, wrong; in older files agree: the verdict shown, disagree: its opposite; unsure, "
+             "gold flags and ties leave the judge's verdict). The main table is unchanged."
+             + "".join(f" {esc(s.removeprefix('warning: '))}." for s in said) + "</p>"]
     for rset in data.sets:
         cells = rv.review_table(reviews, rset.records)
         rows = []
@@ -342,7 +348,9 @@ def reviews_section(data, paths) -> str:
         if rows:
             parts.append(f"<h3>{esc(rset.label)}</h3>" + _plain_table(
                 ["Model", "Mode", "judge %", "re-scored with reviews %", "reviewed problems", "verdicts changed"], rows))
-        disputed = rv.disputed(reviews[reviews["model"].isin({r.model for r in rset.records})], cells)
+        pids = {str(p) for r in rset.records for p in r.scores.index}
+        mine = reviews["model"].isin({r.model for r in rset.records}) | (reviews["model"].eq("") & reviews["problem_id"].isin(pids))
+        disputed = rv.disputed(reviews[mine], cells)
         if len(disputed):
             parts.append(f"<h3>Disputed verdicts ({esc(rset.label)}): {len(disputed)}</h3>" + _plain_table(
                 ["Model", "Mode", "Format", "Problem", "verdict shown", "reviewers", "exact match", "reviews", "notes"],
