@@ -212,7 +212,8 @@ def test_a_served_model_is_judged_and_shards_are_not(env, tmp_path, capsys):
     from smmile.cli.run import main as run
 
     out = tmp_path / "results"
-    with FakeApi(reply=lambda rec: "a reply") as api:
+    # the model answers "a reply"; the judge (model "judge") answers parseably: a judge with none exits 1
+    with FakeApi(reply=lambda rec: "1" if rec["body"]["model"] == "judge" else "a reply") as api:
         for shard in ([], ["--shard", "1/2"]):
             assert run(["--backend", "openai-compatible", "--base-url", api.url + "/v1", "--model", "my-model",
                         "--dataset", "demo", "--output-dir", str(out), "--inference_mode", "0-shot", *shard]) == 0
@@ -228,6 +229,7 @@ def test_a_served_model_is_judged_and_shards_are_not(env, tmp_path, capsys):
     rows = [json.loads(x) for x in (out / "result_my-model_0-shot_open_judgements.jsonl").read_text().splitlines()]
     assert stats["model"] == "my-model" and stats["total_examples"] == len(rows) == 24
     assert len(judged) == sum(not r["cached"] for r in rows)  # identical rows are asked once
+    assert stats["llm_err_count"] == 0 and stats["accuracy"] == 100.0
 
 
 def test_every_api_provider_is_a_judge(env, tmp_path):

@@ -76,6 +76,30 @@ def test_a_jury_url_that_cannot_work_is_one_line_before_any_request(tmp_path, ca
     assert not list((tmp_path / "res").glob("*_evaluationllm.json"))
 
 
+@pytest.mark.parametrize("url, says", [
+    ("not a url", "not an http"), ("ftp://127.0.0.1/v1", "not an http"), ("127.0.0.1:8000/v1", "not an http"),
+    ("http://127.0.0.1:99999/v1", "port"), ("http:///v1", "no host"),
+])
+@pytest.mark.parametrize("argv", [
+    ["judge", "{res}", "--judge-backend", "openai-compatible", "--judge-base-url"],
+    ["run", "--backend", "openai-compatible", "--model", "m", "--dataset", "demo", "--output-dir", "{out}",
+     "--base-url"],
+    ["run", "--model", "llama33textonly", "--dataset", "demo", "--output-dir", "{out}", "--base-url"],
+    ["run", "--model", "gpt-4o", "--dataset", "demo", "--output-dir", "{out}", "--base-url"],
+])
+def test_a_server_url_flag_that_cannot_work_is_one_line_before_anything_loads(tmp_path, capsys, argv, url, says):
+    write_open(tmp_path / "res", "qwen7B", ORIGINAL)
+    argv = [a.format(res=tmp_path / "res", out=tmp_path / "out") for a in argv] + [url]
+    try:
+        status = cli.main(argv)
+    except SystemExit as exc:  # argparse's exit, as the console script ends
+        status = exc.code
+    assert status == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert argv[-2] in line and repr(url) in line and says in line and "see smmile" in line
+    assert not (tmp_path / "out").exists() and not list((tmp_path / "res").glob("*_evaluationllm.json"))
+
+
 @pytest.mark.parametrize("inside", ["", "results", "data/results"])
 def test_an_output_folder_equal_to_or_inside_the_dataset_is_refused(tmp_path, capsys, inside):
     data = dataset(tmp_path)

@@ -32,7 +32,7 @@ def add_api_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-consecutive-failures", type=fd.positive_int, default=None, metavar="N",
                    help="stop launching requests after N problems in a row failed on transient errors even after "
                         "all retries (server down); nothing final is written and a rerun resumes (default 8)")
-    g.add_argument("--base-url", default=None,
+    g.add_argument("--base-url", type=fd.http_url, default=None,
                    help="server URL (OpenAI-compatible: e.g. http://127.0.0.1:8000/v1; ollama: http://host:11434); "
                         "keys come from the environment, never from flags")
     g.add_argument("--api-model", default=None,

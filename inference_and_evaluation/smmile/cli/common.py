@@ -115,6 +115,17 @@ def _at_least(kind: type, minimum: int, strict: bool = False) -> Callable[[str],
     return parse
 
 
+def http_url(text: str) -> str:
+    """An argparse type: a server's base URL, http(s)://HOST[:PORT]/PATH (checked before anything loads)."""
+    from ..scoring.judge import url_problem
+
+    why = url_problem(text.strip())
+    if why:
+        raise argparse.ArgumentTypeError(f"{why}; write it as http(s)://HOST[:PORT]/PATH, e.g. "
+                                         "http://127.0.0.1:8000/v1")
+    return text.strip()
+
+
 positive_int = _at_least(int, 1)  # batch sizes, concurrency, counts
 non_negative_int = _at_least(int, 0)  # retries
 positive_number = _at_least(float, 0, strict=True)  # seconds

@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "anthropic (ANTHROPIC_API_KEY). openai with a --judge-base-url that is not api.openai.com is "
                         "treated as openai-compatible, unless --allow-key-for-host (or OPENAI_BASE_URL) lets "
                         "OPENAI_API_KEY go to its host")
-    g.add_argument("--judge-base-url", default=None,
+    g.add_argument("--judge-base-url", type=fd.http_url, default=None,
                    help="server URL (ollama: default $OLLAMA_HOST or http://127.0.0.1:11434; openai-compatible: "
                         "e.g. http://127.0.0.1:8000/v1)")
     g.add_argument("--judge-model", default=DEFAULT_JUDGE_MODEL, help="judge model name on that server")
