@@ -19,10 +19,10 @@ import pytest
 
 from smmile import cli
 from smmile.export import samples as S
+from smmile.data.load import load_problems
 from smmile.scoring.results import load_records
 
-NO_PACKAGE = ("inspect_ai is not installed (pip install 'smmile[inspect]'); it is not in requirements-test.lock: "
-              "inspect-ai 0.3.285 needs fsspec<=2026.6.0 and python-dateutil<3, requirements.lock pins 2026.9.0 and 4.0.0")
+NO_PACKAGE = "inspect_ai is not installed: pip install 'smmile[inspect]' (requirements-test.lock has it)"
 
 
 @pytest.fixture
@@ -101,16 +101,8 @@ def test_published_outputs_read_back_with_their_scores(published, tmp_path, ilog
             assert 100 * score.metrics["accuracy"].value == pytest.approx(row["accuracy"].item())
 
 
-def test_baseline_run_reads_back_with_settings_and_dataset(demo_dir, tmp_path, ilog):
-    from smmile.cli.baselines import main as baselines
-
-    res = tmp_path / "res"
-    for fmt in ("open", "mcqa"):
-        assert baselines(["--baseline", "random", "--task_format", fmt, "--dataset", "demo", "--output-dir",
-                          str(res)]) == 0
-    assert cli.main(["export", "inspect", str(res), "--out", str(tmp_path / "logs")]) == 0
-    logs = _logs(ilog, tmp_path / "logs")
-    assert _check_against_published(res, logs) > 0
+def _check_run(res, logs):
+    """A run's logs: the manifest's dataset, settings and versions, and each sample's request as journaled."""
     for log in logs.values():
         manifest = json.loads((res / log.eval.metadata["source"].replace(".csv", ".manifest.json")).read_text())
         assert log.eval.metadata["dataset"]["fingerprint"] == manifest["dataset"]["fingerprint"]
@@ -121,6 +113,37 @@ def test_baseline_run_reads_back_with_settings_and_dataset(demo_dir, tmp_path, i
         sent = {r["problem_id"]: r["request"] for r in map(json.loads, journal.read_text().splitlines())
                 if r.get("item", {}).get("format") == manifest["task_format"]}
         assert sent and all(s.metadata["request_as_sent"] == sent[s.id] for s in log.samples)
+
+
+def test_baseline_run_reads_back_with_settings_and_dataset(demo_dir, tmp_path, ilog):
+    from smmile.cli.baselines import main as baselines
+
+    res = tmp_path / "res"
+    for fmt in ("open", "mcqa"):
+        assert baselines(["--baseline", "random", "--task_format", fmt, "--dataset", "demo", "--output-dir",
+                          str(res)]) == 0
+    assert cli.main(["export", "inspect", str(res), "--out", str(tmp_path / "logs")]) == 0
+    logs = _logs(ilog, tmp_path / "logs")
+    assert _check_against_published(res, logs) > 0
+    _check_run(res, logs)
+
+
+@pytest.mark.slow
+def test_tiny_model_run_reads_back_with_its_scores(tmp_path, ilog):
+    """A tiny random-weight LLaVA through the HF backend, open and MCQA: every sample's scores are smmile's."""
+    pytest.importorskip("transformers")
+    tiny_models = pytest.importorskip("tiny_models")
+    from smmile.runner.run import RunSpec, run
+
+    res, model, data = tmp_path / "res", tiny_models.cached("llava"), tiny_models.demo_subset()
+    for fmt in ("open", "mcqa"):
+        assert run(RunSpec(model="llava_7b", fmt=fmt, dataset=str(data), output_dir=res, model_path=str(model),
+                           settings={"max_new_tokens": 4}, quiet=True)).exit_code == 0
+    assert cli.main(["export", "inspect", str(res), "--out", str(tmp_path / "logs")]) == 0
+    logs = _logs(ilog, tmp_path / "logs")
+    assert len(logs) == 2 and _check_against_published(res, logs) == 2 * len(load_problems(str(data)))
+    assert {log.eval.model for log in logs.values()} == {f"smmile/{r.model}" for r in load_records(str(res))}
+    _check_run(res, logs)
 
 
 def test_without_inspect_ai_one_line_exit_2(published, tmp_path, monkeypatch, capsys):
