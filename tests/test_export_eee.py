@@ -14,8 +14,8 @@ import pytest
 from smmile import cli
 from smmile.export import eee
 
-NO_PACKAGE = ("every-eval-ever is not installed (pip install 'smmile[eee]'; every release needs Python >= 3.12, "
-              "so it is not in requirements-test.lock)")
+NO_PACKAGE = ("every-eval-ever is not importable: pip install 'smmile[eee]' (Python >= 3.12; in no lock); on 3.11 "
+              "see docs/interop.md (--no-deps --ignore-requires-python --target DIR, PYTHONPATH=DIR)")
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from smmile.scoring.judge import JUDGE_PROMPT
 log = logging.getLogger(__name__)
 OWNER = "smmile export eee"
 SCHEMA_VERSION = "0.3.0"
-INSTALL = "pip install 'smmile[eee]' (every-eval-ever; it needs Python >= 3.12)"
+INSTALL = "pip install 'smmile[eee]' (every-eval-ever; Python >= 3.12, on 3.11 see docs/interop.md)"
 EXTRACTION = {"open": "the open answer after the family's cut rule (spec section 3)",
               "mcqa": "the option letter extracted from the reply (spec section 3)"}
 
