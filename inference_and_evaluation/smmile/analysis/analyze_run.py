@@ -9,7 +9,7 @@ from ..errors import MissingDependency
 from ..scoring.estimates import check_resampling
 from ..scoring.statistics import DEFAULT_LEVEL, DEFAULT_N_BOOT
 from ..scoring.stats_run import dataset_versions
-from . import diagnostics, variants
+from . import diagnostics, option_probs, variants
 from .results import fmt, load_sets, output_folder, write_tables
 
 
@@ -34,6 +34,7 @@ def console(report: variants.Report) -> str:
                   f"[{fmt(r['trend_ci_low'], '+.2f')}, {fmt(r['trend_ci_high'], '+.2f')}], p = "
                   f"{fmt(r['trend_p_value'], '.3g')} (k = {r['trend_ks']}, {r['trend_problems']} problems)"
                   for r in report.extra.get("curve", []) if r["k"] == 0 and "trend_slope" in r]
+        lines += [option_probs.NOTE] if any(r["metric"] == option_probs.METRIC for r in report.summary) else []
         return "\n".join(lines + [f"comparison A − B (A %, B %: the two sides); {significant}; Holm within each "
                                    f"{diagnostics.FAMILY}"])
     lines = [f"{'variant':<16} {'vs':<12} {'model':<20} {'metric':<5} {'mode':<7} {'ref %':>6} {'var %':>6} "

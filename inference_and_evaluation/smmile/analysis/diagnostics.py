@@ -18,7 +18,7 @@ import numpy as np
 from ..data.label_variants import LABEL_KINDS
 from ..errors import UserError
 from ..scoring.estimates import apply_holm
-from . import shot_curve
+from . import option_probs, shot_curve
 from .results import ORIGINAL, ResultSet
 from .variants import Report, compare
 
@@ -151,8 +151,9 @@ def _compare_all(kind, sets, comparisons, s, notes, subsets=None) -> Report:
 
 def analyse(kind: str, sets: dict[str, ResultSet], settings: dict, notes: list) -> Report:
     """Every comparison of ``kind`` per (model, metric); pairs that cannot be formed, sets not used and short
-    problems left out are noted."""
-    given = sets
+    problems left out are noted; runs that scored the MCQA options add the gold option's probability
+    (``option_probs``)."""
+    given = sets = option_probs.with_gold_probability(sets, notes)
     if kind == "diagnostics":  # the flip quantity reads the full flip (fraction 1) only
         sets = {label: s for label, s in sets.items() if not LABELS.match(label) or label == "flip-answers"}
     comparisons, s = plan(kind, list(sets)), settings

@@ -42,6 +42,10 @@ def build_parser():
     g.add_argument("--seed", type=int, default=None, help="sampling seed sent to the backend")
     g.add_argument("--stop", action="append", default=None, metavar="TEXT",
                    help="stop generating at this text (repeatable)")
+    g.add_argument("--score-options", action="store_true",
+                   help="MCQA with a transformers model (hf:<id>, a local preset): score each option letter by the "
+                        "model's probability after the prompt instead of generating; the answer is the most probable "
+                        "letter, the probabilities are journaled (docs/analyses.md §5)")
     add_api_flags(p)
     add_local_model_flags(p)
     add_engine_flags(p)
@@ -65,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
                             "(the prefix names the backend: hf: transformers, vllm: vLLM)")
         dataset, augmented, out = fd.dataset_and_output(args.dataset, args.output_dir)
         settings = {**api_settings(args), **local_model_settings(args),
-                    **{k: getattr(args, k) for k in GENERATION_FLAGS if getattr(args, k) is not None}}
+                    **{k: getattr(args, k) for k in GENERATION_FLAGS if getattr(args, k) is not None},
+                    **({"score_options": True} if args.score_options else {})}
         vllm = args.model.startswith("vllm:") or args.backend == "vllm"
         spec = RunSpec(model=args.model, mode=args.inference_mode, fmt=args.task_format, dataset=dataset,
                        revision=args.revision, augmented=augmented, output_dir=out, protocol=args.protocol,
@@ -74,11 +79,23 @@ def main(argv: list[str] | None = None) -> int:
                        backend=LOCAL_BACKENDS.get(args.backend) or presets_api.backend_path(args.backend)
                        or _preset_backend(args.model),
                        settings=settings, **engine_fields(args, settings, vllm))
+        if args.score_options:
+            _can_score_options(spec)
         if args.backend == "openai-compatible":
             presets_api.served_model(args.model)  # any model the server serves, tagged by its name
         return api_models.dry_run(spec) if args.dry_run else run(spec).exit_code
 
     return fd.guarded(go, interrupted=fd.INTERRUPTED_RUN)
+
+
+def _can_score_options(spec: RunSpec) -> None:
+    """--score-options: MCQA only, with a backend that can score options (the transformers backends)."""
+    if spec.fmt != "mcqa":
+        raise UserError("--score-options scores MCQA options: the open format has none (add --task_format mcqa)")
+    path = spec.backend or registry.get(spec.model).backend
+    if not getattr(registry.load_symbol(path), "SCORES_OPTIONS", False):
+        raise UserError(f"--score-options: the backend of {spec.model} ({path}) cannot score options; only the "
+                        "transformers backend can (--model hf:<id or folder>, or a local preset with --backend hf)")
 
 
 def _preset_backend(model: str) -> str | None:

@@ -75,6 +75,7 @@ def _windows(work: list, batch_size: int):
 
 class HFBackend(Backend):
     name = "hf"
+    SCORES_OPTIONS = True  # `--score-options`: the MCQA letters scored by the model (`options.py`), not generated
 
     def __init__(self, preset=None, spec=None, settings=None, generation=None):
         super().__init__(preset, spec, settings, generation)
@@ -172,13 +173,14 @@ class HFBackend(Backend):
             inputs = self.encode(reqs)
         except Exception as exc:  # noqa: BLE001 - recorded as the problem's error, as the originals did
             return self._fail(batch, exc, "input", on_done)
+        scoring = bool(self.settings.get("score_options"))
         try:
-            out = self._generate(inputs, reqs[0].gen)
+            out = self._score(inputs, batch) if scoring else self._generate(inputs, reqs[0].gen)
         except Exception as exc:  # noqa: BLE001
             self._free_memory()
             return self._fail(batch, exc, "oom" if is_oom(exc) else "other", on_done)
         try:
-            responses = self.decode(inputs, out, reqs)
+            responses = out if scoring else self.decode(inputs, out, reqs)
         except Exception as exc:  # noqa: BLE001
             return self._fail(batch, exc, "other", on_done)
         seconds = (time.time() - t0) / len(batch)
@@ -211,6 +213,11 @@ class HFBackend(Backend):
             torch.manual_seed(self.generation.seed)
         with torch.inference_mode():
             return self.model.generate(**inputs, **kwargs)
+
+    def _score(self, inputs: dict, batch: list) -> list[Response]:
+        from .options import score
+
+        return score(self.model, self.processor.tokenizer, inputs, [item for item, _ in batch])
 
     def encode(self, reqs: list[HFRequest]) -> dict:
         from .encode import encode
