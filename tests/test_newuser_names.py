@@ -45,6 +45,105 @@ def test_the_presets_own_hub_snapshot_keeps_the_papers_name(tmp_path):
     assert Runner(RunSpec(model="qwen3B", model_path=str(other))).preset.identity.key != "qwen3B"
 
 
+def hub_cache(root: Path, hub_id: str, revision: str, files: dict[str, bytes]) -> Path:
+    """A Hugging Face cache holding `files` of `hub_id` at `revision`: blobs named by sha256, the snapshot links."""
+    repo = root / ("models--" + hub_id.replace("/", "--"))
+    snapshot = repo / "snapshots" / revision
+    (repo / "blobs").mkdir(parents=True)
+    snapshot.mkdir(parents=True)
+    for name, data in files.items():
+        blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
+        blob.write_bytes(data)
+        (snapshot / name).symlink_to(Path("..", "..", "blobs", blob.name))
+    return snapshot
+
+
+WEIGHTS = {"model-00001-of-00002.safetensors": b"\x01" * 64, "model-00002-of-00002.safetensors": b"\x02" * 32}
+
+
+def test_a_copy_of_the_presets_weights_keeps_the_papers_name_and_records_the_revision(tmp_path):
+    cache = tmp_path / "cache"
+    hub_cache(cache, "Qwen/Qwen2.5-VL-3B-Instruct", "66285546d2b8", {**WEIGHTS, "config.json": b"{}"})
+    copy = tmp_path / "downloads" / "qwen3b"  # e.g. `huggingface-cli download --local-dir`, or cp -rL
+    copy.mkdir(parents=True)
+    for name, data in WEIGHTS.items():
+        (copy / name).write_bytes(data)
+    runner = Runner(RunSpec(model="qwen3B", model_path=str(copy), settings={"cache_dir": str(cache)}))
+    assert (runner.preset.identity.key, runner.preset.identity.display) == ("qwen3B", "Qwen2.5-VL-3B")
+    assert runner.checkpoint == {"hub_id": "Qwen/Qwen2.5-VL-3B-Instruct", "revision": "66285546d2b8",
+                                 "recognised_by": "weights sha256"}
+
+    (copy / "model-00002-of-00002.safetensors").write_bytes(b"\x03" * 32)  # fine-tuned: same size, other bytes
+    runner = Runner(RunSpec(model="qwen3B", model_path=str(copy), settings={"cache_dir": str(cache)}))
+    assert runner.checkpoint is None and runner.preset.identity.key == f"qwen3b-{short(copy)}"
+    other = Runner(RunSpec(model="qwen7B", model_path=str(cache / "models--Qwen--Qwen2.5-VL-3B-Instruct" /
+                                                              "snapshots" / "66285546d2b8"),
+                           settings={"cache_dir": str(cache)}))
+    assert other.checkpoint is None and other.preset.identity.key != "qwen7B"  # the 3B's weights are not the 7B
+
+
+def test_a_converted_checkpoint_keeps_the_papers_name_while_its_weights_are_unchanged(tmp_path):
+    from smmile.identity import weight_hashes
+
+    folder = tmp_path / "llava-med-hf"
+    folder.mkdir()
+    for name, data in WEIGHTS.items():
+        (folder / name).write_bytes(data)
+    source = {"hub_id": "microsoft/llava-med-v1.5-mistral-7b", "revision": "abc123", "recognised_by": "x"}
+    (folder / "smmile_llavamed.json").write_text(json.dumps({"source": source,
+                                                             "weights_sha256": weight_hashes(folder)}))
+    runner = Runner(RunSpec(model="llavamed", model_path=str(folder)))
+    assert runner.preset.identity.key == "llavamed" and runner.checkpoint["revision"] == "abc123"
+    assert runner.checkpoint["recognised_by"].startswith("converted from it (smmile_llavamed.json")
+    (folder / "model-00001-of-00002.safetensors").write_bytes(b"\x09" * 64)  # trained further after conversion
+    assert Runner(RunSpec(model="llavamed", model_path=str(folder))).preset.identity.key == \
+        f"llava-med-hf-{short(folder)}"
+    (folder / "smmile_llavamed.json").write_text(json.dumps({"source": None, "weights_sha256": weight_hashes(folder)}))
+    assert Runner(RunSpec(model="llavamed", model_path=str(folder))).checkpoint is None  # source not recognised
+
+
+def test_smmile_convert_records_the_source_so_the_converted_paper_checkpoint_keeps_its_name(tmp_path, caplog):
+    from smmile.models.hf.convert_llavamed import build
+
+    original = tiny_models.cached("llavamed_original")
+    files = {f.name: f.read_bytes() for f in original.iterdir() if f.is_file()}  # the tower stays where config says
+    snapshot = hub_cache(tmp_path / "cache", "microsoft/llava-med-v1.5-mistral-7b", "f00dfeed", files)
+    build(snapshot, tmp_path / "hf")
+    record = json.loads((tmp_path / "hf" / "smmile_llavamed.json").read_text())
+    assert record["source"] == {"hub_id": "microsoft/llava-med-v1.5-mistral-7b", "revision": "f00dfeed",
+                                "recognised_by": "hub cache snapshot"}
+    runner = Runner(RunSpec(model="llavamed", model_path=str(tmp_path / "hf")))
+    assert runner.preset.identity.display == "LLaVA-Med**" and runner.checkpoint["revision"] == "f00dfeed"
+
+    build(original, tmp_path / "other")  # not the hub's checkpoint: said at conversion, named after the folder
+    assert "not recognised as microsoft/llava-med-v1.5-mistral-7b" in caplog.text
+    assert Runner(RunSpec(model="llavamed", model_path=str(tmp_path / "other"))).preset.identity.key != "llavamed"
+
+
+def test_the_manifest_tables_and_report_agree_on_a_recognised_checkpoint(tmp_path, capsys):
+    tiny_models.skip_unless_served("qwen2_5_vl")
+    source = tiny_models.cached("qwen2_5_vl")
+    files = {f.name: f.read_bytes() for f in source.iterdir() if f.is_file()}
+    snapshot = hub_cache(tmp_path / "cache", "Qwen/Qwen2.5-VL-3B-Instruct", "0123456789abcdef", files)
+    copy = tmp_path / "my-qwen"
+    shutil.copytree(snapshot, copy)  # the files, not the links: recognised by the weights' sha256
+    results = tmp_path / "results"
+    assert cli.main(["run", "--model", "qwen3B", "--model-path", str(copy), "--hf-cache-dir", str(tmp_path / "cache"),
+                     "--dataset", str(tiny_models.demo_subset(4)), "--output-dir", str(results), "--inference_mode",
+                     "0-shot", "--task_format", "open", "--max-new-tokens", "2", "--dtype", "float32", "--allow-cpu",
+                     "-q"]) == 0, capsys.readouterr().err
+    model = json.loads((results / "result_qwen3B_0-shot_open.manifest.json").read_text())["model"]
+    assert model["identity"]["display"] == "Qwen2.5-VL-3B" and model["revision"] == "0123456789abcdef"
+    assert model["checkpoint"] == {"hub_id": "Qwen/Qwen2.5-VL-3B-Instruct", "revision": "0123456789abcdef",
+                                   "recognised_by": "weights sha256"}
+    capsys.readouterr()
+    assert cli.main(["stats", str(results), "--out", str(tmp_path / "stats")]) == 0
+    assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("qwen3B")], "no qwen3B row"
+    assert cli.main(["report", str(results), "--out", str(tmp_path / "report"), "--n-boot", "50"]) == 0
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "Qwen2.5-VL-3B" in page and "0123456789ab" in page and "my-qwen" not in page.replace(str(copy), "")
+
+
 def test_two_checkpoint_500_folders_give_two_files_rows_and_labels(tmp_path, capsys):
     source = tg.cached("idefics3")
     folders = [tmp_path / run / "checkpoint-500" for run in ("run-a", "run-b")]
@@ -64,8 +163,8 @@ def test_two_checkpoint_500_folders_give_two_files_rows_and_labels(tmp_path, cap
 
     assert cli.main(["stats", str(results), "--out", str(tmp_path / "stats")]) == 0
     table = capsys.readouterr().out
-    rows = [line for line in table.splitlines() if "checkpoint-500" in line]
-    assert len(rows) == 2 and all(any(short(f) in r for r in rows) for f in folders), table
+    rows = [line for line in table.splitlines() if "checkpoint-500" in line and line.split()[1] == "EM"]
+    assert len(rows) == 2 and all(any(short(f) in r for r in rows) for f in folders), table  # one row per metric
 
     assert cli.main(["report", str(results), "--out", str(tmp_path / "report"), "--n-boot", "50"]) == 0
     page = (tmp_path / "report" / "index.html").read_text()

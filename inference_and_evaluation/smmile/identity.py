@@ -7,12 +7,18 @@ the one table of the paper's models; a model outside it gets its id as a token (
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 FIELDS = ("key", "scoring_name", "display", "latex")
 UNKNOWN = "unknown"
+WEIGHT_SUFFIXES = (".safetensors", ".bin")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -79,12 +85,77 @@ def identity_for_model_id(model_id: str) -> ModelIdentity:
     return ModelIdentity(token, token, model_id.strip() or token, latex_for_key(token))
 
 
-def is_hub_snapshot(folder: str | Path, model_id: str) -> bool:
-    """True when `folder` is the Hugging Face cache's snapshot of hub id `model_id`
-    (``.../models--Org--Name/snapshots/<revision>``): the checkpoint a preset names, not another one."""
-    parts = Path(folder).expanduser().resolve().parts
-    wanted = "models--" + model_id.replace("/", "--")
-    return len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3] == wanted
+def checkpoint_origin(folder: str | Path, hub_id: str, cache_dir: str | None = None) -> dict | None:
+    """Which revision of hub id `hub_id` the checkpoint folder is (None: another checkpoint): the Hugging Face
+    cache's snapshot of it (``.../models--Org--Name/snapshots/<revision>``), or a folder (a copy, a ``--local-dir``
+    download) whose weight files are those of a snapshot cached in `cache_dir` or the default cache: same names,
+    sizes and sha256 (the hub names each weight blob by its sha256)."""
+    path = Path(folder).expanduser().resolve()
+    repo = "models--" + hub_id.replace("/", "--")
+    if path.parent.name == "snapshots" and path.parent.parent.name == repo:
+        return {"hub_id": hub_id, "revision": path.name, "recognised_by": "hub cache snapshot"}
+    for record in sorted(path.glob("smmile_*.json")):  # converted by `smmile convert` from hub_id's checkpoint
+        source, hashes = _conversion(record)
+        if source.get("hub_id") == hub_id and hashes and _logged_hashes(path, hub_id, record.name) == hashes:
+            return {**source, "recognised_by": f"converted from it ({record.name}; weights sha256 unchanged)"}
+    for snapshot in _cached_snapshots(repo, cache_dir):
+        if snapshot.resolve() != path and _same_weights(path, snapshot, hub_id):
+            return {"hub_id": hub_id, "revision": snapshot.name, "recognised_by": "weights sha256"}
+    return None
+
+
+def weight_hashes(folder: str | Path) -> dict[str, str]:
+    """``file name -> sha256`` of a checkpoint folder's weight files (what `smmile convert` records)."""
+    return {f.name: _sha256(f) for f in sorted(Path(folder).iterdir()) if f.name.endswith(WEIGHT_SUFFIXES)}
+
+
+def _conversion(record: Path) -> tuple[dict, dict]:
+    """(source, weights sha256) a conversion record names ({} where it names none or cannot be read)."""
+    try:
+        data = json.loads(record.read_text())
+    except (OSError, ValueError):
+        return {}, {}
+    source, hashes = (data.get("source"), data.get("weights_sha256")) if isinstance(data, dict) else (None, None)
+    return (source if isinstance(source, dict) else {}), (hashes if isinstance(hashes, dict) else {})
+
+
+def _logged_hashes(folder: Path, hub_id: str, record: str) -> dict[str, str]:
+    log.info(f"checking that {folder} holds the weights {record} records (converted from {hub_id}): sha256")
+    return weight_hashes(folder)
+
+
+def _cached_snapshots(repo: str, cache_dir: str | None) -> list[Path]:
+    roots = [Path(cache_dir).expanduser()] if cache_dir else []
+    hf_home = os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface"
+    roots.append(Path(os.environ.get("HF_HUB_CACHE") or Path(hf_home) / "hub"))
+    return sorted(s for root in roots if (root / repo / "snapshots").is_dir()
+                  for s in (root / repo / "snapshots").iterdir() if s.is_dir())
+
+
+def _same_weights(folder: Path, snapshot: Path, hub_id: str) -> bool:
+    theirs = {f.name: f for f in snapshot.iterdir() if f.name.endswith(WEIGHT_SUFFIXES)}
+    ours = {f.name: f for f in folder.iterdir() if f.name.endswith(WEIGHT_SUFFIXES)} if folder.is_dir() else {}
+    if not theirs or set(ours) != set(theirs) or not all(f.is_file() for f in theirs.values()) \
+            or any(ours[n].stat().st_size != theirs[n].stat().st_size for n in ours):  # a snapshot half downloaded
+        return False
+    size = sum(f.stat().st_size for f in ours.values())
+    log.info(f"checking whether {folder} holds the weights of {hub_id} ({snapshot.name[:12]}): sha256 of "
+             f"{size / 1e9:.1f} GB")
+    return all(_sha256(ours[n]) == _blob_sha256(theirs[n]) for n in sorted(ours))
+
+
+def _blob_sha256(cached: Path) -> str:
+    """A cached file's sha256: the name of the blob it links to (LFS files), else computed."""
+    blob = cached.resolve().name
+    return blob if re.fullmatch(r"[0-9a-f]{64}", blob) else _sha256(cached)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 24):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def checkpoint_identity(folder: str | Path, preset: ModelIdentity | None = None) -> ModelIdentity:

@@ -17,7 +17,7 @@ from ..data.load import Loaded, load_for_run, refuse_output_in_dataset, verify_i
 from ..data.variant_datasets import refuse_dropped_images, refuse_imageless
 from ..environment import command_line, git_revision, package_versions, version
 from ..errors import UserError
-from ..identity import checkpoint_identity, is_hub_snapshot
+from ..identity import checkpoint_identity, checkpoint_origin
 from ..models import registry
 from ..models.base import Backend, Family, Response, resolve_settings
 from ..protocol.items import SEED, Item, Rngs
@@ -93,7 +93,10 @@ class Runner:
             raise UserError(f"--engine must be one of {', '.join(ENGINES)}")
         self.spec = spec
         self.preset = registry.get(spec.model)
-        if spec.model_path and not is_hub_snapshot(spec.model_path, self.preset.model_id):  # another checkpoint
+        # --model-path: the preset's own checkpoint (by hub snapshot or weights: `checkpoint`), or another one
+        self.checkpoint = spec.model_path and checkpoint_origin(spec.model_path, self.preset.model_id,
+                                                                spec.settings.get("cache_dir"))
+        if spec.model_path and not self.checkpoint:
             self.preset = replace(self.preset, identity=checkpoint_identity(spec.model_path, self.preset.identity))
         self.rngs = rngs or Rngs()
         family_cls = registry.load_symbol(self.preset.family)
@@ -280,7 +283,8 @@ class Runner:
                         "recovered_images": [{"problem_id": p, "image_url": u} for p, u in loaded.recovered]},
             "model": {"preset": self.preset.name, "model_id": self.preset.model_id, "model_path": s.model_path,
                       "tag": self.preset.tag, "family": self.preset.family, "backend": s.backend or self.preset.backend,
-                      "identity": asdict(self.preset.identity)},
+                      "identity": asdict(self.preset.identity), "checkpoint": self.checkpoint or None,
+                      **({"revision": self.checkpoint["revision"]} if self.checkpoint else {})},
             "inference_mode": s.mode, "task_format": s.fmt, "protocol": s.protocol,
             "seeds": {"python_random": SEED, "numpy_legacy": SEED},
             "generation": self.generation.as_dict(),

@@ -8,10 +8,16 @@ tokenizer (embedding rows = the mean of the others). Image placement and padding
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 from ...errors import UserError
+from ...identity import checkpoint_origin, weight_hashes
+from ..registry import get as preset
 from .compat import llava_weight_name
+
+log = logging.getLogger(__name__)
+HUB_ID = preset("llavamed").model_id  # the paper's checkpoint, which the converted folder is named after
 
 MM_KEYS = ("mm_", "image_aspect_ratio", "tune_mm", "freeze_mm", "unfreeze_mm", "use_mm_proj", "image_grid",
            "tokenizer_model_max_length", "tokenizer_padding_side")
@@ -112,7 +118,13 @@ def build(src: Path, dst: Path, vision_tower: str | None = None) -> Path:
     LlavaProcessor(image_processor=improc, tokenizer=tok, patch_size=vc.patch_size,
                    vision_feature_select_strategy=config.vision_feature_select_strategy,
                    num_additional_image_tokens=1).save_pretrained(dst)
+    source = checkpoint_origin(src, HUB_ID)  # runs of dst keep LLaVA-Med's name only when src is its checkpoint
+    if source is None:
+        log.warning(f"note: {src} is not recognised as {HUB_ID} (neither its Hugging Face cache snapshot nor one's "
+                    "weights): runs of the converted folder are named after the folder, not LLaVA-Med. Convert the "
+                    "snapshot `huggingface-cli download` prints to keep the paper's name")
     info = {"converted_from": str(src), "vision_tower": vision_tower or cfg.get("mm_vision_tower"),
-            "image_aspect_ratio": cfg.get("image_aspect_ratio", "pad"), "conversation_template": "mistral_instruct"}
+            "image_aspect_ratio": cfg.get("image_aspect_ratio", "pad"), "conversation_template": "mistral_instruct",
+            "source": source, "weights_sha256": weight_hashes(dst)}
     (dst / "smmile_llavamed.json").write_text(json.dumps(info, indent=2))
     return dst
