@@ -8,6 +8,7 @@ the published SMMILE outputs alone (111 problems, every result file's answers co
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import re
@@ -57,13 +58,15 @@ def toy_llm(res: Path) -> dict:
 
 
 def test_reviews_marked_exported_and_counted(browser, reports, tmp_path):
-    """Three problems: agree with one ICL verdict, disagree with another, unsure on a third, and the gold
-    answer of the third flagged with a note; reloaded (localStorage) and downloaded."""
+    """Three problems: one ICL answer reviewed correct, another wrong, a third unsure, and the gold answer of
+    the third flagged with a note; reloaded (localStorage) and downloaded. The reviewer is named in the box,
+    never in a blocking prompt."""
     page, errors = open_page(browser, reports["main"] / "index.html", "#problems?model=toy&mode=ICL&metric=LLM")
+    page.on("dialog", lambda d: errors.append("a blocking dialog: " + d.message))
     page.fill("#ex-reviewer", "ann")
     page.dispatch_event("#ex-reviewer", "change")
     ids = shown_ids(page)[:3]
-    marks = {ids[0]: "agree", ids[1]: "disagree", ids[2]: "unsure"}
+    marks = {ids[0]: "correct", ids[1]: "incorrect", ids[2]: "unsure"}
     for pid, review in marks.items():
         card = page.locator(f'#ex-list .pcard[data-problem="{pid}"]')
         card.locator("table.answers tr.picked").locator(f'button[data-review="{review}"]').click()
@@ -75,7 +78,7 @@ def test_reviews_marked_exported_and_counted(browser, reports, tmp_path):
     page.reload()
     page.wait_for_selector("#explorer-data[data-ready]", state="attached")
     assert page.inner_text("#ex-count") == "4", "kept in the browser's local storage"
-    assert page.locator(f'.pcard[data-problem="{ids[0]}"] tr.picked button.on[data-review="agree"]').count() == 1
+    assert page.locator(f'.pcard[data-problem="{ids[0]}"] tr.picked button.on[data-review="correct"]').count() == 1
     with page.expect_download() as info:
         page.click("[data-review-export]")
     assert info.value.suggested_filename == "reviews.json"
@@ -90,19 +93,22 @@ def test_reviews_marked_exported_and_counted(browser, reports, tmp_path):
         assert (r["model"], r["mode"], r["format"], r["judges"]) == ("toy", "ICL", "open", ["ollama:llama3.3"])
         assert r["verdict_shown"] == int(icl[pid] >= 0.5) and r["reviewer"] == "ann" and r["note"] == ""
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", r["time"])
+    toy_csv = next(reports["res"].glob("result_toy_ICL*.csv"))
+    assert {r["result_sha256"] for r in by.values() if r["model"]} == {hashlib.sha256(toy_csv.read_bytes()).hexdigest()}
     gold = by[(ids[2], "gold-wrong")]
     assert gold["judges"] == [] and gold["verdict_shown"] is None and gold["note"] == "the image shows <b>blue</b>, \"not\" red"
+    assert (gold["model"], gold["mode"], gold["format"]) == ("", "", ""), "a gold flag is the problem's, no model's"
     assert set(gold) == {"problem_id", "model", "mode", "format", "judges", "verdict_shown", "review", "note",
-                         "reviewer", "time"}
+                         "reviewer", "time", "result_sha256"}
     assert not errors
 
     # the agreement helper's reader takes the file; its table counts what was marked, by hand:
-    # agree (shown v0 -> label v0), disagree (shown v1 -> 1 - v1), unsure and gold-wrong: no label
+    # correct -> 1, incorrect -> 0, unsure and gold-wrong: no label
     from smmile.analysis import reviews as rv
 
     table = rv.review_table(rv.read_reviews([str(exported)]), stats.load_records(str(reports["res"]), lambda m: None))
     labelled = table.dropna(subset=["reviewed"]).set_index("problem_id")["reviewed"].to_dict()
-    assert labelled == {ids[0]: float(icl[ids[0]] >= 0.5), ids[1]: float(1 - (icl[ids[1]] >= 0.5))}
+    assert labelled == {ids[0]: 1.0, ids[1]: 0.0}
     out = tmp_path / "agreement"
     assert smmile(["agreement", str(reports["res"]), "--reviews", str(exported), "--out", str(out), "--n-boot", "50"]) == 0
     assert any(out.iterdir())

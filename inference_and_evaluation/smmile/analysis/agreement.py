@@ -23,6 +23,7 @@ from ..scoring.results import MODES, Record
 
 ITEM = ["model", "mode", "problem_id"]
 CELL = ["model", "mode", "format", "problem_id"]
+EMPTY_PAIR = ("percent", "percent_low", "percent_high", "cohen_kappa", "kappa_low", "kappa_high")
 LABEL_COLUMNS = ("problem_id", "model", "mode", "rater", "label")
 VALUES = {"0": 0, "1": 1, "false": 0, "true": 1, "0.0": 0, "1.0": 1}
 
@@ -226,16 +227,23 @@ def scopes(table: pd.DataFrame):
 
 
 def judge_rows(table: pd.DataFrame, n_boot: int, seed: int, level: float, cluster: str = "auto") -> list[dict]:
+    """Every judge pair, Fleiss' kappa, and each judge and the jury vs exact match, over all and per mode and format;
+    beside every row ``ties`` (cells of the scope where the jury tied: no jury verdict) and ``left_out`` (cells
+    without both labels), and a row with ``n`` 0 where nothing is left to compare."""
     judges = [c for c in table.columns if c not in CELL + ["em", JURY]]
     raters = judges + ([JURY] if JURY in table.columns else [])
     rows = []
     for scope, g in scopes(table):
+        votes = g[judges].to_numpy(dtype=float)
+        ties = int((((votes == 1).sum(axis=1) == (votes == 0).sum(axis=1)) & (votes == 1).any(axis=1)).sum()) \
+            if JURY in table.columns else 0
+
         def pair(kind: str, a: str, b: str, x: pd.Series, y: pd.Series) -> None:
             both = x.notna() & y.notna()
-            if both.any():
-                clusters = clusters_for(g.loc[both, "problem_id"], cluster)
-                rows.append({"comparison": kind, **scope, "rater_a": a, "rater_b": b,
-                             **pair_agreement(x[both], y[both], clusters, n_boot, seed, level)})
+            found = pair_agreement(x[both], y[both], clusters_for(g.loc[both, "problem_id"], cluster), n_boot, seed,
+                                   level) if both.any() else dict.fromkeys(EMPTY_PAIR, NAN) | {"n": 0, "n_clusters": 0}
+            rows.append({"comparison": kind, **scope, "rater_a": a, "rater_b": b, **found, "ties": ties,
+                         "left_out": int((~both).sum())})
 
         for a, b in itertools.combinations(judges, 2):
             pair("judge pair", a, b, g[a], g[b])
@@ -243,7 +251,8 @@ def judge_rows(table: pd.DataFrame, n_boot: int, seed: int, level: float, cluste
             values = g[judges].to_numpy(dtype=float)
             counts = np.column_stack([(values == 0).sum(axis=1), (values == 1).sum(axis=1)])
             rows.append({"comparison": "Fleiss", **scope, "rater_a": f"{len(judges)} judges", "rater_b": "",
-                         **fleiss_agreement(counts, clusters_for(g["problem_id"], cluster), n_boot, seed, level)})
+                         **fleiss_agreement(counts, clusters_for(g["problem_id"], cluster), n_boot, seed, level),
+                         "ties": ties, "left_out": int((counts.sum(axis=1) < 2).sum())})
         for a in raters:
             pair("vs exact match", a, "exact match", g[a], g["em"])
     return rows

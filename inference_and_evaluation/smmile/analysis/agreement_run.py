@@ -34,9 +34,11 @@ def console(summary: dict, tables: dict) -> list[str]:
             kappa = r.get("cohen_kappa", r.get("fleiss_kappa"))
             pct = (f"{fmt(r['percent'])}% [{fmt(r['percent_low'])}, {fmt(r['percent_high'])}], "
                    if "percent" in r else "")
+            ties = f", jury ties {r['ties']}" if r.get("ties") else ""
             lines.append(f"{r['comparison']} {r['mode']} {r['format']}: {r['rater_a']}"
                          f"{' vs ' + r['rater_b'] if r['rater_b'] else ''}: n={r['n']} {pct}kappa {fmt(kappa, '.3f')} "
-                         f"[{fmt(r['kappa_low'], '.3f')}, {fmt(r['kappa_high'], '.3f')}]")
+                         f"[{fmt(r['kappa_low'], '.3f')}, {fmt(r['kappa_high'], '.3f')}]"
+                         + (f" ({r['left_out']} left out{ties})" if r.get("left_out") or ties else ""))
     disputed = tables.get("reviews_disputed")
     if disputed is not None:
         lines.append(f"disputed cells: {len(disputed)}")

@@ -123,6 +123,11 @@ class RunRecord:
         """problem_id -> (the judge's reply, its status)."""
         return verdicts_file.replies(self._judge_rows())
 
+    @cached_property
+    def jury(self) -> dict[str, list[dict]]:
+        """problem_id -> each jury member's reply and vote (``record.verdicts.members``); {} for one judge."""
+        return verdicts_file.members(self._judge_rows())
+
     def judges(self) -> list[str]:
         """Who judged the rows (``BACKEND:MODEL``, a jury's members); [] when unrecorded."""
         if self.judgement is not None:

@@ -57,6 +57,14 @@ def replies(rows) -> dict[str, tuple]:
     return found
 
 
+def members(rows) -> dict[str, list[dict]]:
+    """problem_id -> a jury's members on its first row (``judge``, ``reply``, ``value``, ``status``); {} for one judge."""
+    found: dict = {}
+    for rec in (r for r in rows if isinstance(r, dict) and isinstance(r.get("jury"), list)):
+        found.setdefault(str(rec.get("problem_id")), [m for m in rec["jury"] if isinstance(m, dict)])
+    return found
+
+
 def judges(judge: dict | None) -> list[str]:
     """The judges of a judge identity as ``smmile agreement`` names them (``BACKEND:MODEL``); a jury's members."""
     if not isinstance(judge, dict) or not judge.get("model"):

@@ -72,6 +72,7 @@ VERSUS = (Col("Scope", "text", "scope"), MODEL, MODE, N, Col("ties excluded", "i
 JUDGES = (Col("Comparison", "text", "comparison"), MODE, Col("Format", "text", "format"),
           Col("Rater A", "text", "rater_a"), Col("Rater B", "text", "rater_b"), N,
           Col("base problems", "int", "n_clusters"), Col("ties excluded", "int", "ties_excluded"),
+          Col("jury ties", "int", "ties"), Col("left out", "int", "left_out"),
           Col("agreement % [CI]", "ci", "percent", "percent_low", "percent_high"),
           Col("κ [CI]", "ci", "cohen_kappa", "kappa_low", "kappa_high"),
           Col("Fleiss' κ [CI]", "ci", "fleiss_kappa", "kappa_low", "kappa_high"))

@@ -9,6 +9,7 @@ whole dataset (632 MB for SMMILE++) are never in memory together."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import os
 from collections import deque
@@ -19,6 +20,7 @@ from typing import Iterator
 from smmile.protocol.extract import EXTRACTION_FAILED
 from smmile.protocol.problem import ORIENTATION, Problem
 from smmile.report import names
+from smmile.record.result_csv import ResultFileError, csv_sha256
 from smmile.report.build import model_order
 from smmile.report.explorer_prompts import StoredImage, run_prompts
 from smmile.scoring import statistics, stratify
@@ -261,7 +263,9 @@ def asked(frame) -> dict:
             for pid, row in rows.items()}
 
 
-def open_answers(frame, scores: dict, replies: dict, strings: Strings) -> dict:
+def open_answers(frame, scores: dict, replies: dict, strings: Strings, jury: dict | None = None) -> dict:
+    """problem_id -> [answer, exact match, judge, judge's reply] and, for a jury, [[vote (0/1/None), reply] per
+    member]."""
     em, llm = _scores(scores.get("EM")), _scores(scores.get("LLM"))
     out = {}
     rows = _first_rows(frame, ["generated_answer"]) if frame is not None else dict.fromkeys(llm, {})
@@ -269,6 +273,9 @@ def open_answers(frame, scores: dict, replies: dict, strings: Strings) -> dict:
         reply, status = replies.get(pid, (None, None))
         judged = strings.add(reply if status in (None, "ok") else f"[{status}] {reply or ''}".strip())
         out[pid] = [strings.add(row.get("generated_answer")), em.get(pid), llm.get(pid), judged]
+        if (jury or {}).get(pid) and llm.get(pid) is not None:
+            out[pid].append([[m.get("value") if m.get("value") in (0, 1) else None, strings.add(m.get("reply"))]
+                             for m in jury[pid]])
     return out
 
 
@@ -324,14 +331,15 @@ def result_entries(rset, set_index: int, models: dict, strings: Strings, problem
         if fmt == "mcqa":
             found, judges = mcqa_answers(record.frame, scores, strings), []
         else:
-            found = open_answers(record.frame, scores, record.result.replies, strings)
+            found = open_answers(record.frame, scores, record.result.replies, strings,
+                                 record.result.jury if "LLM" in scores else None)
             judges = (record.result.judges() or [UNRECORDED_JUDGE]) if "LLM" in scores else []
         for pid, pair in asked(record.frame).items():
             from_csv.setdefault(pid, pair)
         index = len(results)
         models.setdefault(record.model, len(models))
         entry = {"set": set_index, "model": models[record.model], "mode": record.mode, "fmt": fmt,
-                 "metrics": sorted(m for m in scores if m in SHOWN)}
+                 "metrics": sorted(m for m in scores if m in SHOWN), "sha": content_hash(source)}
         if judges:
             entry["judges"] = judges
         results.append(entry)
@@ -340,6 +348,21 @@ def result_entries(rset, set_index: int, models: dict, strings: Strings, problem
         for pid, prompt in run_prompts(record.result, problems).items():
             prompts.setdefault(pid, {})[index] = prompt_entry(prompt, strings, images)
     return results, answers, from_csv, prompts
+
+
+def content_hash(path: str) -> str:
+    """The sha256 of a result file's bytes ("" when it cannot be read): a review is tied to what it reviewed."""
+    try:
+        return csv_sha256(path)
+    except (OSError, ResultFileError):
+        return ""
+
+
+def review_key(results: list[dict], models: list[str]) -> str:
+    """The report's result set as one hash (model, mode, format and content of every result): the page keeps its
+    reviews under it, so a report with other results shows none of them."""
+    ids = sorted(f"{models[r['model']]}|{r['mode']}|{r['fmt']}|{r['sha']}" for r in results)
+    return hashlib.sha256("\n".join(ids).encode("utf-8")).hexdigest()[:32]
 
 
 # -- the payload -----------------------------------------------------------------------------------------
@@ -390,7 +413,7 @@ def build(sets: list, datasets: list | None, images: Images, loaded: list | None
     for result in results:
         result["model"] = ordered.index(first_seen[result["model"]])
     loaded = loaded or [None] * len(sets)
-    return {"version": 2, "correct_at": CORRECT_AT,
+    return {"version": 2, "correct_at": CORRECT_AT, "review_key": review_key(results, ordered),
             "sets": [{"slug": s.slug, "label": s.label, "dataset": bool(d), "source": loaded[i]}
                      for i, (s, d) in enumerate(zip(sets, datasets))],
             "models": [{"key": k, "name": names.display(k)} for k in ordered],

@@ -57,6 +57,22 @@ def without_dataset(payload: dict) -> str:
             "examples, flags or MCQA options. Add <code>--dataset</code> to see them.</p>")
 
 
+QUEUE = ('<details class="rqbox"><summary>Blind review queue</summary><div class="filters">'
+         '<label>answers<input id="rq-size" type="number" min="1" value="30"></label>'
+         '<label>seed<input id="rq-seed" type="number" value="1"></label>'
+         '<label>format<select id="rq-fmt"><option value="">open and MCQA</option><option value="open">open</option>'
+         '<option value="mcqa">MCQA</option></select></label><button type="button" id="rq-start">start</button></div>'
+         '<p class="note">A sample drawn with the seed, stratified over model × mode × speciality (the same size and seed '
+         'give every reviewer the same answers). Keys: 1 correct, 0 wrong, u unsure, n note, g gold answer wrong (with '
+         'a note, for the problem), j next, k previous.</p></details>'
+         '<div id="rq" hidden><p class="status" id="rq-progress"></p><div id="rq-item"></div><div class="rqbar">'
+         '<button type="button" data-rq="correct">1 correct</button><button type="button" data-rq="incorrect">0 wrong'
+         '</button><button type="button" data-rq="unsure">u unsure</button><button type="button" data-rq="k">k previous'
+         '</button><button type="button" data-rq="j">j next</button>'
+         '<label>n note <input id="rq-note" type="text"></label><label>g gold wrong, why <input id="rq-gnote" '
+         'type="text"></label></div></div>')
+
+
 def section(payload: dict, images_slot: str) -> str:
     """The section with the payload's JSON, where ``images_slot`` stands for the thumbnails (``images_json``),
     which the page's writer puts there."""
@@ -71,10 +87,13 @@ def section(payload: dict, images_slot: str) -> str:
             "the prompt as sent for every run with a journal. ✓ correct, ✗ wrong, a percentage for a judge score "
             f"averaged over several rows (counted correct from {payload['correct_at']:.0%}). SMMILE++ permutations of "
             "one problem are grouped; pick an order to see its examples and answers. Filters combine; the address bar "
-            "keeps them, and each problem's 'link' leads to it alone. Click an image for its full resolution. Review: "
-            "agree / disagree / unsure with a judge's verdict, or flag a gold answer; your reviews stay in this browser "
-            "until you download them (reviews.json).")
+            "keeps them, and each problem's 'link' leads to it alone. Click an image for its full resolution. Review an "
+            "answer as correct, wrong or unsure (your own judgement of the answer, not of the judge's verdict), or flag "
+            "a gold answer as wrong; the blind queue shows one answer at a time, its model and verdicts hidden until you "
+            "decide. Reviews stay in this browser, under your name and this report's results, until you download them "
+            "(reviews.json).")
     return (f'<section id="problems"><h2>Problems ({n})</h2>{without_dataset(payload)}<p class="note">{esc(note)}</p>'
+            f"{QUEUE}"
             '<details class="fbox" id="ex-fbox" open><summary>Filters and order</summary>'
             '<div class="filters" id="ex-filters"></div></details><p class="status" id="ex-status"></p>'
             '<div class="tools"><button type="button" data-csv-export>download these problems (CSV)</button>'

@@ -26,22 +26,36 @@
   let state = Object.assign({flags: {}}, EMPTY);
   let cards = {}, shownNow = [];
 
-  // -- reviews, kept in this browser (localStorage) until exported as reviews.json -----------------------
-  const STORE = "smmile-reviews/1|" + D.sets.map((s) => s.label).join("|") + "|" + D.problems.length;
+  // -- reviews, kept in this browser (localStorage) until exported as reviews.json, under the hash of the report's
+  // result set and the reviewer: a report with other results, or another reviewer, sees none of them --------------
+  const storeOf = (who) => "smmile-reviews/2|" + D.review_key + "|" + who;
+  const session = (v) => { try { if (v === undefined) return localStorage.getItem("smmile-reviewer") || ""; localStorage.setItem("smmile-reviewer", v); } catch (e) { return ""; } };
   let R = {reviewer: "", items: {}};
-  try { R = Object.assign(R, JSON.parse(localStorage.getItem(STORE) || "{}")); } catch (e) { /* private mode */ }
-  const save = () => { try { localStorage.setItem(STORE, JSON.stringify(R)); } catch (e) { /* kept for this visit */ } };
+  function load(who) {
+    R = {reviewer: who, items: {}};
+    try { R.items = JSON.parse(localStorage.getItem(storeOf(who)) || "{}").items || {}; } catch (e) { /* private mode */ }
+  }
+  const save = () => { try { localStorage.setItem(storeOf(R.reviewer), JSON.stringify({items: R.items})); } catch (e) { /* kept for this visit */ } };
   const reviewCount = () => Object.keys(R.items).length;
+  load(session());
+  function setReviewer(name) {  // reviews made before a name was given go to the name
+    name = name.trim();
+    if (name === R.reviewer) return;
+    const carried = R.reviewer ? null : R.items;
+    if (carried) try { localStorage.removeItem(storeOf("")); } catch (e) { /* none kept */ }
+    load(name);
+    session(name);
+    if (carried) { Object.values(carried).forEach((x) => { x.reviewer = name || "anonymous"; }); Object.assign(R.items, carried); save(); }
+    $("ex-reviewer").classList.remove("ask");
+    render();
+    if (Q) queueItem(false);
+  }
   function reviewer() {
-    if (!R.reviewer) {
-      const name = window.prompt("Your name, saved with your reviews:", "") || "";
-      R.reviewer = name.trim() || "anonymous";
-      const box = $("ex-reviewer");
-      if (box) box.value = R.reviewer;
-    }
-    return R.reviewer;
+    if (!R.reviewer) $("ex-reviewer").classList.add("ask");
+    return R.reviewer || "anonymous";
   }
   function findProblem(id, set) { return D.problems.find((p) => p.id === id && String(p.set) === String(set)); }
+  const RES = D.results.map((x) => [D.models[x.model].key, x.mode, x.fmt, x.sha].join("|"));
 
   function score(p, model, mode, metric) {
     const r = byKey[[p.set, model, mode, metric].join("|")];
@@ -94,6 +108,14 @@
       });
     }
     if (st.special === "reviewed") return Object.values(R.items).some((x) => x.problem_id === p.id && String(x.set) === String(p.set));
+    if (st.special === "split" || st.special === "judge-em") {
+      const models = st.model !== "" ? [modelKeys.indexOf(st.model)] : allModels();
+      return models.some((m) => modesOf(st).some((mode) => {
+        const r = byKey[[p.set, m, mode, "LLM"].join("|")], a = r === undefined ? null : p.ans[r];
+        if (!a || a[2] === null || a[2] === undefined) return false;
+        return st.special === "split" ? jury(a).split : (a[1] !== null && a[1] !== undefined && ok(a[1]) !== ok(a[2]));
+      }));
+    }
     return true;
   }
 
@@ -132,24 +154,36 @@
     return "<details><summary>" + esc(text.slice(0, limit)) + "…</summary>" + esc(text) + "</details>";
   }
 
-  function reviewKey(p, r) { return "v|" + p.set + "|" + p.id + "|" + r; }
+  function reviewKey(p, r) { return "v|" + RES[r] + "|" + p.id; }
+  const goldKey = (p) => "g|" + D.sets[p.set].slug + "|" + p.id;
+  const REVIEWS = [["correct", "✓", "correct"], ["incorrect", "✗", "wrong"], ["unsure", "?", "unsure"]];
 
   function reviewButtons(p, r) {
-    const key = reviewKey(p, r), mine = R.items[key];
-    const judges = (D.results[r].judges || []).join(", ");
-    return '<span class="rv" title="your review of this verdict (' + esc(judges) + ')">' +
-      [["agree", "agree", "✓"], ["disagree", "disagree", "✗"], ["unsure", "unsure", "?"]].map(([value, label, sign]) =>
-        '<button type="button" data-review="' + value + '" data-key="' + esc(key) + '" aria-label="' + label + '" title="' + label +
-        ' with the judge"' + (mine && mine.review === value ? ' class="on"' : "") + ">" + sign + " " + label + "</button>").join("") + "</span>";
+    const mine = R.items[reviewKey(p, r)], at = ' data-pi="' + position.get(p) + '" data-r="' + r + '"';
+    return '<span class="rv" title="your review of this answer">' + REVIEWS.map(([value, sign, label]) =>
+      '<button type="button" data-review="' + value + '"' + at + (mine && mine.review === value ? ' class="on"' : "") + ">" + sign + " " + label + "</button>").join("") + "</span>";
+  }
+
+  function jury(a) {  // a jury's votes: [ones, zeros, tie]
+    const v = (a[4] || []).map((m) => m[0]), ones = v.filter((x) => x === 1).length, zeros = v.filter((x) => x === 0).length;
+    return {ones: ones, zeros: zeros, split: ones > 0 && zeros > 0, tie: ones > 0 && ones === zeros};
+  }
+
+  function votes(p, r) {
+    const a = p.ans[r], j = jury(a), names = D.results[r].judges || [];
+    if (!a[4]) return "";
+    const badge = j.tie ? '<span class="badge tie" title="the jury tied: no majority, counted wrong">tie ' + j.ones + "–" + j.zeros + "</span>"
+      : (j.split ? '<span class="badge split" title="the judges disagree">split ' + j.ones + "–" + j.zeros + "</span>" : "");
+    return badge + '<details class="votes"><summary>votes</summary><ul>' + a[4].map((m, i) => "<li><bdi>" + esc(names[i] || "judge " + (i + 1)) +
+      "</bdi>: " + mark(m[0]) + (str(m[1]) ? " <bdi>" + esc(str(m[1])) + "</bdi>" : "") + "</li>").join("") + "</ul></details>";
   }
 
   function openCell(p, r, mode) {
     const a = p.ans[r];
     if (!a) return '<td class="missing" colspan="3">–</td>';
     const reply = str(a[3]);
-    const judged = a[2] !== null && a[2] !== undefined && D.results[r].judges;
-    const judge = mark(a[2]) + (judged ? reviewButtons(p, r) : "") + (reply ? "<details><summary>judge's reply</summary>" + esc(reply) + "</details>" : "");
-    return '<td data-h="' + mode + ' open answer">' + long(str(a[0]), 220) + '</td><td data-h="' + mode + ' exact match">' + mark(a[1]) +
+    const judge = mark(a[2]) + votes(p, r) + (reply && !a[4] ? "<details><summary>judge's reply</summary><bdi>" + esc(reply) + "</bdi></details>" : "");
+    return '<td data-h="' + mode + ' open answer"><bdi>' + long(str(a[0]), 220) + "</bdi>" + reviewButtons(p, r) + '</td><td data-h="' + mode + ' exact match">' + mark(a[1]) +
       '</td><td data-h="' + mode + ' judge">' + judge + "</td>";
   }
 
@@ -161,7 +195,7 @@
     const plain = letter.length === 1;
     if (!option && plain && p.opts) option = str(p.opts[letter.charCodeAt(0) - 65]);
     const shown = plain ? esc(letter) : '<span class="code">' + esc(letter || "no letter found in the reply") + "</span>";
-    return '<td data-h="' + mode + ' MCQA">' + shown + (option ? (plain ? ". " : ": ") + esc(option) : "") + " " + mark(a[2]) + "</td>";
+    return '<td data-h="' + mode + ' MCQA"><bdi>' + shown + (option ? (plain ? ". " : ": ") + esc(option) : "") + "</bdi> " + mark(a[2]) + reviewButtons(p, r) + "</td>";
   }
 
   function answersTable(p, st) {
@@ -216,10 +250,10 @@
   }
 
   function goldReview(p) {
-    const key = "g|" + p.set + "|" + p.id, mine = R.items[key];
+    const key = goldKey(p), mine = R.items[key];
     return '<div class="goldrev"><label><input type="checkbox" data-gold="' + esc(key) + '"' + (mine ? " checked" : "") +
       "> gold answer looks wrong</label>" + '<input type="text" data-gold-note="' + esc(key) + '" placeholder="note (why)" value="' +
-      esc(mine ? mine.note : "") + '"></div>';
+      esc(mine ? mine.note : "") + '" data-pi="' + position.get(p) + '"></div>';
   }
 
   function problemBody(p, st) {
@@ -309,8 +343,9 @@
     parts.push(["metric", "metric", metrics.map((m) => '<option value="' + m + '">' + esc(METRIC_NAMES[m]) + "</option>").join("")]);
     parts.push(["model", "model", options(modelKeys, D.models.map((m) => m.name), "any")]);
     parts.push(["outcome", "its answer", options(["correct", "wrong"], ["correct", "wrong"], "any")]);
-    parts.push(["special", "show", options(["allwrong", "helped", "hurt", "disagree", "reviewed"],
-      ["all models wrong", "ICL helped (wrong 0-shot, right ICL)", "ICL hurt (right 0-shot, wrong ICL)", "two models disagree", "reviewed by you"], "all problems")]);
+    parts.push(["special", "show", options(["allwrong", "helped", "hurt", "disagree", "reviewed", "split", "judge-em"],
+      ["all models wrong", "ICL helped (wrong 0-shot, right ICL)", "ICL hurt (right 0-shot, wrong ICL)", "two models disagree", "reviewed by you",
+       "jury split", "judge ≠ exact match"], "all problems")]);
     parts.push(["a", "model A", options(modelKeys, D.models.map((m) => m.name), "–")]);
     parts.push(["b", "model B", options(modelKeys, D.models.map((m) => m.name), "–")]);
     parts.push(["sort", "order", options(["right-asc", "right-desc", "disagree"],
@@ -323,7 +358,7 @@
     $("ex-clear").addEventListener("click", () => { state = Object.assign({flags: {}}, EMPTY); syncControls(); update(); });
     if (window.matchMedia && window.matchMedia("(max-width: 700px)").matches) $("ex-fbox").open = false;
     $("ex-reviewer").value = R.reviewer;
-    $("ex-reviewer").addEventListener("change", (e) => { R.reviewer = e.target.value.trim(); save(); });
+    $("ex-reviewer").addEventListener("change", (e) => setReviewer(e.target.value));
   }
 
   function syncControls() {
@@ -382,7 +417,7 @@
 
   function exportReviews() {
     const keys = Object.keys(R.items).sort();
-    const reviews = keys.map((k) => { const x = Object.assign({}, R.items[k]); delete x.set; return x; });
+    const reviews = keys.map((k) => { const x = Object.assign({}, R.items[k], {reviewer: R.reviewer || "anonymous"}); delete x.set; return x; });
     download("reviews.json", "application/json", JSON.stringify({format: "smmile-reviews/1", reviews: reviews}, null, 1) + "\n");
   }
 
@@ -406,44 +441,121 @@
     download("problems.csv", "text/csv", lines.join("\r\n") + "\r\n");
   }
 
+  function setReview(p, r, value, extra) {  // a second click on the same value takes it back (extra: none)
+    const key = reviewKey(p, r), x = D.results[r], a = p.ans[r], old = R.items[key];
+    if (!extra && old && old.review === value) delete R.items[key];
+    else {
+      const judged = x.fmt === "open" && x.judges && a[2] !== null && a[2] !== undefined;
+      R.items[key] = Object.assign({problem_id: p.id, model: D.models[x.model].key, mode: x.mode, format: x.fmt, result_sha256: x.sha,
+        judges: judged ? x.judges.slice() : [], verdict_shown: judged ? (ok(a[2]) ? 1 : 0) : null, review: value, note: old ? old.note : "",
+        reviewer: reviewer(), time: new Date().toISOString(), set: p.set}, old && old.seconds ? {seconds: old.seconds, blind: old.blind} : {}, extra || {});
+    }
+    save();
+    $("ex-count").textContent = reviewCount();
+  }
+
   function markVerdict(button) {
-    const key = button.dataset.key, [, set, , r] = key.split("|");
-    const id = key.slice(2 + set.length + 1, key.length - r.length - 1);
-    const p = findProblem(id, set), x = D.results[+r];
-    if (!p || !x) return;
-    const who = reviewer();
-    if (R.items[key] && R.items[key].review === button.dataset.review) delete R.items[key];  // a second click takes it back
-    else {
-      const v = p.ans[r] ? p.ans[r][2] : null;
-      R.items[key] = {problem_id: p.id, model: D.models[x.model].key, mode: x.mode, format: x.fmt, judges: (x.judges || []).slice(),
-        verdict_shown: v === null || v === undefined ? null : (ok(v) ? 1 : 0), review: button.dataset.review, note: "", reviewer: who,
-        time: new Date().toISOString(), set: p.set};
-    }
-    save();
+    const p = D.problems[+button.dataset.pi], r = +button.dataset.r, key = reviewKey(p, r);
+    setReview(p, r, button.dataset.review);
     button.parentElement.querySelectorAll("button").forEach((b) => b.classList.toggle("on", !!R.items[key] && R.items[key].review === b.dataset.review));
-    $("ex-count").textContent = reviewCount();
   }
 
-  function goldCell(p) {  // the result a gold flag is filed under (reviews.json has a cell per review): the first open one, else the first
-    const rs = Object.keys(p.ans).map(Number);
-    const r = rs.find((i) => D.results[i].fmt === "open");
-    return D.results[r === undefined ? rs[0] : r];
-  }
-
-  function markGold(key, checked, note) {
-    const [, set] = key.split("|");
-    const id = key.slice(2 + set.length + 1);
-    const p = findProblem(id, set), x = p ? goldCell(p) : undefined;
-    if (!p || !x) return;
-    if (!checked) { delete R.items[key]; }
-    else {
-      const who = reviewer();
-      R.items[key] = {problem_id: p.id, model: D.models[x.model].key, mode: x.mode, format: x.fmt, judges: [], verdict_shown: null,
-        review: "gold-wrong", note: note, reviewer: who, time: new Date().toISOString(), set: p.set};
-    }
+  function markGold(p, checked, note) {  // attached to the problem, not to a model's answer
+    const key = goldKey(p);
+    if (!checked) delete R.items[key];
+    else R.items[key] = {problem_id: p.id, model: "", mode: "", format: "", result_sha256: "", judges: [], verdict_shown: null,
+      review: "gold-wrong", note: note, reviewer: reviewer(), time: new Date().toISOString(), set: p.set};
     save();
     $("ex-count").textContent = reviewCount();
   }
+
+  // -- the blind review queue: a seeded sample stratified over model × mode × speciality, one answer at a time,
+  // its model and verdicts hidden until the reviewer decides (keys 1 0 u n g j k) -------------------------------------
+  const SPEC = D.flags.findIndex((f) => f.name === "speciality");
+  let Q = null;
+  function rng(seed) { let s = (seed * 2654435761 + 12345) >>> 0; return () => { s = (Math.imul(s, 1664525) + 1013904223) >>> 0; return s / 4294967296; }; }
+
+  function sample(size, seed, fmt) {
+    const strata = new Map(), rand = rng(seed);
+    D.problems.forEach((p) => Object.keys(p.ans).forEach((r) => {
+      const x = D.results[r];
+      if ((fmt && x.fmt !== fmt) || (state.set !== "" && D.sets[p.set].slug !== state.set)) return;
+      const k = [x.model, x.mode, SPEC >= 0 && p.fv ? str(p.fv[SPEC]) : ""].join("|");
+      if (!strata.has(k)) strata.set(k, []);
+      strata.get(k).push([p, +r]);
+    }));
+    const shuffle = (a) => { for (let i = a.length - 1; i > 0; i--) { const j = Math.floor(rand() * (i + 1)); [a[i], a[j]] = [a[j], a[i]]; } return a; };
+    const lists = shuffle([...strata.keys()].sort()).map((k) => shuffle(strata.get(k))), out = [];
+    for (let i = 0; out.length < size && lists.some((l) => i < l.length); i++) lists.forEach((l) => { if (i < l.length && out.length < size) out.push(l[i]); });
+    return out;
+  }
+
+  function startQueue() {
+    const size = Math.max(1, +$("rq-size").value || 30), seed = +$("rq-seed").value || 0;
+    Q = {items: sample(size, seed, $("rq-fmt").value), at: 0};
+    const first = Q.items.findIndex(([p, r]) => !R.items[reviewKey(p, r)]);
+    Q.at = first < 0 ? 0 : first;
+    $("rq").hidden = false;
+    queueItem(true);
+    $("rq").scrollIntoView();
+  }
+
+  function answerText(p, r) {
+    const a = p.ans[r];
+    if (D.results[r].fmt === "open") return esc(str(a[0]) || "(no answer)");
+    const pr = (p.pr || {})[r], opts = pr && pr.o ? pr.o.map((o) => esc(str(o[0])) + ". " + esc(str(o[1])))
+      : (p.opts || []).map((o, i) => String.fromCharCode(65 + i) + ". " + esc(str(o)));
+    return esc(str(a[0])) + (str(a[1]) ? ". " + esc(str(a[1])) : "") + (opts.length ? '<ol class="opts">' + opts.map((o) => "<li>" + o + "</li>").join("") + "</ol>" : "");
+  }
+
+  function queueItem(fresh) {
+    if (!Q.items.length) { $("rq-item").innerHTML = '<p class="note">No answer to review under these settings.</p>'; return; }
+    const [p, r] = Q.items[Q.at], x = D.results[r], a = p.ans[r], mine = R.items[reviewKey(p, r)], gold = R.items[goldKey(p)];
+    const full = p.img >= 0 && D.full ? D.full[p.img] : "", thumbUri = p.img >= 0 ? D.images[p.img] : "";
+    const image = thumbUri ? '<img class="qimg" data-img="' + p.img + '" src="' + esc(full || thumbUri) + '" alt="query image">' : "";
+    const seen = mine ? '<div class="reveal">' + esc(resultName(r)) + " · " + (x.fmt === "mcqa" ? "letter " + mark(a[2])
+      : "exact match " + mark(a[1]) + " · judge " + (x.judges ? mark(a[2]) + votes(p, r) : "none")) + "</div>" : '<div class="reveal note">model and verdicts hidden until you decide</div>';
+    const times = Q.items.map(([q, s]) => (R.items[reviewKey(q, s)] || {}).seconds).filter((t) => t !== undefined).sort((u, v) => u - v);
+    const done = Q.items.filter(([q, s]) => R.items[reviewKey(q, s)]).length;
+    $("rq-progress").textContent = (Q.at + 1) + " of " + Q.items.length + " · " + done + " reviewed" + (times.length ? " · median " + times[times.length >> 1].toFixed(1) + " s per answer" : "");
+    $("rq-item").innerHTML = '<div class="query">' + image + '<div><div class="qtext"><bdi>' + esc(str(p.q) || "(question not given)") + '</bdi></div><div class="gold">Gold: <bdi>' +
+      esc(str(p.gold) || "(not given)") + "</bdi>" + (gold ? ' <span class="badge tie">flagged wrong</span>' : "") + '</div><div class="qans"><b>Answer:</b> <bdi>' + answerText(p, r) +
+      "</bdi></div>" + (mine ? '<div class="mine">your review: <b>' + esc(mine.review) + "</b></div>" : "") + seen + "</div></div>";
+    $("rq-note").value = mine ? mine.note : "";
+    $("rq-gnote").value = gold ? gold.note : "";
+    const img = $("rq-item").querySelector("img");
+    if (img && full) img.onerror = () => { img.onerror = null; img.src = thumbUri; };
+    if (fresh) Q.shown = performance.now();
+  }
+
+  function decide(value) {
+    const [p, r] = Q.items[Q.at];
+    setReview(p, r, value, {seconds: Math.round((performance.now() - Q.shown) / 100) / 10, blind: true});
+    queueItem(false);
+  }
+
+  function move(step) { Q.at = Math.min(Math.max(0, Q.at + step), Q.items.length - 1); queueItem(true); }
+
+  function queueNote(t) {
+    if (!Q || !Q.items.length) return;
+    const [p, r] = Q.items[Q.at];
+    if (t.id === "rq-gnote") markGold(p, true, t.value);
+    else { if (!R.items[reviewKey(p, r)]) decide("unsure"); R.items[reviewKey(p, r)].note = t.value; save(); }
+    queueItem(false);
+  }
+
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") { $("zoom").style.display = "none"; if (e.target.blur) e.target.blur(); return; }
+    if (e.key === "Enter" && /^rq-g?note$/.test(e.target.id)) { e.target.blur(); return; }
+    if (!Q || $("rq").hidden || e.ctrlKey || e.metaKey || e.altKey || /^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName)) return;
+    const value = {"1": "correct", "0": "incorrect", "u": "unsure"}[e.key];
+    if (value) decide(value);
+    else if (e.key === "j" || e.key === "k") move(e.key === "j" ? 1 : -1);
+    else if (e.key === "g") { markGold(Q.items[Q.at][0], true, $("rq-gnote").value); queueItem(false); $("rq-gnote").focus(); }
+    else if (e.key === "n") $("rq-note").focus();
+    else return;
+    e.preventDefault();
+  });
 
   function zoom(img) {
     const i = img.dataset.img === undefined ? -1 : +img.dataset.img;
@@ -465,11 +577,15 @@
       card.querySelector(".pbody").innerHTML = problemBody(ps[+t.dataset.i], state);
     } else if (t.matches("button[data-review]")) {
       markVerdict(t);
+    } else if (t.id === "rq-start") {
+      startQueue();
+    } else if (t.dataset && t.dataset.rq) {
+      if (Q) { if (t.dataset.rq === "j" || t.dataset.rq === "k") move(t.dataset.rq === "j" ? 1 : -1); else decide(t.dataset.rq); }
     } else if (t.matches("[data-review-export]")) {
       exportReviews();
     } else if (t.matches("[data-csv-export]")) {
       exportCsv();
-    } else if (t.matches("img.thumb")) {
+    } else if (t.matches("img.thumb, img.qimg")) {
       zoom(t);
     } else if (t.id === "zoom" || (t.parentElement && t.parentElement.id === "zoom" && t.tagName === "IMG")) {
       $("zoom").style.display = "none";
@@ -481,13 +597,14 @@
   });
   document.addEventListener("change", (e) => {
     const t = e.target;
-    if (t.matches && t.matches("input[data-gold]")) {
-      const note = t.closest(".goldrev").querySelector("input[data-gold-note]").value;
-      markGold(t.dataset.gold, t.checked, note);
+    if (t.id === "rq-note" || t.id === "rq-gnote") queueNote(t);
+    else if (t.matches && t.matches("input[data-gold]")) {
+      const note = t.closest(".goldrev").querySelector("input[data-gold-note]");
+      markGold(D.problems[+note.dataset.pi], t.checked, note.value);
     } else if (t.matches && t.matches("input[data-gold-note]")) {
       const box = t.closest(".goldrev").querySelector("input[data-gold]");
       if (t.value.trim() && !box.checked) box.checked = true;
-      markGold(t.dataset.goldNote, box.checked, t.value);
+      markGold(D.problems[+t.dataset.pi], box.checked, t.value);
     }
   });
   document.addEventListener("toggle", (e) => {
