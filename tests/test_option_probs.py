@@ -21,6 +21,12 @@ def _manifest(folder: Path) -> dict:
     return json.loads(next(folder.glob("result_*.manifest.json")).read_text())
 
 
+def _probs(folder: Path) -> dict:
+    """problem id -> the journaled option probabilities (the journal may hold generated responses too)."""
+    return {pid: rec["response"]["extra"]["option_probs"] for pid, found in read(_csv(folder)).journal.items()
+            for rec in found if "option_probs" in rec["response"]["extra"]}
+
+
 def _scored(folder: Path) -> tuple[dict, dict, dict]:
     """(responses, journal records, CSV rows) of the one result in ``folder``, by problem id."""
     result = read(_csv(folder))
@@ -49,7 +55,7 @@ def test_probabilities_sum_to_one_and_the_answer_is_their_argmax(runs):
     root = runs[0]
     for name in ("original", "k1"):
         responses, records, rows = _scored(root / "res" / name)
-        assert len(rows) == 4 and set(responses) == set(rows)
+        assert len(rows) == 4 and set(responses) == set(rows) and all(r["extra"]["layout"] for r in responses.values())
         for pid, response in responses.items():
             probs = response["extra"]["option_probs"]
             assert set(probs) == set(records[pid]["item"]["options"]) and len(probs) >= 2
@@ -134,11 +140,15 @@ def test_a_preset_scores_options_and_its_default_output_is_unchanged(tmp_path):
     assert smmile(base) == 0
     generated = _csv(tmp_path).read_bytes()
     assert smmile([*base, "--score-options"]) == 0
-    responses, _, rows = _scored(tmp_path)
-    for pid, response in responses.items():
-        probs = response["extra"]["option_probs"]
-        assert sum(probs.values()) == pytest.approx(1, abs=1e-9)
-        assert rows[pid]["selected_option"] == max(probs, key=probs.get)
+    probs, rows = _probs(tmp_path), _scored(tmp_path)[2]
+    assert len(probs) == len(rows) == 4
+    for pid, p in probs.items():
+        assert sum(p.values()) == pytest.approx(1, abs=1e-9)
+        assert rows[pid]["selected_option"] == max(p, key=p.get)
+    batched = [*base[:base.index("--output-dir")], "--output-dir", str(tmp_path / "b2"), *base[base.index("--dtype"):]]
+    assert smmile([*batched, "--score-options", "--batch-size", "2"]) == 0  # a padded batch scores as batch size 1
+    batch = _probs(tmp_path / "b2")
+    assert set(batch) == set(probs) and all(batch[pid] == pytest.approx(probs[pid], abs=1e-4) for pid in probs)
     assert smmile(base) == 0
     assert _csv(tmp_path).read_bytes() == generated
     assert "score_options" not in _manifest(tmp_path)["settings"]

@@ -87,7 +87,12 @@ class GenericHFBackend(HFBackend):
                                            [r.load_images() for r in reqs]))
 
     def decode(self, inputs: dict, out, reqs) -> list:
-        responses = super().decode(inputs, out, reqs)
+        return self._with_layout(super().decode(inputs, out, reqs))
+
+    def _score(self, inputs: dict, batch: list) -> list:
+        return self._with_layout(super()._score(inputs, batch))
+
+    def _with_layout(self, responses: list) -> list:
         for response in responses:  # journaled with the answer: which layout produced it
             response.extra["layout"] = asdict(self.layout)
         return responses
