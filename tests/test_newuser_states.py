@@ -62,6 +62,19 @@ def test_the_report_names_why_each_input_was_skipped_as_stats_does(tmp_path, cap
     assert "result_qwen7B_ICL_open.csv" in report_err and said in report_err, (said, report_err)
 
 
+def test_beside_a_scorable_result_the_report_still_names_why_the_other_was_skipped(tmp_path, capsys):
+    res = tmp_path / "res"
+    write_open(res, "qwen7B", ORIGINAL)
+    write_open(res, "qwen3B", ORIGINAL)
+    path = res / "result_qwen3B_ICL_open.csv"
+    path.write_bytes(path.read_bytes().replace(b"q?", b"caf\xe9?"))  # Latin-1, not UTF-8
+    assert cli.main(["report", str(res), "--out", str(tmp_path / "report"), "--n-boot", "50"]) == 0
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if "result_qwen3B_ICL_open.csv" in x]
+    assert "utf-8" in line and "skipped" in line
+    page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert "result_qwen3B_ICL_open.csv: cannot read CSV" in page  # in the page's warnings too
+
+
 def test_env_says_what_a_run_uses_for_attention(capsys):
     assert cli.main(["env"]) == 0
     out = capsys.readouterr().out
