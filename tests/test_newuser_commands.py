@@ -116,3 +116,20 @@ def test_stratify_refuses_results_of_two_datasets_without_dataset(tmp_path, caps
     capsys.readouterr()
     assert stratify_main([str(tmp_path), "--eval_type", "em"]) == 2
     assert "pass --dataset" in capsys.readouterr().err
+
+
+def test_stratify_says_when_no_manifest_names_a_dataset_and_keeps_the_originals_flag(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the original's default dataset is not loaded here: said first
+    assert baselines_main(["--baseline", "random", "--dataset", "demo", "--output-dir", str(tmp_path)]) == 0
+    assert em_main([str(tmp_path)]) == 0
+    (tmp_path / "result_random_ICL.manifest.json").unlink()  # as the published results: no manifest
+    capsys.readouterr()
+    stratify_main([str(tmp_path), "--eval_type", "em"])
+    assert "No result's manifest names a dataset: stratifying by smmile/SMMILE" in capsys.readouterr().err
+    other = tiny_models.demo_subset(4)  # the original's --dataset_id (any id or folder) wins over the manifests
+    assert baselines_main(["--baseline", "majority", "--dataset", "demo", "--output-dir", str(tmp_path / "m")]) == 0
+    assert em_main([str(tmp_path / "m")]) == 0
+    capsys.readouterr()
+    stratify_main([str(tmp_path / "m"), "--eval_type", "em", "--dataset_id", str(other)])
+    err = capsys.readouterr().err
+    assert "from the results' manifests" not in err and "No result's manifest" not in err

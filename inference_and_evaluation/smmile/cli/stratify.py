@@ -17,8 +17,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None, help="file-name model token, e.g. qwen72B")
     p.add_argument("--inference-mode", default=None, help="0-shot or ICL")
     p.add_argument("--dataset_id", default=None,
-                   help="hub id (original flag; default smmile/SMMILE, dated ids accepted)")
-    p.add_argument("--dataset", default=None, help="hub id, local parquet folder, or 'demo' (overrides --dataset_id)")
+                   help="hub id (original flag; dated ids accepted). Default: the dataset the results' manifests "
+                        "name (results of several are refused), else smmile/SMMILE as the original")
+    p.add_argument("--dataset", default=None, help="hub id, local parquet folder, or 'demo' (overrides --dataset_id; "
+                                                   "default as --dataset_id)")
     p.add_argument("--revision", default=None, help="hub revision (commit/tag) of the dataset")
     return p
 

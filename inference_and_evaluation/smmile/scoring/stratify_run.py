@@ -49,6 +49,8 @@ def dataset_of(found: list) -> tuple[str | None, str | None]:
         raise UserError(f"the results were run on {len(named)} datasets ({ids}); pass --dataset to choose the one to "
                         "stratify by, or stratify each folder apart")
     if not named:
+        log.info("No result's manifest names a dataset: stratifying by smmile/SMMILE, the original's default (pass "
+                 "--dataset for another)")
         return None, None
     (dataset, revision), = named
     log.info(f"Dataset from the results' manifests: {dataset}" + (f" (revision {revision})" if revision else ""))
