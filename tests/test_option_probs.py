@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from smmile.analysis.option_probs import gold_probabilities
 from smmile.cli import main as smmile
 from smmile.record.run_record import read
+from smmile.scoring.results import records_of
 
 
 def _csv(folder: Path) -> Path:
@@ -145,6 +147,10 @@ def test_a_preset_scores_options_and_its_default_output_is_unchanged(tmp_path):
     for pid, p in probs.items():
         assert sum(p.values()) == pytest.approx(1, abs=1e-9)
         assert rows[pid]["selected_option"] == max(p, key=p.get)
+    notes = []  # the analysis reads the scored configuration, not the generated one the journal also holds
+    mcqa = next(r for r in records_of(tmp_path) if r.metric == "MCQA")
+    gold = gold_probabilities(mcqa, notes).to_dict()
+    assert not notes and gold == pytest.approx({pid: p[rows[pid]["correct_option"]] for pid, p in probs.items()})
     batched = [*base[:base.index("--output-dir")], "--output-dir", str(tmp_path / "b2"), *base[base.index("--dtype"):]]
     assert smmile([*batched, "--score-options", "--batch-size", "2"]) == 0  # a padded batch scores as batch size 1
     batch = _probs(tmp_path / "b2")

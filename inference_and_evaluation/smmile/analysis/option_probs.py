@@ -15,17 +15,25 @@ NOTE = (f"{METRIC}: the mean probability (%) the model gave the gold option (run
         "A − B in points of probability")
 
 
+def _answers(rec: dict, selected: str | None) -> bool:
+    """Whether ``rec`` holds option probabilities whose most probable letter is the CSV's answer (when known)."""
+    probs = (rec["response"].get("extra") or {}).get("option_probs")
+    return isinstance(probs, dict) and bool(probs) and selected in (None, max(probs, key=probs.get))
+
+
 def gold_probabilities(record, notes: list) -> pd.Series | None:
     """Per problem of an MCQA ``record``, the gold option's journaled probability; None unless its run scored
-    options. A problem with several scored configurations journaled (which one made the CSV is unknown) is left
-    out, with a note."""
+    options. Only probabilities whose most probable letter is the CSV's answer are read; a problem with several such
+    scored configurations journaled (which one made the CSV is unknown) is left out, with a note."""
     result = record.result
     settings = ((result.manifest or {}).get("settings") or {}) if result is not None else {}
     if record.metric != "MCQA" or not settings.get("score_options") or result.journal is None:
         return None
     values, unclear = {}, 0
+    frame = record.frame if record.frame is not None and "selected_option" in record.frame else None
+    chosen = {} if frame is None else dict(zip(frame["problem_id"].astype(str), frame["selected_option"].astype(str)))
     for pid in record.scores.index:
-        found = [r for r in result.journal.get(pid, []) if "option_probs" in (r["response"].get("extra") or {})]
+        found = [r for r in result.journal.get(pid, []) if _answers(r, chosen.get(pid))]
         if record.failures is not None and record.failures.get(pid):
             values[pid] = 0.0
         elif len(found) == 1:
