@@ -144,6 +144,34 @@ def test_the_manifest_tables_and_report_agree_on_a_recognised_checkpoint(tmp_pat
     assert "Qwen2.5-VL-3B" in page and "0123456789ab" in page and "my-qwen" not in page.replace(str(copy), "")
 
 
+def test_every_table_and_the_report_name_a_preset_run_on_another_checkpoint_after_it(tmp_path, capsys):
+    from smmile.cli.em import main as em_main
+    from smmile.cli.variance import main as variance_main
+
+    tiny_models.skip_unless_served("qwen2_5_vl")
+    folder = tmp_path / "my-finetune"
+    shutil.copytree(tiny_models.cached("qwen2_5_vl"), folder)
+    results, name = tmp_path / "results", f"my-finetune-{short(folder)}"
+    assert cli.main(["run", "--model", "qwen3B", "--model-path", str(folder), "--dataset",
+                     str(tiny_models.demo_subset(4)), "--output-dir", str(results), "--inference_mode", "0-shot",
+                     "--task_format", "open", "--max-new-tokens", "2", "--dtype", "float32", "--allow-cpu",
+                     "-q"]) == 0, capsys.readouterr().err
+    model = json.loads((results / "result_qwen3B_0-shot_open.manifest.json").read_text())["model"]
+    assert model["identity"]["key"] == name and model["checkpoint"] is None and "revision" not in model
+    assert em_main([str(results)]) == 0
+    assert json.loads((results / "result_qwen3B_0-shot_open_evaluation.json").read_text())["model"] == name
+    assert variance_main([str(results), "--mean_only"]) == 0
+    table = (results / "evaluation_results.txt").read_text()
+    assert name in table and "qwen3B" not in table
+    capsys.readouterr()
+    assert cli.main(["stats", str(results), "--out", str(tmp_path / "stats")]) == 0
+    out = capsys.readouterr().out
+    assert any(line.startswith(name) for line in out.splitlines()) and "qwen3B" not in out
+    assert cli.main(["report", str(results), "--out", str(tmp_path / "report"), "--n-boot", "50"]) == 0
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert f"my-finetune #{short(folder)} (Qwen2.5-VL-3B preset)" in page
+
+
 def test_two_checkpoint_500_folders_give_two_files_rows_and_labels(tmp_path, capsys):
     source = tg.cached("idefics3")
     folders = [tmp_path / run / "checkpoint-500" for run in ("run-a", "run-b")]
