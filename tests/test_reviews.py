@@ -156,3 +156,20 @@ def test_unknown_answers_refused_with_a_count_and_strict_exit_2(folder, tmp_path
     page = (page_dir / "index.html").read_text()
     assert "10 review(s) from 3 file(s)" in page and "4 of 14 review(s) refused" in page
     assert report_cli.main([str(folder), "--out", str(tmp_path / "r2"), "--reviews", *files, "--strict"]) == 2
+
+
+def test_an_adjudication_settles_a_tie_and_the_judge_is_compared_with_it(folder, tmp_path):
+    """a_perm_1 is a tie (ann 1, bob 0); an adjudicator says 0 (judge shown 0): the judge vs reviewers n rises
+    from 3 to 4, judge vs adjudicated is 1 of 1, and the adjudicator is no third reviewer."""
+    adj = {**review("a_perm_1", 0, "incorrect", "ann", "2025-06-03T10:00:00Z"), "adjudicated": True}
+    (tmp_path / "adj.json").write_text(json.dumps({"format": "smmile-reviews/1", "reviews": [adj]}))
+    out = tmp_path / "agreement"
+    assert agreement_cli.main([str(folder), "--reviews", *(str(tmp_path / n) for n in ("ann.json", "bob.json", "adj.json")),
+                               "--out", str(out), "--n-boot", "100"]) == 0
+    data = json.loads((out / "agreement.json").read_text())
+    rows = {(r["comparison"], r["mode"]): r for r in data["reviews"]}
+    assert rows[("judge vs reviewers", "*")]["n"] == 4 and rows[("judge vs reviewers", "*")]["ties_excluded"] == 0
+    assert (rows[("judge vs adjudicated", "*")]["n"], rows[("judge vs adjudicated", "*")]["percent"]) == (1, 100.0)
+    assert rows[("reviewer pair", "*")]["n"] == 3  # ann's own review of a_perm_1 is kept beside her adjudication
+    cell = next(c for c in data["reviewed_cells"] if c["problem_id"] == "a_perm_1")
+    assert (cell["reviewed"], cell["adjudicated"], cell["n_labels"]) == (0.0, True, 2)

@@ -28,7 +28,7 @@ from .agreement import CELL, binary_scores, scopes
 FORMAT = "smmile-reviews/1"
 REVIEWS = ("correct", "incorrect", "unsure", "gold-wrong", "agree", "disagree")
 FIELDS = ("problem_id", "model", "mode", "format", "judges", "verdict_shown", "review", "note", "reviewer", "time")
-OPTIONAL = {"result_sha256": "", "seconds": None, "blind": False}
+OPTIONAL = {"result_sha256": "", "seconds": None, "blind": False, "adjudicated": False, "strata": None}
 MAX_BYTES = 64 * 1024 * 1024  # a reviews file of 100,000 reviews is about 40 MB
 
 
@@ -55,9 +55,14 @@ def _check(entry, path: str, i: int) -> dict:
                 or (key == "model" and not (gold or entry[key])):
             raise UserError(f"{where}: {key} must be a {'string' if key == 'note' else 'non-empty string'}")
     extra = {k: entry.get(k, v) for k, v in OPTIONAL.items()}
+    strata = extra["strata"] or {}
     if not isinstance(extra["result_sha256"], str) or not isinstance(extra["blind"], bool) or not (
-            extra["seconds"] is None or (isinstance(extra["seconds"], (int, float)) and not isinstance(extra["seconds"], bool))):
-        raise UserError(f"{where}: result_sha256 must be a string, seconds a number, blind true or false")
+            extra["seconds"] is None or (isinstance(extra["seconds"], (int, float)) and not isinstance(extra["seconds"], bool))) \
+            or not isinstance(extra["adjudicated"], bool) or not isinstance(strata, dict) \
+            or not all(isinstance(v, str) for v in strata.values()):
+        raise UserError(f"{where}: result_sha256 must be a string, seconds a number, blind and adjudicated true or "
+                        "false, strata an object of texts")
+    extra["strata"] = strata
     return {**{k: entry[k] for k in FIELDS}, **extra}
 
 
@@ -89,13 +94,13 @@ def read_reviews(paths, warn=None) -> pd.DataFrame:
                             "\"reviews\" list, as the report's problem explorer exports)")
         rows += [{**_check(e, path, i), "source": str(path)} for i, e in enumerate(data["reviews"])]
     frame = pd.DataFrame(rows, columns=list(FIELDS) + list(OPTIONAL) + ["source"]).sort_values("time", kind="stable")
-    changed = frame.groupby(CELL + ["reviewer"], sort=False)["review"].agg(lambda v: list(dict.fromkeys(v)))
+    changed = frame.groupby(CELL + ["reviewer", "adjudicated"], sort=False)["review"].agg(lambda v: list(dict.fromkeys(v)))
     changed = changed[changed.map(len) > 1]
     if warn and len(changed):
-        (model, mode, fmt, pid, who), values = next(iter(changed.items()))
+        (model, mode, fmt, pid, who, _), values = next(iter(changed.items()))
         warn(f"warning: {len(changed)} answer(s) reviewed differently by the same reviewer, the latest review kept "
              f"(first: {who} on {model or 'the gold answer'} {mode} {fmt} {pid}: {', then '.join(values)})")
-    frame = frame.drop_duplicates(CELL + ["reviewer"], keep="last")
+    frame = frame.drop_duplicates(CELL + ["reviewer", "adjudicated"], keep="last")
     frame["label"] = [label_of(v, r) for v, r in zip(frame["verdict_shown"], frame["review"])]
     return frame.reset_index(drop=True)
 
@@ -152,17 +157,21 @@ def label_of(shown, review: str) -> float:
 
 
 def review_table(reviews: pd.DataFrame, records: list, warn=None) -> pd.DataFrame:
-    """One row per reviewed cell: verdict shown, the reviewers' majority (``reviewed``; NaN: none or a tie), number
-    of labels, whether a judge judged it, and ``em`` (exact match, or the letter match for mcqa)."""
+    """One row per reviewed cell: verdict shown, the reviewers' label (``reviewed``: an adjudication's, else their
+    majority; NaN: none or a tie), number of labels, whether a judge judged it, ``em`` (exact match, or the
+    letter match for mcqa) and the problem's strata (``stratum:<flag>``) as the page exported them."""
     out = []
     for key, g in reviews[reviews["model"] != ""].groupby(CELL, sort=False):
-        labels = g["label"].dropna().tolist()
+        labels = g.loc[~g["adjudicated"], "label"].dropna().tolist()
+        final = g.loc[g["adjudicated"], "label"].dropna()
         shown = g["verdict_shown"].dropna()
-        reviewed = kappa.majority(labels) if labels else math.nan
+        reviewed = float(final.iloc[-1]) if len(final) else kappa.majority(labels) if labels else math.nan
         out.append({**dict(zip(CELL, key)), "verdict_shown": float(shown.iloc[-1]) if len(shown) else math.nan,
                     "judged": bool(g["judges"].map(len).gt(0).any()), "n_labels": len(labels),
-                    "reviewed": reviewed, "tie": bool(labels) and math.isnan(reviewed)})
-    table = pd.DataFrame(out, columns=CELL + ["verdict_shown", "judged", "n_labels", "reviewed", "tie"])
+                    "reviewed": reviewed, "tie": bool(labels) and math.isnan(reviewed), "adjudicated": bool(len(final)),
+                    **{f"stratum:{k}": v for k, v in (g["strata"].iloc[-1] or {}).items()}})
+    columns = CELL + ["verdict_shown", "judged", "n_labels", "reviewed", "tie", "adjudicated"]
+    table = pd.DataFrame(out, columns=list(dict.fromkeys(columns + [c for row in out for c in row])))
     auto = {(r.model, r.mode, "mcqa" if r.metric == "MCQA" else "open", str(pid)): float(v)
             for r in records if r.metric in ("EM", "MCQA") and r.result is not None
             for pid, v in binary_scores(r.scores, f"{r.source} ({r.metric})", warn).items()}
@@ -183,14 +192,27 @@ def agreement_rows(table: pd.DataFrame, reviews: pd.DataFrame, n_boot: int, seed
                              "ties_excluded": int(subset["tie"].sum()),
                              **kappa.pair_agreement(ok[column], ok["reviewed"], clusters_for(ok["problem_id"], cluster),
                                                     n_boot, seed, level)})
-    labelled = reviews[reviews["label"].notna()]
+    final = table[table["adjudicated"] & table["judged"] & table["verdict_shown"].notna() & table["reviewed"].notna()]
+    if len(final):
+        rows.append({"comparison": "judge vs adjudicated", "mode": "*", "format": "*", "rater_a": "judge",
+                     "rater_b": "adjudicated", **kappa.pair_agreement(final["verdict_shown"], final["reviewed"], clusters_for(
+                         final["problem_id"], cluster), n_boot, seed, level)})
+    labelled = reviews[reviews["label"].notna() & ~reviews["adjudicated"]]
     wide = labelled.pivot_table(index=CELL, columns="reviewer", values="label", aggfunc="first")
-    for a, b in itertools.combinations(wide.columns, 2):
-        both = wide[[a, b]].dropna()
-        if len(both):
-            ids = both.index.get_level_values("problem_id")
-            rows.append({"comparison": "reviewer pair", "mode": "*", "format": "*", "rater_a": a, "rater_b": b,
-                         **kappa.pair_agreement(both[a], both[b], clusters_for(ids, cluster), n_boot, seed, level)})
+    strata = table.set_index(CELL)[[c for c in table.columns if c.startswith("stratum:")]]
+    groups = [("all", "", wide.index)] + [("model", m, wide.index[wide.index.get_level_values("model") == m])
+                                          for m in wide.index.get_level_values("model").unique()]
+    for column in strata.columns:
+        values = strata[column].reindex(wide.index)
+        groups += [(column.removeprefix("stratum:"), v, wide.index[values == v]) for v in values.dropna().unique()]
+    for by, value, index in groups:
+        for a, b in itertools.combinations(wide.columns, 2):
+            both = wide.loc[index, [a, b]].dropna()
+            if len(both) and (by == "all" or len(both) < len(wide[[a, b]].dropna())):
+                ids = both.index.get_level_values("problem_id")
+                rows.append({"comparison": "reviewer pair", "mode": "*", "format": "*", "by": by, "stratum": value,
+                             "rater_a": a, "rater_b": b,
+                             **kappa.pair_agreement(both[a], both[b], clusters_for(ids, cluster), n_boot, seed, level)})
     return rows
 
 
@@ -209,9 +231,12 @@ def disputed(reviews: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=CELL + ["verdict_shown", "reviewed", "em", "reviews", "notes"])
 
 
-def rescored(record, table: pd.DataFrame) -> tuple[float, int, int] | None:
+def rescored(record, table: pd.DataFrame, level: float = 0.95) -> tuple[float, int, int, float, float] | None:
     """A judge record's accuracy (%) with each reviewed problem's verdict replaced by the reviewers' label:
-    (accuracy, problems re-scored, verdicts changed); None when none of its problems was reviewed."""
+    (accuracy, problems re-scored, verdicts changed, interval low, high: ``statistics.proportion_interval``,
+    clustered by base problem); None when none of its problems was reviewed."""
+    from ..scoring import statistics
+
     mine = table[(table["model"] == record.model) & (table["mode"] == record.mode) & (table["format"] == "open")
                  & table["judged"] & table["reviewed"].notna()]
     scores = record.scores.copy()
@@ -222,4 +247,50 @@ def rescored(record, table: pd.DataFrame) -> tuple[float, int, int] | None:
         return None
     changed = int((scores[labels.index] != labels).sum())
     scores[labels.index] = labels
-    return float(np.mean(scores) * 100), len(labels), changed
+    ids = [str(i) for i in scores.index]
+    ci = statistics.proportion_interval(scores.to_numpy(dtype=float), clusters_for(ids, "auto"), level=level)
+    return float(np.mean(scores) * 100), len(labels), changed, ci.low * 100, ci.high * 100
+
+
+# -- assignments: who reviews which answers (``smmile review assign``) ------------------------------------------
+ASSIGNMENT = "smmile-assignment/1"
+
+
+def answers(records: list) -> list[dict]:
+    """Every answer of the results (one per result CSV and problem): model, mode, format, problem_id and the
+    CSV's sha256."""
+    from ..record.result_csv import ResultFileError, csv_sha256
+
+    out = []
+    for r in (r for r in records if r.metric in ("EM", "MCQA") and r.result is not None):
+        try:
+            sha = csv_sha256(r.result.csv)
+        except (OSError, ResultFileError):
+            sha = ""
+        out += [{"problem_id": str(p), "model": r.model, "mode": r.mode, "format": "mcqa" if r.metric == "MCQA"
+                 else "open", "result_sha256": sha} for p in r.scores.index]
+    return out
+
+
+def assign(items: list[dict], reviewers: list[str], size: int, double: float, seed: int) -> dict[str, list[dict]]:
+    """Each reviewer's ``size`` answers: drawn with ``seed``, stratified over model × mode (round robin over the
+    shuffled strata), a ``double`` share of each list also in another reviewer's (``double``: true), the
+    double-coded answers spread over the pairs of reviewers; fewer when the results have fewer answers."""
+    rng = np.random.default_rng(seed)
+    strata: dict = {}
+    for item in items:
+        strata.setdefault((item["model"], item["mode"]), []).append(item)
+    lists = [[g[i] for i in rng.permutation(len(g))] for _, g in sorted(strata.items())]
+    lists = [lists[i] for i in rng.permutation(len(lists))]
+    pool = [g[i] for i in range(max(map(len, lists), default=0)) for g in lists if i < len(g)]
+    out: dict[str, list[dict]] = {r: [] for r in reviewers}
+    shared = round(double * size * len(reviewers) / 2) if len(reviewers) > 1 else 0
+    for item in pool:
+        open_ = sorted((r for r in reviewers if len(out[r]) < size), key=lambda r: len(out[r]))
+        if not open_:
+            break
+        two = shared > 0 and len(open_) >= 2
+        for r in open_[:2 if two else 1]:
+            out[r].append({**item, "double": two})
+        shared -= two
+    return out

@@ -23,6 +23,7 @@ COMMANDS = {
     "report": "self-contained HTML report: tables with CIs, figures, analyses, SMMILE vs SMMILE++, problem explorer",
     "analyze": "compare accuracy on the original vs noise/order/permutation variants",
     "agreement": "judge reliability: inter-rater, judge vs humans, EM vs judge",
+    "review": "assign answers to reviewers for the report's blind review queue (review assign)",
     "env": "installed versions that can change results, beside the paper's pins",
     "batches": "the provider batches of a result folder (--batch runs): ls, adopt, cancel",
     "export": "to other tools: inspect_ai logs, Every Eval Ever records, a models x items matrix",

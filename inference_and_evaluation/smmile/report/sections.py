@@ -340,14 +340,15 @@ def reviews_section(data, paths, strict: bool = False) -> str:
         cells = rv.review_table(reviews, rset.records)
         rows = []
         for record in (r for r in rset.records if r.metric == "LLM"):
-            found = rv.rescored(record, cells)
+            found = rv.rescored(record, cells, data.settings.level)
             if found is not None:
-                accuracy, reviewed, changed = found
+                accuracy, reviewed, changed, low, high = found
                 rows.append([esc(record.model), esc(record.mode), fmt_number(float(record.scores.mean() * 100)),
-                             fmt_number(accuracy), str(reviewed), str(changed)])
+                             fmt_number(accuracy), str(reviewed), str(changed), f"{fmt_number(low)}–{fmt_number(high)}"])
         if rows:
             parts.append(f"<h3>{esc(rset.label)}</h3>" + _plain_table(
-                ["Model", "Mode", "judge %", "re-scored with reviews %", "reviewed problems", "verdicts changed"], rows))
+                ["Model", "Mode", "judge %", "re-scored with reviews %", "reviewed problems", "verdicts changed",
+                 "re-scored interval (Wilson, clustered)"], rows))
         pids = {str(p) for r in rset.records for p in r.scores.index}
         mine = reviews["model"].isin({r.model for r in rset.records}) | (reviews["model"].eq("") & reviews["problem_id"].isin(pids))
         disputed = rv.disputed(reviews[mine], cells)

@@ -448,11 +448,13 @@
       const judged = x.fmt === "open" && x.judges && a[2] !== null && a[2] !== undefined;
       R.items[key] = Object.assign({problem_id: p.id, model: D.models[x.model].key, mode: x.mode, format: x.fmt, result_sha256: x.sha,
         judges: judged ? x.judges.slice() : [], verdict_shown: judged ? (ok(a[2]) ? 1 : 0) : null, review: value, note: old ? old.note : "",
-        reviewer: reviewer(), time: new Date().toISOString(), set: p.set}, old && old.seconds ? {seconds: old.seconds, blind: old.blind} : {}, extra || {});
+        reviewer: reviewer(), time: new Date().toISOString(), set: p.set, strata: strataOf(p)}, old && old.seconds ? {seconds: old.seconds, blind: old.blind} : {}, extra || {});
     }
     save();
     $("ex-count").textContent = reviewCount();
   }
+
+  const strataOf = (p) => Object.fromEntries(p.fv ? D.flags.map((f, i) => [f.name, str(p.fv[i])]).filter(([, v]) => v) : []);
 
   function markVerdict(button) {
     const p = D.problems[+button.dataset.pi], r = +button.dataset.r, key = reviewKey(p, r);
@@ -490,14 +492,46 @@
     return out;
   }
 
-  function startQueue() {
+  function startQueue(items) {
     const size = Math.max(1, +$("rq-size").value || 30), seed = +$("rq-seed").value || 0;
-    Q = {items: sample(size, seed, $("rq-fmt").value), at: 0};
+    Q = {items: items || sample(size, seed, $("rq-fmt").value), at: 0};
     const first = Q.items.findIndex(([p, r]) => !R.items[reviewKey(p, r)]);
     Q.at = first < 0 ? 0 : first;
     $("rq").hidden = false;
+    if (document.activeElement && document.activeElement.blur) document.activeElement.blur();  // keys to the queue
     queueItem(true);
     $("rq").scrollIntoView();
+  }
+
+  function answerIndex() {  // "model|mode|format|problem id" -> [problem, result]
+    const at = {};
+    D.problems.forEach((p) => Object.keys(p.ans).forEach((r) => { at[RES[r].split("|").slice(0, 3).concat(p.id).join("|")] = [p, +r]; }));
+    return at;
+  }
+
+  async function adjudicate(files) {  // the answers reviewers reviewed differently, their reviews side by side
+    const by = {}, at = answerIndex();
+    for (const f of files) {
+      try { (JSON.parse(await f.text()).reviews || []).forEach((x) => { if (x.model && !x.adjudicated) (by[[x.model, x.mode, x.format, x.problem_id].join("|")] ||= []).push(x); }); } catch (e) { /* not a reviews file */ }
+    }
+    const keys = Object.keys(by).filter((k) => at[k] && new Set(by[k].map((x) => x.review)).size > 1);
+    $("rq-said").textContent = keys.length + " disputed answer(s) from " + files.length + " file(s); your decisions are saved as adjudications";
+    startQueue(keys.map((k) => at[k]));
+    Q.others = Object.fromEntries(keys.map((k) => [reviewKey(...at[k]), by[k]]));
+    queueItem(true);
+  }
+
+  async function loadAssignment(file) {  // smmile review assign: this reviewer's answers, in its order
+    let A = null;
+    try { A = JSON.parse(await file.text()); } catch (e) { /* said below */ }
+    if (!A || A.format !== "smmile-assignment/1" || !Array.isArray(A.items)) { $("rq-said").textContent = file.name + " is not an assignment file (smmile review assign)"; return; }
+    const at = answerIndex();
+    const found = A.items.map((i) => at[[i.model, i.mode, i.format, i.problem_id].join("|")]).filter((x) => x);
+    const changed = A.items.filter((i) => { const x = at[[i.model, i.mode, i.format, i.problem_id].join("|")]; return x && i.result_sha256 && D.results[x[1]].sha !== i.result_sha256; }).length;
+    $("ex-reviewer").value = A.reviewer || "";
+    setReviewer(A.reviewer || "");
+    $("rq-said").textContent = "assignment of " + (A.reviewer || "?") + ": " + found.length + " of " + A.items.length + " answers in this report" + (changed ? ", " + changed + " from a result file that has changed since" : "");
+    startQueue(found);
   }
 
   function answerText(p, r) {
@@ -513,14 +547,16 @@
     const [p, r] = Q.items[Q.at], x = D.results[r], a = p.ans[r], mine = R.items[reviewKey(p, r)], gold = R.items[goldKey(p)];
     const full = p.img >= 0 && D.full ? D.full[p.img] : "", thumbUri = p.img >= 0 ? D.images[p.img] : "";
     const image = thumbUri ? '<img class="qimg" data-img="' + p.img + '" src="' + esc(full || thumbUri) + '" alt="query image">' : "";
-    const seen = mine ? '<div class="reveal">' + esc(resultName(r)) + " · " + (x.fmt === "mcqa" ? "letter " + mark(a[2])
+    const seen = mine || Q.others ? '<div class="reveal">' + esc(resultName(r)) + " · " + (x.fmt === "mcqa" ? "letter " + mark(a[2])
       : "exact match " + mark(a[1]) + " · judge " + (x.judges ? mark(a[2]) + votes(p, r) : "none")) + "</div>" : '<div class="reveal note">model and verdicts hidden until you decide</div>';
     const times = Q.items.map(([q, s]) => (R.items[reviewKey(q, s)] || {}).seconds).filter((t) => t !== undefined).sort((u, v) => u - v);
     const done = Q.items.filter(([q, s]) => R.items[reviewKey(q, s)]).length;
     $("rq-progress").textContent = (Q.at + 1) + " of " + Q.items.length + " · " + done + " reviewed" + (times.length ? " · median " + times[times.length >> 1].toFixed(1) + " s per answer" : "");
+    const others = Q.others ? '<table class="answers"><tr><th>reviewer</th><th>review</th><th>note</th></tr>' + (Q.others[reviewKey(p, r)] || []).map((o) =>
+      "<tr><td><bdi>" + esc(o.reviewer) + "</bdi></td><td>" + esc(o.review) + "</td><td><bdi>" + esc(o.note) + "</bdi></td></tr>").join("") + "</table>" : "";
     $("rq-item").innerHTML = '<div class="query">' + image + '<div><div class="qtext"><bdi>' + esc(str(p.q) || "(question not given)") + '</bdi></div><div class="gold">Gold: <bdi>' +
       esc(str(p.gold) || "(not given)") + "</bdi>" + (gold ? ' <span class="badge tie">flagged wrong</span>' : "") + '</div><div class="qans"><b>Answer:</b> <bdi>' + answerText(p, r) +
-      "</bdi></div>" + (mine ? '<div class="mine">your review: <b>' + esc(mine.review) + "</b></div>" : "") + seen + "</div></div>";
+      "</bdi></div>" + others + (mine ? '<div class="mine">your review: <b>' + esc(mine.review) + "</b></div>" : "") + seen + "</div></div>";
     $("rq-note").value = mine ? mine.note : "";
     $("rq-gnote").value = gold ? gold.note : "";
     const img = $("rq-item").querySelector("img");
@@ -530,7 +566,7 @@
 
   function decide(value) {
     const [p, r] = Q.items[Q.at];
-    setReview(p, r, value, {seconds: Math.round((performance.now() - Q.shown) / 100) / 10, blind: true});
+    setReview(p, r, value, Object.assign({seconds: Math.round((performance.now() - Q.shown) / 100) / 10, blind: !Q.others}, Q.others ? {adjudicated: true} : {}));
     queueItem(false);
   }
 
@@ -598,6 +634,8 @@
   document.addEventListener("change", (e) => {
     const t = e.target;
     if (t.id === "rq-note" || t.id === "rq-gnote") queueNote(t);
+    else if (t.id === "rq-assign" && t.files.length) loadAssignment(t.files[0]);
+    else if (t.id === "rq-adjudicate" && t.files.length) adjudicate([...t.files]);
     else if (t.matches && t.matches("input[data-gold]")) {
       const note = t.closest(".goldrev").querySelector("input[data-gold-note]");
       markGold(D.problems[+note.dataset.pi], t.checked, note.value);
