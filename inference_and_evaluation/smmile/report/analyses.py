@@ -70,6 +70,7 @@ VERSUS = (Col("Scope", "text", "scope"), MODEL, MODE, N, Col("ties excluded", "i
           Col("judge %", "pct", "judge_accuracy"), Col("human %", "pct", "human_accuracy"),
           Col("EM %", "pct", "em_accuracy"), Col("bias pp", "signed", "bias"))
 JUDGES = (Col("Comparison", "text", "comparison"), MODE, Col("Format", "text", "format"),
+          Col("by", "text", "by"), Col("stratum", "text", "stratum"),
           Col("Rater A", "text", "rater_a"), Col("Rater B", "text", "rater_b"), N,
           Col("base problems", "int", "n_clusters"), Col("ties excluded", "int", "ties_excluded"),
           Col("jury ties", "int", "ties"), Col("left out", "int", "left_out"),
