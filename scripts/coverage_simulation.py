@@ -10,10 +10,14 @@ correlated through a shared problem effect) the share of ``statistics.paired_sco
 contain the true row-weighted difference.
 
 Issue #31 adds the rare-event paired cells, where the exact-match findings are: the interval and test that
-``smmile stats`` prints for a comparison alone (``signflip``: the sign-flip test over base problems and its
-interval D ± c·se₀), on SMMILE++ (86 base problems) and SMMILE (111 independent problems) shapes: 2 % → +2 pp,
-5 % → +5 pp, one-directional discordance (B always wrong, A 3 %), and no difference at 2 % and 5 % (size). For
-speed the simulation enumerates at most 2^12 patterns and draws 1999 beyond (``smmile stats``: 2^20, 100 000).
+``smmile stats`` prints for a comparison alone (``signflip``: the sign-flip test over base problems, its mid-p,
+its interval D ± c·se₀ with the far side from MOVER), on SMMILE++ (86 base problems) and SMMILE (111 independent
+problems) shapes: 2 % → +2 pp, 5 % → +5 pp, one-directional discordance (B always wrong, A 3 %), and no
+difference at 2 % and 5 % (size); beside it the conventional sign-flip p's rejection rate, and "ceiling": the
+most any non-randomised test symmetric in A and B can reject while its size given the K base problems with a
+difference stays ≤ 0.07 (E[2⌊0.035·2^K⌋/2^K]: of the 2^K equally likely sign patterns it may reject at most
+that many, in ± pairs). For speed the simulation enumerates at most 2^12 patterns and draws 1999 beyond
+(``smmile stats``: 2^20, 100 000).
 
     python scripts/coverage_simulation.py [--reps 2000] [--seed 2025] [--paired-reps 1000]
 
@@ -24,6 +28,7 @@ of the full run.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -42,18 +47,20 @@ def clusters(sizes=SIZES) -> np.ndarray:
     return np.repeat(np.arange(len(sizes)), sizes)
 
 
-def draw(p: float, rho: float, rng: np.random.Generator, sizes=SIZES, latent=None) -> np.ndarray:
-    """One data set of 0/1 rows; ``latent`` (uniforms per problem) couples two models' problem effects."""
+def draw(p: float, rho: float, rng: np.random.Generator, sizes=SIZES, latent=None, fixed=False) -> np.ndarray:
+    """One data set of 0/1 rows; ``latent`` (uniforms per problem) couples two models' problem effects;
+    ``fixed``: the Beta quantiles from one table per (p, ρ) (``_table``), so two models with the same p and ρ
+    have the same problem probabilities, as a null needs."""
     a, b = p * (1 - rho) / rho, (1 - p) * (1 - rho) / rho
     u = rng.random(len(sizes)) if latent is None else latent
-    p_k = _beta_quantile(u, a, b, rng)
+    samples = _table(a, b) if fixed else np.sort(rng.beta(a, b, size=4001))
+    p_k = samples[np.minimum((u * 4001).astype(int), 4000)]  # monotone in u, so a shared u couples two models
     return (rng.random(int(sizes.sum())) < np.repeat(p_k, sizes)).astype(float)
 
 
-def _beta_quantile(u, a, b, rng):
-    """Beta draws driven by uniforms ``u`` (monotone in u, so a shared u couples two models)."""
-    samples = np.sort(rng.beta(a, b, size=4001))
-    return samples[np.minimum((u * 4001).astype(int), 4000)]
+@functools.lru_cache(maxsize=None)
+def _table(a: float, b: float) -> np.ndarray:
+    return np.sort(np.random.default_rng(0).beta(a, b, size=4001))
 
 
 def proportion_coverage(p: float, rho: float, reps: int, seed: int, weight: str = "row") -> float:
@@ -90,13 +97,17 @@ def signflip_cell(shape: str, p: float, delta: float, rho: float, reps: int, see
     sizes = SHAPES[shape]
     labels = clusters(sizes)
     rng = np.random.default_rng(seed)
-    hits = rejected = mover_hits = mover_rejected = printed_hits = 0
+    hits = rejected = mover_hits = mover_rejected = printed_hits = conventional = ceiling = 0
     for _ in range(reps):
         latent = rng.random(len(sizes))
-        a = draw(p + delta, rho, rng, sizes, latent)
-        b = draw(p, rho, rng, sizes, latent) if p > 0 else np.zeros(len(a))
+        a = draw(p + delta, rho, rng, sizes, latent, fixed=True)
+        b = draw(p, rho, rng, sizes, latent, fixed=True) if p > 0 else np.zeros(len(a))
         unit = signflip.units(a - b, labels)
-        result, = signflip.family_test([unit], 0.05, n_flips=1999, seed=int(rng.integers(2 ** 31)))
+        flip_seed = int(rng.integers(2 ** 31))
+        result, = signflip.family_test([unit], 0.05, n_flips=1999, seed=flip_seed)
+        conventional += signflip.family_test([unit], 0.05, n_flips=1999, seed=flip_seed, mid=False)[0].significant
+        k = int(np.count_nonzero(unit.values))
+        ceiling += 2 * int(0.035 * 2 ** k) / 2 ** k if k < 60 else 0.07
         estimate = float(np.mean(a - b))
         low, high = signflip.interval(estimate, unit, result.marginal)
         if np.isnan(low):  # no base problem with a difference: the bound on the K units
@@ -109,7 +120,8 @@ def signflip_cell(shape: str, p: float, delta: float, rho: float, reps: int, see
         low, high = signflip.widen((low, high), (mover.low, mover.high), result.p_value < 0.05)
         printed_hits += low <= delta <= high
     return {"coverage": hits / reps, "significant": rejected / reps, "mover_coverage": mover_hits / reps,
-            "mover_significant": mover_rejected / reps, "printed_coverage": printed_hits / reps}
+            "mover_significant": mover_rejected / reps, "printed_coverage": printed_hits / reps,
+            "conventional": conventional / reps, "ceiling": ceiling / reps}
 
 
 def rare_table(reps: int, seed: int) -> list[dict]:
@@ -147,12 +159,12 @@ def main(argv=None) -> int:
             print(f"{row['what']:<18} {row['p']:>6.3f} {row['icc']:>4.1f} {row['coverage']:>9.3f}")
     if a.paired_reps:
         print(f"\n{'shape':<9} {'paired cell':<15} {'ICC':>4} {'printed: cover':>15} {'signif.':>8} "
-              f"{'sign-flip alone':>16} {'MOVER: cover':>13} {'signif.':>8}   (nominal 0.95 / size 0.05, "
-              f"{a.paired_reps} data sets each)")
+              f"{'conventional':>12} {'ceiling':>8} {'sign-flip alone':>16} {'MOVER: cover':>13} {'signif.':>8}   "
+              f"(nominal 0.95 / size 0.05, {a.paired_reps} data sets each, seed {a.seed})")
         for row in rare_table(a.paired_reps, a.seed):
             print(f"{row['shape']:<9} {row['what']:<15} {row['icc']:>4.1f} {row['printed_coverage']:>15.3f} "
-                  f"{row['significant']:>8.3f} {row['coverage']:>16.3f} {row['mover_coverage']:>13.3f} "
-                  f"{row['mover_significant']:>8.3f}")
+                  f"{row['significant']:>8.3f} {row['conventional']:>12.3f} {row['ceiling']:>8.3f} "
+                  f"{row['coverage']:>16.3f} {row['mover_coverage']:>13.3f} {row['mover_significant']:>8.3f}")
     return 0
 
 

@@ -149,3 +149,19 @@ def test_mover_difference_by_hand_and_where_the_findings_are():
         ci = bs.mover_difference(a, np.zeros(111))
         hits += ci.low <= 0.03 <= ci.high
     assert hits / 200 >= 0.93
+
+
+def test_a_rare_event_null_cell_is_a_null_and_the_mid_p_uses_what_no_randomisation_can_exceed(monkeypatch):
+    """Issue #31 item 2, fast: SMMILE++ 5 % = 5 % (ρ 0.3). Two models with the same p and ρ get the same problem
+    probabilities (a null, so the conventional sign-flip p holds its level given the data); the mid-p rejects
+    more often, near the ceiling of any non-randomised symmetric test of conditional size ≤ 0.07, and its interval
+    (far side from MOVER) covers the truth whenever it is not significant."""
+    sim = _simulation()
+    monkeypatch.setattr(sim.signflip, "EXACT_MAX", 12)  # as the script's rare_table
+    first, again = (sim.draw(0.05, 0.3, np.random.default_rng(1), latent=np.linspace(0, 1, 86), fixed=True)
+                    for _ in range(2))
+    table = sim._table(0.05 * 0.7 / 0.3, 0.95 * 0.7 / 0.3)
+    assert table is sim._table(0.05 * 0.7 / 0.3, 0.95 * 0.7 / 0.3) and np.array_equal(first, again)
+    cell = sim.signflip_cell("SMMILE++", 0.05, 0.0, 0.3, reps=300, seed=7)
+    assert cell["conventional"] <= cell["significant"] <= cell["ceiling"] + 3 * math.sqrt(0.07 * 0.93 / 300)
+    assert cell["significant"] >= 0.02 and cell["printed_coverage"] == pytest.approx(1 - cell["significant"])

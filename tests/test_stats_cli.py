@@ -112,8 +112,10 @@ def test_pairing_is_an_inner_join_on_problem_id(tmp_path):
     assert (row.only_a_correct, row.only_b_correct) == (2, 0)
     # issue #20: the McNemar score test (b − c)²/(b + c) on χ²₁, kept as p_score
     assert row.p_score == pytest.approx(math.erfc(math.sqrt((2 - 0) ** 2 / 2 / 2)))
-    # issue #31: the exact sign-flip (here: sign) test, 2 of 2 discordant pairs favour ICL: 2 of 4 patterns
-    assert row.p_value == pytest.approx(0.5, abs=1e-15) and row.p_method.startswith("sign-flip")
+    # issue #31: the exact sign-flip (here: sign) test, 2 of 2 discordant pairs favour ICL: 2 of 4 patterns; the
+    # mid-p counts the observed pattern's tie by half: 1 of 4
+    assert row.p_exact == pytest.approx(0.5, abs=1e-15) and row.p_method.startswith("sign-flip")
+    assert row.p_value == pytest.approx(0.25, abs=1e-15) and "mid-p" in row.p_method
 
 
 def test_bad_inputs(tmp_path, capsys):

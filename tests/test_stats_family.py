@@ -43,7 +43,8 @@ def test_eleven_of_eleven_base_problems_is_significant_after_the_family_correcti
     row = comp[(comp.model_a == "gpt-4o") & (comp.metric == "EM")].iloc[0]
     assert row.difference == pytest.approx(100 * em.mean())
     assert (row.problems_favour_a, row.problems_favour_b) == (11, 0)
-    assert row.p_value == pytest.approx(2 / 2 ** 11, abs=1e-15)  # exact: 2 of the 2^11 patterns
+    assert row.p_exact == pytest.approx(2 / 2 ** 11, abs=1e-15)  # exact: 2 of the 2^11 patterns
+    assert row.p_value == pytest.approx(1 / 2 ** 11, abs=1e-15)  # mid-p: the tie counted by half
     assert row.p_adjusted < 0.05 and row.significant and row.ci_low > 0
     assert len(comp) > 10  # a family, not a lone comparison
 

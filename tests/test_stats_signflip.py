@@ -12,30 +12,33 @@ import pytest
 from smmile.scoring import signflip
 
 
-def brute_force(family: list[dict], alpha: float):
+def brute_force(family: list[dict], alpha: float, tie: float = 0.5):
     """``family``: per comparison {label: v}. Returns (per-comparison p, step-down minP adjusted p, Holm adjusted
-    p of the sign-flip p's), each by direct enumeration of the labels with a non-zero v."""
+    p of those p's), each by direct enumeration of the labels with a non-zero v. A p counts the patterns beyond
+    the observed value and ``tie`` (½: Lancaster's mid-p; 1: the conventional p) of those equal to it."""
     labels = sorted({k for comp in family for k, v in comp.items() if v != 0})
 
     def t(comp, sign):
         norm = math.sqrt(sum(v * v for v in comp.values()))
         return sum(sign.get(k, 1) * v for k, v in comp.items()) / norm if norm else 0.0
 
+    def tail(values, x, tol):
+        return (sum(v > x + tol for v in values) + tie * sum(abs(v - x) <= tol for v in values)) / len(values)
+
     observed = [abs(t(c, {})) for c in family]
     flips = [[abs(t(c, dict(zip(labels, s)))) for c in family]
              for s in itertools.product((1, -1), repeat=len(labels))]
-    n = len(flips)
-    p = [sum(f[j] >= observed[j] - 1e-9 for f in flips) / n for j in range(len(family))]
-    flipped_p = [[sum(g[j] >= f[j] - 1e-9 for g in flips) / n for j in range(len(family))] for f in flips]
+    columns = [[f[j] for f in flips] for j in range(len(family))]
+    p = [tail(columns[j], observed[j], 1e-9) for j in range(len(family))]
+    flipped_p = [[tail(columns[j], f[j], 1e-9) for j in range(len(family))] for f in flips]
     order = sorted(range(len(family)), key=lambda j: p[j])
     minp, running = [0.0] * len(family), 0.0
     for r, j in enumerate(order):
-        rest = order[r:]
-        step = sum(min(q[i] for i in rest) <= p[j] + 1e-12 for q in flipped_p) / n
-        running = max(running, step)
+        minima = [min(q[i] for i in order[r:]) for q in flipped_p]
+        running = max(running, tail([-x for x in minima], -p[j], 1e-12))  # P(M < p) + tie·P(M = p)
         minp[j] = running
     holm, running = [0.0] * len(family), 0.0
-    for r, j in enumerate(sorted(range(len(family)), key=lambda j: p[j])):
+    for r, j in enumerate(order):
         running = max(running, min(1.0, (len(family) - r) * p[j]))
         holm[j] = running
     return p, minp, holm
@@ -57,15 +60,17 @@ def as_units(comp: dict) -> signflip.Units:
     return signflip.Units(tuple(labels), np.array([comp[k] for k in labels]), float(len(labels)))
 
 
+@pytest.mark.parametrize("mid", [True, False])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_exact_p_values_and_step_down_min_p_match_a_brute_force(seed):
+def test_exact_p_values_and_step_down_min_p_match_a_brute_force(seed, mid):
     family = random_family(seed)
-    p, minp, holm = brute_force(family, 0.05)
-    got = signflip.family_test([as_units(c) for c in family], 0.05, "minP")
+    p, minp, holm = brute_force(family, 0.05, 0.5 if mid else 1.0)
+    got = signflip.family_test([as_units(c) for c in family], 0.05, "minP", mid=mid)
     assert all(r.exact for r in got)
     np.testing.assert_allclose([r.p_value for r in got], p, rtol=0, atol=1e-12)
     np.testing.assert_allclose([r.p_adjusted for r in got], minp, rtol=0, atol=1e-12)
-    got_holm = signflip.family_test([as_units(c) for c in family], 0.05, "holm")
+    np.testing.assert_allclose([r.p_exact for r in got], brute_force(family, 0.05, 1.0)[0], rtol=0, atol=1e-12)
+    got_holm = signflip.family_test([as_units(c) for c in family], 0.05, "holm", mid=mid)
     np.testing.assert_allclose([r.p_adjusted for r in got_holm], holm, rtol=0, atol=1e-12)
 
 
@@ -73,15 +78,27 @@ def test_every_unit_favouring_one_side_gives_two_patterns_of_2_to_the_k():
     comp = {f"b{k}": float(size) for k, size in enumerate([2, 6, 24, 24, 2, 6, 24, 2, 6, 24, 2])}  # 11 units
     comp.update({f"z{k}": 0.0 for k in range(75)})  # base problems without a difference change nothing
     result, = signflip.family_test([as_units(comp)], 0.05)
-    assert result.p_value == pytest.approx(2 / 2 ** 11, abs=1e-15) and result.significant
+    assert result.p_exact == pytest.approx(2 / 2 ** 11, abs=1e-15) and result.significant
+    assert result.p_value == result.p_adjusted == pytest.approx(1 / 2 ** 11, abs=1e-15)  # mid-p: half the tie
 
 
+def test_mid_p_rejects_five_of_five_where_the_conventional_p_cannot():
+    """Five equal units all favouring A: conventional p = 2/32 = 0.0625, mid-p 1/32; the interval follows."""
+    unit = as_units({f"u{k}": 1.0 for k in range(5)})
+    mid, = signflip.family_test([unit], 0.05)
+    conventional, = signflip.family_test([unit], 0.05, mid=False)
+    assert (mid.p_value, mid.p_exact, conventional.p_value) == (1 / 32, 2 / 32, 2 / 32)
+    assert mid.significant and not conventional.significant
+    assert signflip.interval(1.0, unit, mid.critical)[0] > 0 >= signflip.interval(1.0, unit, conventional.critical)[0]
+
+
+@pytest.mark.parametrize("mid", [True, False])
 @pytest.mark.parametrize("adjust", signflip.ADJUSTMENTS)
 @pytest.mark.parametrize("seed", range(6))
-def test_the_interval_excludes_zero_exactly_when_the_adjusted_p_is_below_alpha(adjust, seed):
+def test_the_interval_excludes_zero_exactly_when_the_adjusted_p_is_below_alpha(adjust, seed, mid):
     family = random_family(seed, n_units=10, n_comparisons=6)
     units = [as_units(c) for c in family]
-    for u, r in zip(units, signflip.family_test(units, 0.05, adjust)):
+    for u, r in zip(units, signflip.family_test(units, 0.05, adjust, mid=mid)):
         estimate = float(u.values.sum()) / u.total_weight
         low, high = signflip.interval(estimate, u, r.critical)
         if math.isnan(low):
@@ -100,8 +117,10 @@ def test_monte_carlo_beyond_the_exact_limit_is_seeded_and_close_to_the_truth():
     # exact: |Σ s| ≥ |Σ v| for n fair signs, by the binomial distribution
     n, total = len(nonzero), abs(sum(nonzero))
     exact = sum(math.comb(n, k) for k in range(n + 1) if abs(2 * k - n) >= total) / 2 ** n
+    mid = exact - sum(math.comb(n, k) for k in range(n + 1) if abs(2 * k - n) == total) / 2 ** (n + 1)
     assert n > signflip.EXACT_MAX
-    assert first.p_value == pytest.approx(exact, abs=4 * math.sqrt(exact * (1 - exact) / 20_000) + 1e-4)
+    for got, truth in ((first.p_exact, exact), (first.p_value, mid)):
+        assert got == pytest.approx(truth, abs=4 * math.sqrt(truth * (1 - truth) / 20_000) + 1e-4)
 
 
 def test_a_one_sided_comparison_stays_significant_in_a_large_monte_carlo_family():
@@ -115,7 +134,7 @@ def test_a_one_sided_comparison_stays_significant_in_a_large_monte_carlo_family(
     units = [as_units(c) for c in family]
     results = signflip.family_test(units, 0.05, "minP", n_flips=20_000, seed=1)
     first = results[0]
-    assert first.exact and first.p_value == pytest.approx(2 / 2 ** 11, abs=1e-15)
+    assert first.exact and first.p_exact == pytest.approx(2 / 2 ** 11, abs=1e-15) == 2 * first.p_value
     assert first.significant and first.p_adjusted < 0.05
     for u, r in zip(units, results):
         low, high = signflip.interval(float(u.values.sum()) / u.total_weight, u, r.critical)

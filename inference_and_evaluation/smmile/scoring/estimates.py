@@ -352,7 +352,7 @@ def _labels(frame: pd.DataFrame, cluster: str):
 
 def _flip_method(result: signflip.FlipResult, seed: int) -> str:
     how = "exact" if result.exact else f"Monte Carlo, seed {seed}"
-    return f"sign-flip randomisation over base problems ({how}, {result.n_patterns} patterns)"
+    return f"sign-flip randomisation over base problems, mid-p ({how}, {result.n_patterns} patterns)"
 
 
 def apply_family(rows: list[dict], frames: list[pd.DataFrame], level: float, cluster: str = "auto",
@@ -362,7 +362,8 @@ def apply_family(rows: list[dict], frames: list[pd.DataFrame], level: float, clu
     procedure (it excludes 0 exactly when significant), its sides that do not decide significance widened to the
     MOVER interval at the family's Bonferroni level (``signflip.widen``: where few base problems differ the
     sign-flip interval alone is short, scripts/coverage_simulation.py); ``ci_*_marginal``: the same for the
-    comparison alone. The score test's p and interval stay as ``p_score``, ``ci_low_score``, ``ci_high_score``."""
+    comparison alone; ``p_exact`` the conventional sign-flip p beside the mid-p. The score test's p and interval stay
+    as ``p_score``, ``ci_low_score``, ``ci_high_score``."""
     family = [signflip.units(f["a"] - f["b"], _labels(f, cluster), row["weight"]) for row, f in zip(rows, frames)]
     results = signflip.family_test(family, 1 - level, adjust, n_flips, seed)
     name = f"{signflip.ADJUSTMENT_NAMES[adjust]} within a family of {len(rows)} comparison(s)"
@@ -378,7 +379,7 @@ def apply_family(rows: list[dict], frames: list[pd.DataFrame], level: float, clu
         low_m, high_m = signflip.widen((low_m, high_m), (row["ci_low_mover"] / 100, row["ci_high_mover"] / 100),
                                        result.p_value < 1 - level)
         row.update({"p_score": row["p_value"], "ci_low_score": row["ci_low"], "ci_high_score": row["ci_high"],
-                    "p_value": result.p_value, "p_method": _flip_method(result, seed),
+                    "p_value": result.p_value, "p_exact": result.p_exact, "p_method": _flip_method(result, seed),
                     "p_adjusted": result.p_adjusted, "adjustment": name, "significant": result.significant,
                     "ci_low": 100 * low, "ci_high": 100 * high, "ci_low_marginal": 100 * low_m,
                     "ci_high_marginal": 100 * high_m,

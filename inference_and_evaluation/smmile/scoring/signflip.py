@@ -5,15 +5,20 @@ mean of A − B over the unit's rows, w_k its weight (rows, or 1). Its statistic
 root of the cluster score statistic; Σ v_k² does not change when signs flip). Under H: A and B exchangeable
 within every unit (each unit's vector of differences over the comparisons symmetric about 0, units independent)
 the 2^K sign patterns s give equally likely t(s) = Σ s_k v_k / √(Σ v_k²): the sign-flip test (Fisher 1935;
-Good 2005 §3). Units with v_k = 0 in every comparison change nothing and are left out, so patterns are
+Good 2005 §3). Its p is Lancaster's (1961) mid-p, P(|t(s)| > |t|) + ½·P(|t(s)| = |t|) (``mid=False``: the
+conventional P(|t(s)| ≥ |t|), kept as ``p_exact``): with a handful of discordant units the conventional p moves
+in steps of 2/2^K and its test rejects far less often than alpha (size 0.002–0.033 in the rare-event null cells
+of scripts/coverage_simulation.py, mid-p 0.003–0.049); the mid-p is the mean of the randomised (fuzzy) p-value,
+which has size exactly alpha, without its coin (Hirji 2006, §2.8; Fagerland, Lydersen & Laake 2013 for McNemar's).
+Units with v_k = 0 in every comparison change nothing and are left out, so patterns are
 enumerated exactly up to ``EXACT_MAX`` units and drawn (seeded Monte Carlo, the observed pattern counted once,
 Phipson & Smyth 2010) beyond.
 
 A family of comparisons that share units flips every unit's sign in all of them at once, which keeps their
 dependence: Westfall & Young's (1993, Algorithm 2.8) step-down minP gives adjusted p-values (max-T on the
 comparisons' own sign-flip p-values, so a comparison whose null distribution is short and discrete, as with 11
-base problems all favouring one side, is not swamped by smooth ones); ``holm`` applies Holm to the p-values
-instead. The interval of a comparison is D ± c·se₀, se₀ = √(Σ v_k²)/W (so D/se₀ = t), c the largest |t| of the
+base problems all favouring one side, is not swamped by smooth ones; with mid-p, the adjusted p is the mid-p of
+the minimum too); ``holm`` applies Holm to the p-values instead. The interval of a comparison is D ± c·se₀, se₀ = √(Σ v_k²)/W (so D/se₀ = t), c the largest |t| of the
 comparison's own null whose tail probability reaches the p threshold of the step at which it was tested (the
 first step not rejected for the rest): it excludes 0 exactly when the adjusted p < alpha. At the first step it
 is the single-step simultaneous interval (Westfall & Young 1993 §2.7); later steps' intervals agree with the
@@ -31,7 +36,8 @@ import numpy as np
 EXACT_MAX = 20  # at most 2^20 patterns are enumerated
 DEFAULT_N_FLIPS = 100_000
 ADJUSTMENTS = ("minP", "holm")
-ADJUSTMENT_NAMES = {"minP": "Westfall-Young step-down minP (max-T on the sign-flip p-values)", "holm": "Holm"}
+ADJUSTMENT_NAMES = {"minP": "Westfall-Young step-down minP (max-T on the sign-flip mid-p-values)",
+                    "holm": "Holm on the sign-flip mid-p-values"}
 _CHUNK = 1 << 15  # patterns drawn at once (fixed: the draws do not depend on the family's size)
 _CELLS = 1 << 21  # at most this many statistics are held at once per array
 _DIGITS = 10  # statistics are rounded so that equal sums tie exactly
@@ -69,13 +75,14 @@ def units(diff: Sequence[float], labels: Sequence, weight: str = "row") -> Units
 @dataclass(frozen=True)
 class FlipResult:
     statistic: float  # t
-    p_value: float  # the comparison's own sign-flip p
+    p_value: float  # the comparison's own sign-flip p (mid-p unless mid=False)
     p_adjusted: float  # the family's
     significant: bool  # p_adjusted < alpha
     critical: float  # c of the family's interval
     marginal: float  # c of the comparison alone (its own distribution at alpha)
     exact: bool  # the comparison's own patterns were all enumerated (else Monte Carlo)
     n_patterns: int  # patterns behind its p
+    p_exact: float  # its conventional P(|t(s)| ≥ |t|)
 
 
 def _patterns(n_units: int, n_flips: int, seed: int):
@@ -102,19 +109,22 @@ def _flipped(matrix: np.ndarray, n_flips: int, seed: int):
 
 
 class _Null:
-    """A comparison's null distribution of |t|: ascending support ``x`` and tail P(|t| ≥ x)."""
+    """A comparison's null distribution of |t|: ascending support ``x``, ``exact`` P(|t| ≥ x) and ``tail`` the
+    p of x: P(|t| > x) + ½·P(|t| = x) when ``mid``, else ``exact`` (integer ratios, so equal p's are equal floats)."""
 
-    def __init__(self, values: np.ndarray):
+    def __init__(self, values: np.ndarray, mid: bool = True):
         self.x, counts = np.unique(values, return_counts=True)
-        self.tail = np.cumsum(counts[::-1])[::-1] / len(values)
+        above = np.cumsum(counts[::-1])[::-1]
+        self.exact = above / len(values)
+        self.tail = (2 * above - counts) / (2 * len(values)) if mid else self.exact
 
-    def p(self, values) -> np.ndarray:
-        """P(|t| ≥ value) (values on the rounding grid, so a half step of tolerance finds them)."""
+    def p(self, values, tail=None) -> np.ndarray:
+        """The p of each value (values on the rounding grid, so a half step of tolerance finds them)."""
         index = np.searchsorted(self.x, np.asarray(values) - 0.5 * 10.0 ** -_DIGITS)
-        return np.append(self.tail, 0.0)[index]
+        return np.append(self.tail if tail is None else tail, 0.0)[index]
 
     def critical(self, level: float) -> float:
-        """The largest |t| with tail ≥ ``level``: |t_obs| > it exactly when P(|t| ≥ |t_obs|) < level."""
+        """The largest |t| whose p ≥ ``level``: |t_obs| > it exactly when the p of t_obs < level."""
         return float(self.x[max(0, int(np.searchsorted(-self.tail, -level, side="right")) - 1)])
 
 
@@ -134,7 +144,7 @@ def _matrix(family: Sequence[Units]) -> np.ndarray:
     return matrix
 
 
-def _nulls(matrix: np.ndarray, n_flips: int, seed: int) -> list[_Null]:
+def _nulls(matrix: np.ndarray, n_flips: int, seed: int, mid: bool) -> list[_Null]:
     """Each comparison's null: its own patterns enumerated when it has at most ``EXACT_MAX`` units with a
     difference, else its column over the family's Monte Carlo patterns."""
     nulls: dict[int, _Null] = {}
@@ -142,37 +152,38 @@ def _nulls(matrix: np.ndarray, n_flips: int, seed: int) -> list[_Null]:
     for j in range(matrix.shape[1]):
         rows = np.flatnonzero(matrix[:, j])
         if len(rows) <= EXACT_MAX:
-            nulls[j] = _Null(np.concatenate(list(_flipped(matrix[rows][:, [j]], 0, seed)))[:, 0])
+            nulls[j] = _Null(np.concatenate(list(_flipped(matrix[rows][:, [j]], 0, seed)))[:, 0], mid)
         else:
             drawn.append(j)
     group = max(1, _CELLS // (n_flips + 1))
     for start in range(0, len(drawn), group):  # the family's patterns, a few columns at a time
         columns = drawn[start:start + group]
         values = np.concatenate(list(_flipped(matrix[:, columns], n_flips, seed)))
-        nulls.update({j: _Null(values[:, i]) for i, j in enumerate(columns)})
+        nulls.update({j: _Null(values[:, i], mid) for i, j in enumerate(columns)})
     return [nulls[j] for j in range(matrix.shape[1])]
 
 
 def family_test(family: Sequence[Units], alpha: float = 0.05, adjust: str = "minP",
-                n_flips: int = DEFAULT_N_FLIPS, seed: int = 0) -> list[FlipResult]:
-    """Sign-flip p-values, ``adjust``-ed p-values, decisions and interval critical values (module docstring)
-    of the comparisons of ``family``, in its order."""
+                n_flips: int = DEFAULT_N_FLIPS, seed: int = 0, mid: bool = True) -> list[FlipResult]:
+    """Sign-flip p-values (mid-p unless ``mid`` is False), ``adjust``-ed p-values, decisions and interval
+    critical values (module docstring) of the comparisons of ``family``, in its order."""
     if adjust not in ADJUSTMENTS:
         raise ValueError(f"adjust must be one of {ADJUSTMENTS}, not {adjust!r}")
     m = len(family)
     if m == 0:
         return []
     matrix = _matrix(family)
-    nulls = _nulls(matrix, n_flips, seed)
+    nulls = _nulls(matrix, n_flips, seed, mid)
     own = [int(np.count_nonzero(matrix[:, j])) for j in range(m)]
     p = np.array([null.p([abs(u.statistic)])[0] for null, u in zip(nulls, family)])
+    p_exact = [null.p([abs(u.statistic)], null.exact)[0] for null, u in zip(nulls, family)]
     order = np.argsort(p, kind="stable")
     if adjust == "holm":
         raw = (m - np.arange(m)) * p[order]
         thresholds = alpha / (m - np.arange(m))
         rejected = np.logical_and.accumulate(p[order] < thresholds)
     else:
-        raw, thresholds = _step_down_min_p(matrix, nulls, p, order, alpha, n_flips, seed)
+        raw, thresholds = _step_down_min_p(matrix, nulls, p, order, alpha, n_flips, seed, 0.5 if mid else 1.0)
         rejected = np.logical_and.accumulate(raw < alpha)
     adjusted = np.maximum.accumulate(np.minimum(1.0, raw))
     stop = m - 1 if rejected.all() else int(np.argmin(rejected))
@@ -180,27 +191,40 @@ def family_test(family: Sequence[Units], alpha: float = 0.05, adjust: str = "min
     for r, j in enumerate(order):
         results[j] = FlipResult(family[j].statistic, float(p[j]), float(adjusted[r]), bool(rejected[r]),
                                 nulls[j].critical(thresholds[min(r, stop)]), nulls[j].critical(alpha),
-                                own[j] <= EXACT_MAX, 1 << own[j] if own[j] <= EXACT_MAX else n_flips + 1)
+                                own[j] <= EXACT_MAX, 1 << own[j] if own[j] <= EXACT_MAX else n_flips + 1,
+                                float(p_exact[j]))
     return results
 
 
-def _step_down_min_p(matrix, nulls, p, order, alpha, n_flips, seed):
-    """Westfall & Young's step-down minP over the family's patterns: per step r, P(min over the comparisons
-    from order[r] on of p(s) ≤ p of order[r]), and the p threshold x_r (the ⌈alpha·N⌉-th smallest of that
-    minimum), below which a p is rejected at step r."""
+def _step_down_min_p(matrix, nulls, p, order, alpha, n_flips, seed, tie=0.5):
+    """Westfall & Young's step-down minP over the family's patterns: per step r, with M(s) the minimum over the
+    comparisons from order[r] on of p(s), P(M < p) + ``tie``·P(M = p) for p that of order[r] (``tie`` ½: the
+    mid-p of M), and the p threshold x_r (the smallest M at which that reaches alpha): a p is rejected at step r
+    exactly when it is below x_r. Only the smallest M's are kept: those above x_r cannot change it."""
     m, n = len(order), 0
-    counts = np.zeros(m, dtype=np.int64)
+    less, ties = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
     kept = np.empty((0, m))
     total = (1 << matrix.shape[0]) if matrix.shape[0] <= EXACT_MAX else n_flips + 1
-    keep = max(1, math.ceil(alpha * total - 1e-9))
+    keep = min(total, math.ceil(alpha * total / tie) + 2)
     for block in _flipped(matrix, n_flips, seed):
         flipped_p = np.column_stack([nulls[j].p(block[:, j]) for j in order])
         minima = np.minimum.accumulate(flipped_p[:, ::-1], axis=1)[:, ::-1]
-        counts += (minima <= p[order]).sum(axis=0)
+        less += (minima < p[order]).sum(axis=0)
+        ties += (minima == p[order]).sum(axis=0)
         both = np.concatenate([kept, minima])
         kept = np.partition(both, keep - 1, axis=0)[:keep] if len(both) > keep else both
         n += len(block)
-    return counts / n, np.sort(kept, axis=0)[keep - 1]
+    return (less + tie * ties) / n, [_threshold(column, n, alpha, tie) for column in kept.T]
+
+
+def _threshold(smallest: np.ndarray, n: int, alpha: float, tie: float) -> float:
+    """The smallest value x of M with #(M < x) + ``tie``·#(M = x) ≥ alpha·n, from the smallest M's (``smallest``;
+    a value that reaches their end was cut, and is then the answer: the keep bound puts it past alpha·n)."""
+    values, counts = np.unique(smallest, return_counts=True)
+    for x, below, equal in zip(values, np.cumsum(counts) - counts, counts):
+        if below + equal >= len(smallest) and len(smallest) < n or (below + tie * equal) / n >= alpha:
+            return float(x)
+    return math.inf
 
 
 def interval(estimate: float, unit: Units, critical: float, value_range=(-1.0, 1.0)) -> tuple[float, float]:

@@ -103,7 +103,7 @@ def comparison_summary(rows: list[dict], level: float = statistics.DEFAULT_LEVEL
         if r["kind"] == "icl_vs_0shot":
             mark = " *" if r["significant"] else ""
             lines.append(f"  ICL - 0-shot  {r['model_a']:<22} {r['metric']:<5} {r['difference']:+7.2f} pp "
-                         f"[{_bound(r['ci_low'])}, {_bound(r['ci_high'])}]{mark}  p={r['p_value']:.3g}  "
+                         f"[{_bound(r['ci_low'])}, {_bound(r['ci_high'])}]{mark}  mid-p={r['p_value']:.3g}  "
                          f"p_adj={r['p_adjusted']:.3g}  n_pairs={r['n_pairs']} ({r['n_problems']} problems, "
                          f"{r['problems_favour_a']} favour ICL, {r['problems_favour_b']} 0-shot; "
                          f"{next(n for n in WEIGHT_CHOICES if n != r['weight'])}-weighted "
