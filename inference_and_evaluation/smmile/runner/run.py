@@ -283,7 +283,8 @@ class Runner:
                         "recovered_images": [{"problem_id": p, "image_url": u} for p, u in loaded.recovered]},
             "model": {"preset": self.preset.name, "model_id": self.preset.model_id, "model_path": s.model_path,
                       "tag": self.preset.tag, "family": self.preset.family, "backend": s.backend or self.preset.backend,
-                      "identity": asdict(self.preset.identity), "checkpoint": self.checkpoint or None,
+                      "identity": asdict(self.preset.identity),  # --model-path: the preset's checkpoint or None
+                      **({"checkpoint": self.checkpoint or None} if s.model_path else {}),
                       **({"revision": self.checkpoint["revision"]} if self.checkpoint else {})},
             "inference_mode": s.mode, "task_format": s.fmt, "protocol": s.protocol,
             "seeds": {"python_random": SEED, "numpy_legacy": SEED},
