@@ -123,10 +123,21 @@ def test_phone_layout_no_sideways_scroll(browser, reports, tmp_path):
     assert page.evaluate("document.getElementById('ex-fbox').open")
     page.locator("#ex-list .pcard table.answers").first.scroll_into_view_if_needed()
     assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+    sizes = page.eval_on_selector_all("#ex-list .rv button", "bs => bs.map(b => b.getBoundingClientRect().height)")
+    assert sizes and min(sizes) >= 44, "touch targets of at least 44 px on a phone"
     page.screenshot(path=str(tmp_path / "phone.png"))
     wide, _ = open_page(browser, reports["main"] / "index.html", "#problems", 1440, 900)
     assert wide.evaluate("document.getElementById('ex-fbox').open")
-    assert wide.evaluate("getComputedStyle(document.getElementById('ex-fbox')).position") == "sticky"
+    assert wide.evaluate("getComputedStyle(document.getElementById('ex-fbox')).position") != "sticky"
+    wide.locator("#ex-list .pcard").nth(3).evaluate("c => c.scrollIntoView()")
+    covered = wide.locator("#ex-list .pcard").nth(3).evaluate(
+        "c => { const r = c.getBoundingClientRect(); return !c.contains(document.elementFromPoint(r.left + 20, r.top + 5)); }")
+    assert not covered, "the filter panel never covers the card scrolled to"
+    wide.locator("#ex-list img.thumb").first.click()
+    assert wide.evaluate("getComputedStyle(document.getElementById('zoom')).display") == "flex"
+    assert wide.evaluate("getComputedStyle(document.getElementById('zoom')).backgroundColor") == "rgba(0, 0, 0, 0.88)"
+    wide.keyboard.press("Escape")
+    assert wide.evaluate("getComputedStyle(document.getElementById('zoom')).display") == "none", "Esc closes the viewer"
     assert not errors
 
 
@@ -165,6 +176,11 @@ def test_sort_link_and_csv(browser, reports, tmp_path):
     for row in rows:
         if row["format"] == "open":
             assert float(row["exact_match"]) == by_file[(row["model_key"], row["mode"], "EM")][target]
+    page.select_option('select[data-f="model"]', "toy")
+    with page.expect_download() as info:
+        page.click("[data-csv-export]")
+    rows = list(csv.DictReader(io.StringIO(Path(info.value.path()).read_text())))
+    assert rows and {row["model_key"] for row in rows} == {"toy"}, "the CSV honours the model filter"
     assert not errors
 
 

@@ -29,7 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--plusplus", metavar="DIR", help="a SMMILE++ results folder to show beside the first "
                                                           "(same as adding SMMILE++=DIR)")
     parser.add_argument("--dataset", action="append", default=[], metavar="[LABEL=]DATASET",
-                        help="dataset of the results (hub id, local path, demo): adds the problem explorer. Without "
+                        help="dataset of the results (hub id, local path, demo): adds the images, ICL examples, flags "
+                             "and MCQA options to the problem explorer (without it the explorer shows what the result "
+                             "files hold). Without "
                              "LABEL it serves every folder (SMMILE++ folders get its SMMILE++ counterpart: "
                              "demo -> demo-plusplus, smmile -> smmile/SMMILE-plusplus; any other value is used as it is); "
                              "repeatable")

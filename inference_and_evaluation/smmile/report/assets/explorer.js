@@ -263,8 +263,8 @@
     const examples = (p.ex || []).map((e, i) => '<div class="ex">' + thumb(e[0], "example " + (i + 1)) +
       "<div>" + (i + 1) + ". " + esc(str(e[1])) + '</div><div class="exa">→ ' + esc(str(e[2])) + "</div></div>").join("");
     const image = p.csv ? "" : thumb(p.img, "query image");
-    const query = '<div class="query">' + image + '<div><div class="qtext">' +
-      esc(str(p.q) || "(question not given)") + '</div><div class="gold">Gold: ' + goldText + "</div>" + goldReview(p) + "</div></div>";
+    const query = '<div class="query">' + image + '<div><div class="qtext"><bdi>' +
+      esc(str(p.q) || "(question not given)") + '</bdi></div><div class="gold">Gold: <bdi>' + goldText + "</bdi></div>" + goldReview(p) + "</div></div>";
     const exBlock = p.csv ? '<p class="note">' + (D.sets[p.set].dataset ? "Not in the dataset given with --dataset: question and gold answer from the result files; examples and images unknown."
       : "From the result files: examples and images are in the dataset (--dataset).") + "</p>"
       : (p.ex.length ? '<div class="meta">ICL examples, in order:</div><div class="examples">' + examples + "</div>" : '<p class="note">No ICL examples.</p>');
@@ -432,7 +432,7 @@
     const lines = [head.join(",")];
     shownNow.forEach((p) => Object.keys(p.ans).forEach((r) => {
       const x = D.results[r], a = p.ans[r];
-      if (state.mode && x.mode !== state.mode) return;
+      if ((state.mode && x.mode !== state.mode) || (state.model !== "" && D.models[x.model].key !== state.model)) return;
       const mcqa = x.fmt === "mcqa";
       const answer = mcqa ? [str(a[0]), str(a[1])].filter((t) => t).join(". ") : str(a[0]);
       lines.push([D.sets[p.set].label, p.id, str(p.q), str(p.gold), D.models[x.model].name, D.models[x.model].key, x.mode, FORMATS[x.fmt], answer,
