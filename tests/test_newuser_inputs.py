@@ -100,6 +100,18 @@ def test_a_server_url_flag_that_cannot_work_is_one_line_before_anything_loads(tm
     assert not (tmp_path / "out").exists() and not list((tmp_path / "res").glob("*_evaluationllm.json"))
 
 
+@pytest.mark.parametrize("url", ["ftp://user:SECRET-1@127.0.0.1/v1", "http://u:SECRET-1@127.0.0.1:99999/v1",
+                                 "127.0.0.1:8000/v1?api-key=SECRET-1"])
+def test_a_refused_server_url_does_not_echo_its_credentials(tmp_path, capsys, url):
+    try:
+        status = cli.main(["run", "--model", "gpt-4o", "--dataset", "demo", "--output-dir", str(tmp_path), "--base-url",
+                           url])
+    except SystemExit as exc:
+        status = exc.code
+    line = one_error_line(capsys.readouterr().err)
+    assert status == 2 and "SECRET-1" not in line and "***" in line
+
+
 @pytest.mark.parametrize("inside", ["", "results", "data/results"])
 def test_an_output_folder_equal_to_or_inside_the_dataset_is_refused(tmp_path, capsys, inside):
     data = dataset(tmp_path)
