@@ -18,8 +18,9 @@ A family of comparisons that share units flips every unit's sign in all of them 
 dependence: Westfall & Young's (1993, Algorithm 2.8) step-down minP gives adjusted p-values (max-T on the
 comparisons' own sign-flip p-values, so a comparison whose null distribution is short and discrete, as with 11
 base problems all favouring one side, is not swamped by smooth ones; with mid-p, the adjusted p is the mid-p of
-the minimum too); ``holm`` applies Holm to the p-values instead. The interval of a comparison is D ± c·se₀, se₀ = √(Σ v_k²)/W (so D/se₀ = t), c the largest |t| of the
-comparison's own null whose tail probability reaches the p threshold of the step at which it was tested (the
+the minimum too); ``holm`` applies Holm to the p-values instead. The interval of a comparison is D ± c·se₀,
+se₀ = √(Σ v_k²)/W (so D/se₀ = t), c the largest |t| of the comparison's own null whose p reaches the p threshold
+of the step at which it was tested (the
 first step not rejected for the rest): it excludes 0 exactly when the adjusted p < alpha. At the first step it
 is the single-step simultaneous interval (Westfall & Young 1993 §2.7); later steps' intervals agree with the
 step-down decisions but are narrower than simultaneous ones. ``marginal``: c of the comparison alone at alpha.

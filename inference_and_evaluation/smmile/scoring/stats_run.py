@@ -96,7 +96,8 @@ def comparison_summary(rows: list[dict], level: float = statistics.DEFAULT_LEVEL
         if family:
             lines.append(f"{len(family)} {kind} comparison(s); {sum(r['significant'] for r in family)} significant "
                          f"(*: adjusted p < {alpha:.2g}, {family[0]['adjustment']}; test: sign-flip randomisation "
-                         f"over base problems, exact up to 2^{signflip.EXACT_MAX} patterns, else seeded Monte Carlo); "
+                         f"over base problems, mid-p, exact up to 2^{signflip.EXACT_MAX} patterns, else seeded Monte "
+                         f"Carlo); "
                          f"each interval comes from the same procedure and family, so it excludes 0 exactly when "
                          f"* is shown; estimand: {family[0]['estimand']}")
     for r in rows:
