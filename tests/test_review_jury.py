@@ -48,6 +48,7 @@ def test_explorer_shows_votes_replies_badges_and_filters(folder, browser, tmp_pa
     judged(folder, ("yes", "no", "em"))
     out = tmp_path / "report"
     assert smmile(["report", str(folder), "--out", str(out), "--n-boot", "20", "--formats", "svg", "--jobs", "1"]) in (0, 1)
+    assert '<small class="fail">(2 jury ties)</small>' in (out / "index.html").read_text(), "tie count in the main table"
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -16,6 +16,7 @@ import time
 import pytest
 
 from smmile.cli import main as smmile
+from smmile.report import names
 from smmile.scoring import results as stats
 from test_explorer_review import no_figures, open_page, payload  # noqa: F401 (fixture)
 
@@ -153,6 +154,6 @@ def test_two_reviewers_walk_the_blind_queue_and_their_reviews_count(browser, rep
             continue
         changed = sum(scores[pid] != v for pid, v in agreed.items())
         rescored = 100 * sum({**scores, **agreed}.values()) / len(scores)
-        row = (f"<td>{record.model}</td><td>{record.mode}</td><td>{100 * sum(scores.values()) / len(scores):.2f}</td>"
+        row = (f"<td>{names.display(record.model)}</td><td>{record.mode}</td><td>{100 * sum(scores.values()) / len(scores):.2f}</td>"
                f"<td>{rescored:.2f}</td><td>{len(agreed)}</td><td>{changed}</td>")
         assert row in page_text, row

@@ -57,12 +57,26 @@ def _failures_note(cell: dict) -> tuple[str, str]:
     return text, (f' <small class="fail">({total} failed)</small>' if total else "")
 
 
+def jury_ties(rset, source: str, metric: str) -> int:
+    """Problems of a jury-judged result on which the jury tied (no majority: counted wrong)."""
+    if metric != "LLM":
+        return 0
+    record = next((r for r in rset.records if os.path.basename(r.source) == os.path.basename(source)
+                   and r.metric == "LLM" and r.result is not None), None)
+    votes = [[m.get("value") for m in ms] for ms in (record.result.jury.values() if record else [])]
+    return sum(0 < v.count(1) == v.count(0) for v in votes)
+
+
 def _estimate_cell(rset, cell, best) -> str:
     if cell is None or math.isnan(cell["accuracy"]):
         return '<td class="missing">–</td>'
     source = cell["source"]
     status = manifests.summary(rset.runs[source])["status"] if source in rset.runs else manifests.NO_MANIFEST
     failures, marker = _failures_note(cell)
+    ties = jury_ties(rset, source, cell["metric"])
+    if ties:
+        failures += f"; {ties} jury tie(s), counted wrong"
+        marker += f' <small class="fail">({ties} jury tie{"s" if ties > 1 else ""})</small>'
     n = (f"n = {cell.get('n_rows')} rows, {cell.get('n_problems')} base problems" if cell.get("clustered")
          else f"n = {cell.get('n_problems', cell.get('n_rows'))} problems")
     if cell.get("clustered") and cell.get("accuracy_problem") is not None:  # issue #31: both weightings
@@ -343,7 +357,7 @@ def reviews_section(data, paths, strict: bool = False) -> str:
             found = rv.rescored(record, cells, data.settings.level)
             if found is not None:
                 accuracy, reviewed, changed, low, high = found
-                rows.append([esc(record.model), esc(record.mode), fmt_number(float(record.scores.mean() * 100)),
+                rows.append([esc(names.display(record.model)), esc(record.mode), fmt_number(float(record.scores.mean() * 100)),
                              fmt_number(accuracy), str(reviewed), str(changed), f"{fmt_number(low)}–{fmt_number(high)}"])
         if rows:
             parts.append(f"<h3>{esc(rset.label)}</h3>" + _plain_table(
@@ -355,7 +369,7 @@ def reviews_section(data, paths, strict: bool = False) -> str:
         if len(disputed):
             parts.append(f"<h3>Disputed verdicts ({esc(rset.label)}): {len(disputed)}</h3>" + _plain_table(
                 ["Model", "Mode", "Format", "Problem", "verdict shown", "reviewers", "exact match", "reviews", "notes"],
-                [[esc(r.model), esc(r.mode), esc(r.format), esc(r.problem_id), fmt_number(r.verdict_shown, 0),
+                [[esc(names.display(r.model)) if r.model else "(the gold answer)", esc(r.mode), esc(r.format), esc(r.problem_id), fmt_number(r.verdict_shown, 0),
                   fmt_number(r.reviewed, 0), fmt_number(r.em, 0), esc(r.reviews), esc(r.notes)]
                  for r in disputed.itertuples()]))
     return "".join(parts)
