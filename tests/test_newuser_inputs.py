@@ -110,6 +110,10 @@ def test_a_refused_server_url_does_not_echo_its_credentials(tmp_path, capsys, ur
         status = exc.code
     line = one_error_line(capsys.readouterr().err)
     assert status == 2 and "SECRET-1" not in line and "***" in line
+    write_open(tmp_path / "res", "qwen7B", ORIGINAL)
+    assert judge_main([str(tmp_path / "res"), "--jury", f"openai-compatible:m@{url}", "ollama:llama3.3"]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert "SECRET-1" not in line and "***" in line
 
 
 @pytest.mark.parametrize("inside", ["", "results", "data/results"])
@@ -123,16 +127,22 @@ def test_an_output_folder_equal_to_or_inside_the_dataset_is_refused(tmp_path, ca
 
 
 @pytest.mark.parametrize("folder", ["tests", "docs", "scripts"])
-def test_the_projects_tracked_folders_are_refused_even_with_force(tmp_path, capsys, folder):
+def test_the_projects_tracked_folders_are_refused_even_with_force(tmp_path, capsys, folder, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # from any working folder (inside tests/ another refusal would come first)
     write_open(tmp_path / "res", "qwen7B", ORIGINAL)
+    ours = (".never-", "stats_", ".smmile-output.json", ".smmile.lock")  # what stats would write there
+
+    def written() -> set[str]:  # (a shared working tree: what someone else adds meanwhile is not ours)
+        return {n for n in os.listdir(REPO / folder) if n.startswith(ours)}
+
     for target in (REPO / folder, REPO / folder / f".never-{uuid.uuid4().hex[:8]}"):
-        before = sorted(os.listdir(REPO / folder))
+        before = written()
         try:
             assert cli.main(["stats", str(tmp_path / "res"), "--out", str(target), "--force"]) == 2
             assert "project's own tracked folders" in one_error_line(capsys.readouterr().err)
-            assert sorted(os.listdir(REPO / folder)) == before
+            assert written() == before
         finally:  # what a refusal that did not happen wrote goes again (the project is never left touched)
-            for name in set(os.listdir(REPO / folder)) - set(before):
+            for name in written() - before:
                 left = REPO / folder / name
                 shutil.rmtree(left) if left.is_dir() else left.unlink()
 

@@ -178,25 +178,30 @@ def parse_judge(spec: str, base: JudgeSettings, backends: tuple[str, ...]) -> Ju
         raise UserError(f"--jury {spec!r}: unknown backend {backend!r} (one of {', '.join(backends)})")
     why = url_problem(url.strip()) if at else None
     if why:
-        raise UserError(f"--jury {spec!r}: {why}; write the URL as http(s)://HOST[:PORT]/PATH, e.g. "
+        raise UserError(f"--jury {masked(spec)!r}: {why}; write the URL as http(s)://HOST[:PORT]/PATH, e.g. "
                         "http://127.0.0.1:8000/v1")
     return replace(base, backend=backend, model=model.strip(), base_url=url.strip() or None)
 
 
 def url_problem(url: str) -> str | None:
-    """Why `url` cannot be a judge's base URL (None: it can): an http(s) scheme, a host and a port in range."""
-    parts = urlsplit(url)
+    """Why `url` cannot be a server's base URL (None: it can): an http(s) scheme, a host and a port in range."""
+    parts, shown = urlsplit(url), repr(masked(url))
     if parts.scheme not in ("http", "https"):
-        return f"{url!r} is not an http:// or https:// URL"
+        return f"{shown} is not an http:// or https:// URL"
     try:
         port = parts.port  # ValueError: out of range or not a number
     except ValueError:
         port = 0
     if port is not None and not 1 <= port <= 65535:
-        return f"{url!r} has no valid port (1-65535)"
+        return f"{shown} has no valid port (1-65535)"
     if not parts.hostname or " " in url:
-        return f"{url!r} names no host"
+        return f"{shown} names no host"
     return None
+
+
+def masked(url: str) -> str:
+    """`url` (or a --jury spec holding one) with its user info and query masked: what an error line may show."""
+    return re.sub(r"\?.*", "?***", re.sub(r"^([^/]*//)[^/@]*@", r"\1***@", url))
 
 
 def check_panel(panel: list[JudgeSettings]) -> None:
