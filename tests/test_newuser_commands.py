@@ -133,3 +133,16 @@ def test_stratify_says_when_no_manifest_names_a_dataset_and_keeps_the_originals_
     stratify_main([str(tmp_path / "m"), "--eval_type", "em", "--dataset_id", str(other)])
     err = capsys.readouterr().err
     assert "from the results' manifests" not in err and "No result's manifest" not in err
+
+
+def test_stats_says_when_the_manifests_name_several_datasets(tmp_path, capsys):
+    assert baselines_main(["--baseline", "random", "--dataset", "demo", "--output-dir", str(tmp_path)]) == 0
+    other = tiny_models.demo_subset(4)
+    assert baselines_main(["--baseline", "majority", "--dataset", str(other), "--output-dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert cli.main(["stats", str(tmp_path), "--out", str(tmp_path / "stats"), "--n-boot", "50"]) == 0
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if "datasets" in x]
+    assert "run on 2 datasets" in line and "demo" in line and str(other) in line
+    (tmp_path / "result_majority_ICL.manifest.json").unlink()  # one dataset named: nothing to say
+    assert cli.main(["stats", str(tmp_path), "--out", str(tmp_path / "stats"), "--n-boot", "50"]) == 0
+    assert "datasets" not in capsys.readouterr().err

@@ -127,6 +127,12 @@ class Outcome:
         return f"{n} file(s) skipped or output(s) kept because of errors (see above)." if n else None
 
 
+def datasets_named(results) -> set[tuple[str, str | None]]:
+    """The (dataset id, revision) pairs the manifests of ``results`` (``RunRecord``s) name."""
+    return {(str(d["id"]), d.get("revision")) for r in results
+            if isinstance(d := (getattr(r, "manifest", None) or {}).get("dataset"), dict) and d.get("id")}
+
+
 def refuse_if_none_known(found: list[RunRecord]) -> None:
     """``UserError`` (nothing to score) when no file of ``found`` names a model; each is printed as skipped."""
     if not found or any(r.known for r in found):

@@ -17,7 +17,7 @@ from smmile.scoring import metrics, signflip, statistics, tables
 from smmile.scoring.estimates import (FAILURE_CHOICES, KINDS, OTHER_RULE, SHOW_OTHER_PP, WEIGHT_CHOICES,
                                       check_resampling, comparisons, dataset_gold, em_only_records,
                                       estimates)
-from smmile.scoring.results import load_records
+from smmile.scoring.results import datasets_named, load_records
 
 log = logging.getLogger(__name__)
 
@@ -248,6 +248,10 @@ def _compute_into(results_dir: str, out: str, s: StatsSettings) -> tuple[int, st
     rows = estimates(records, s.n_boot, s.seed, s.cluster, s.level, s.weight, s.failures, log.warning, gold)
     for message in dataset_versions(records):
         log.warning(message)
+    named = sorted({i for i, _ in datasets_named({r.result.path: r.result for r in records if r.result}.values())})
+    if len(named) > 1:  # said, not refused: a folder may hold them on purpose
+        log.warning(f"note: these results were run on {len(named)} datasets ({', '.join(named)}): each estimate is "
+                    "on its own dataset's problems, a comparison on the problems both results share")
     rows = with_costs(rows, records)
     written = write_rows(rows, os.path.join(out, "stats_estimates"), settings)
     fsguard.atomic_write_text(os.path.join(out, "stats_table.tex"), tables.ci_latex_table(rows))

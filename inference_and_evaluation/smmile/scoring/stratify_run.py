@@ -16,7 +16,8 @@ from smmile.record.naming import stratify_patterns
 from smmile.record.result_csv import ResultFileError
 from smmile.record.run_record import RunRecord
 from smmile.scoring.exact_match import json_text
-from smmile.scoring.results import Outcome, check_results_dir, find_result_files, replace_output, screened
+from smmile.scoring.results import (Outcome, check_results_dir, datasets_named, find_result_files, replace_output,
+                                    screened)
 from smmile.scoring.stratify import (StratifyError, format_flag_table, stratify_accuracies, stratum_intervals,
                                      valid_flags)
 
@@ -42,8 +43,7 @@ def load_dataset_problems(dataset: str | None, revision: str | None) -> dict:
 def dataset_of(found: list) -> tuple[str | None, str | None]:
     """The (dataset, revision) every result's manifest names, for a run without --dataset (None, None: the
     original's default, smmile/SMMILE, for results without manifests); results of several datasets are refused."""
-    named = {(d.get("id"), d.get("revision")) for r in found
-             if isinstance(d := (getattr(r, "manifest", None) or {}).get("dataset"), dict) and d.get("id")}
+    named = datasets_named(found)
     if len(named) > 1:
         ids = ", ".join(sorted(str(i) for i, _ in named))
         raise UserError(f"the results were run on {len(named)} datasets ({ids}); pass --dataset to choose the one to "
