@@ -146,3 +146,15 @@ def test_stats_says_when_the_manifests_name_several_datasets(tmp_path, capsys):
     (tmp_path / "result_majority_ICL.manifest.json").unlink()  # one dataset named: nothing to say
     assert cli.main(["stats", str(tmp_path), "--out", str(tmp_path / "stats"), "--n-boot", "50"]) == 0
     assert "datasets" not in capsys.readouterr().err
+
+
+def test_the_report_without_dataset_names_the_one_the_manifests_name(tmp_path, capsys):
+    assert baselines_main(["--baseline", "random", "--dataset", "demo", "--output-dir", str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    assert cli.main(["report", str(tmp_path / "r"), "--out", str(tmp_path / "report"), "--n-boot", "50"]) == 0
+    dataset = json.loads((tmp_path / "r" / "result_random_ICL.manifest.json").read_text())["dataset"]["id"]
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if "without --dataset" in x]
+    assert f"add --dataset {dataset} for images" in line
+    assert cli.main(["report", str(tmp_path / "r"), "--dataset", "demo", "--out", str(tmp_path / "report2"),
+                     "--n-boot", "50"]) == 0
+    assert "without --dataset" not in capsys.readouterr().err

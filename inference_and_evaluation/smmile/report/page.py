@@ -19,6 +19,7 @@ from smmile.analysis.reviews import read_reviews
 from smmile.report import build, explorer, explorer_page, figures, html, sections, strata, workers
 from smmile.scoring import statistics
 from smmile.scoring.estimates import check_resampling
+from smmile.scoring.results import datasets_named
 from smmile.scoring.stats_run import json_safe
 
 log = logging.getLogger(__name__)
@@ -166,6 +167,10 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
     data.reviews_html = sections.reviews_section(data, list(req.reviews), req.strict)
     sources, datasets, said = (load_datasets(data.sets, req, stage, data.warnings) if req.datasets
                                else (None, None, None))
+    named = sorted({i for s in data.sets for i, _ in datasets_named(r.result for r in s.records if r.result)})
+    if named and not req.datasets:  # said, not loaded: a hub dataset may be far, the report works without it
+        log.info(f"note: without --dataset the problem explorer shows the problems from the result files alone; the "
+                 f"results' manifests name {', '.join(named)}: add --dataset {named[0]} for images, examples and flags")
     if datasets is not None and any(datasets):  # strata without stratify's exports: from the records
         strata.from_records(data, datasets)
         strata.cluster_by_rows(data, datasets)
