@@ -152,7 +152,9 @@ def is_records(value) -> bool:
 
 def settings_note(data: dict) -> str:
     settings = data.get("settings") if isinstance(data.get("settings"), dict) else {}
-    parts = [f"{k.replace('_', ' ')} {v}" for k, v in settings.items() if not isinstance(v, (dict, list))]
+    shown = {True: "yes", False: "no"}
+    parts = [f"{k.replace('_', ' ')} {shown.get(v, v) if isinstance(v, bool) else v}" for k, v in settings.items()
+             if v is not None and v != "" and not isinstance(v, (dict, list))]
     return "settings: " + ", ".join(parts) if parts else ""
 
 
@@ -199,7 +201,8 @@ def variant_view(data: dict, path: str, relative: str) -> AnalysisView:
 
 
 def agreement_view(data: dict, path: str, relative: str) -> AnalysisView:
-    view = AnalysisView("agreement", relative, path, figure="dumbbell")
+    folder = os.path.dirname(relative)
+    view = AnalysisView("agreement", "smmile agreement" + (f" ({folder})" if folder else ""), path, figure="dumbbell")
     if isinstance(data.get("inter_rater"), dict):
         view.tables.append(typed_table("inter_rater", [data["inter_rater"]]))
     for name in ("rater_pairs", "judge_vs_humans", "judge_human_correlation", "em_vs_judge", "em_judge_correlation",

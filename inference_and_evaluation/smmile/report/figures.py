@@ -106,6 +106,9 @@ def counted_in_rows(rset) -> bool:
                    for by_flag in by_key.values() for by_label in by_flag.values() for entry in by_label.values())
 
 
+NO_LABEL = {"None": "not recorded", "nan": "not recorded", "": "not recorded"}  # as stratify.py keys a missing value
+
+
 def strata_panel(rset, kind: str, flag: str, mode: str, models: list[str]) -> dict | None:
     """One mode's panel of a heatmap: columns (labels with n), values and small flags per model row."""
     keys = {names.key_for_scoring(k.rsplit(":", 1)[0]): k
@@ -123,7 +126,7 @@ def strata_panel(rset, kind: str, flag: str, mode: str, models: list[str]) -> di
     cell = lambda model, label: intervals.get(model, {}).get(label)  # noqa: E731
     unit = " rows" if rows_only else ""
     return {"title": mode, "labels": labels,
-            "columns": [f"{label} (n={_span(counts[label])}{unit})" for label in labels],
+            "columns": [f"{NO_LABEL.get(str(label), label)} (n={_span(counts[label])}{unit})" for label in labels],
             "values": [[(cell(m, l) or {}).get("accuracy") for l in labels] for m in models],
             "small": [[bool((cell(m, l) or {}).get("small")) and not rows_only for l in labels] for m in models],
             "entries": [[cell(m, l) for l in labels] for m in models]}
