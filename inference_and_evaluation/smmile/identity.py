@@ -126,8 +126,9 @@ def _logged_hashes(folder: Path, hub_id: str, record: str) -> dict[str, str]:
 
 def _cached_snapshots(repo: str, cache_dir: str | None) -> list[Path]:
     roots = [Path(cache_dir).expanduser()] if cache_dir else []
-    hf_home = os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface"
-    roots.append(Path(os.environ.get("HF_HUB_CACHE") or Path(hf_home) / "hub"))
+    hf_home = os.environ.get("HF_HOME") or os.path.expanduser("~/.cache/huggingface")
+    roots.append(Path(os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+                      or Path(hf_home) / "hub"))
     return sorted(s for root in roots if (root / repo / "snapshots").is_dir()
                   for s in (root / repo / "snapshots").iterdir() if s.is_dir())
 
