@@ -233,3 +233,18 @@ def test_output_folder_is_checked_before_the_work(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "Traceback" not in "".join(err)
     assert [p.name for p in foreign.iterdir()] == ["keep.txt"]
+
+
+def test_agreement_intervals_resample_the_answers_to_one_problem_together():
+    """Ten models' answers to one problem are one resampling unit under --cluster auto (issue #33), not ten."""
+    import pandas as pd
+
+    from smmile.analysis.agreement import item_clusters, judge_rows
+
+    assert item_clusters(["p1", "p1", "p2_perm_0", "p2_perm_1"], "auto") == ["p1", "p1", "p2", "p2"]
+    assert item_clusters(["p1", "p1"], "none") is None
+    table = pd.DataFrame({"model": ["m1", "m2", "m1", "m2"], "mode": "ICL", "format": "open",
+                          "problem_id": ["p1", "p1", "p2", "p2"], "em": [1.0, 0.0, 1.0, 1.0],
+                          "judge": [1.0, 0.0, 0.0, 1.0]})
+    row = next(r for r in judge_rows(table, 50, 0, 0.95) if r["mode"] == "*")
+    assert (row["n"], row["n_clusters"]) == (4, 2)

@@ -28,6 +28,12 @@ LABEL_COLUMNS = ("problem_id", "model", "mode", "rater", "label")
 VALUES = {"0": 0, "1": 1, "false": 0, "true": 1, "0.0": 0, "1.0": 1}
 
 
+def item_clusters(ids, cluster: str):
+    """The resampling units of labelled answers: under ``auto`` the base problem, so the answers of every model
+    and mode to one problem (and a SMMILE++ problem's orders) are resampled together, not as independent."""
+    return clusters_for(ids, "base" if cluster == "auto" else cluster)
+
+
 # -- the labels -----------------------------------------------------------------------------------
 def read_labels(path: str) -> pd.DataFrame:
     """The label CSV (other columns ignored) with label as int; a bad file is a UserError naming the line."""
@@ -240,7 +246,7 @@ def judge_rows(table: pd.DataFrame, n_boot: int, seed: int, level: float, cluste
 
         def pair(kind: str, a: str, b: str, x: pd.Series, y: pd.Series) -> None:
             both = x.notna() & y.notna()
-            found = pair_agreement(x[both], y[both], clusters_for(g.loc[both, "problem_id"], cluster), n_boot, seed,
+            found = pair_agreement(x[both], y[both], item_clusters(g.loc[both, "problem_id"], cluster), n_boot, seed,
                                    level) if both.any() else dict.fromkeys(EMPTY_PAIR, NAN) | {"n": 0, "n_clusters": 0}
             rows.append({"comparison": kind, **scope, "rater_a": a, "rater_b": b, **found, "ties": ties,
                          "left_out": int((~both).sum())})
@@ -251,7 +257,7 @@ def judge_rows(table: pd.DataFrame, n_boot: int, seed: int, level: float, cluste
             values = g[judges].to_numpy(dtype=float)
             counts = np.column_stack([(values == 0).sum(axis=1), (values == 1).sum(axis=1)])
             rows.append({"comparison": "Fleiss", **scope, "rater_a": f"{len(judges)} judges", "rater_b": "",
-                         **fleiss_agreement(counts, clusters_for(g["problem_id"], cluster), n_boot, seed, level),
+                         **fleiss_agreement(counts, item_clusters(g["problem_id"], cluster), n_boot, seed, level),
                          "ties": ties, "left_out": int((counts.sum(axis=1) < 2).sum())})
         for a in raters:
             pair("vs exact match", a, "exact match", g[a], g["em"])

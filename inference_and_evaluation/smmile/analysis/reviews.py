@@ -23,7 +23,7 @@ from ..errors import UserError
 from ..scoring import kappa
 from ..scoring.estimates import clusters_for
 from ..record.run_record import FORMATS, MODES
-from .agreement import CELL, binary_scores, scopes
+from .agreement import CELL, binary_scores, item_clusters, scopes
 
 FORMAT = "smmile-reviews/1"
 REVIEWS = ("correct", "incorrect", "unsure", "gold-wrong", "agree", "disagree")
@@ -190,12 +190,12 @@ def agreement_rows(table: pd.DataFrame, reviews: pd.DataFrame, n_boot: int, seed
             if len(ok):
                 rows.append({"comparison": kind, **scope, "rater_a": rater, "rater_b": "reviewers",
                              "ties_excluded": int(subset["tie"].sum()),
-                             **kappa.pair_agreement(ok[column], ok["reviewed"], clusters_for(ok["problem_id"], cluster),
+                             **kappa.pair_agreement(ok[column], ok["reviewed"], item_clusters(ok["problem_id"], cluster),
                                                     n_boot, seed, level)})
     final = table[table["adjudicated"] & table["judged"] & table["verdict_shown"].notna() & table["reviewed"].notna()]
     if len(final):
         rows.append({"comparison": "judge vs adjudicated", "mode": "*", "format": "*", "rater_a": "judge",
-                     "rater_b": "adjudicated", **kappa.pair_agreement(final["verdict_shown"], final["reviewed"], clusters_for(
+                     "rater_b": "adjudicated", **kappa.pair_agreement(final["verdict_shown"], final["reviewed"], item_clusters(
                          final["problem_id"], cluster), n_boot, seed, level)})
     labelled = reviews[reviews["label"].notna() & ~reviews["adjudicated"]]
     wide = labelled.pivot_table(index=CELL, columns="reviewer", values="label", aggfunc="first")
@@ -212,7 +212,7 @@ def agreement_rows(table: pd.DataFrame, reviews: pd.DataFrame, n_boot: int, seed
                 ids = both.index.get_level_values("problem_id")
                 rows.append({"comparison": "reviewer pair", "mode": "*", "format": "*", "by": by, "stratum": value,
                              "rater_a": a, "rater_b": b,
-                             **kappa.pair_agreement(both[a], both[b], clusters_for(ids, cluster), n_boot, seed, level)})
+                             **kappa.pair_agreement(both[a], both[b], item_clusters(ids, cluster), n_boot, seed, level)})
     return rows
 
 
