@@ -25,9 +25,10 @@ def header(data) -> str:
     folders = "".join(f'<p class="meta">{esc(r.label)}: <code>{esc(os.path.basename(os.path.normpath(r.results_dir)))}</code> — {len(r.runs)} result '
                       f"file(s), {sum(i.manifest is not None for i in r.runs.values())} with a run manifest</p>"
                       for r in data.sets)
-    return (folders + f'<p class="meta">Intervals: {s.level:.0%} percentile bootstrap, {s.n_boot} resamples, seed '
-            f"{s.seed}, cluster={esc(s.cluster)} (SMMILE++ permutations are resampled by base problem). Significant: "
-            f"Holm-adjusted p &lt; {1 - s.level:g} and an interval that excludes 0.</p>")
+    return (folders + f'<p class="meta">Intervals: {s.level:.0%}; each table names the method of its intervals. '
+            f"Where they are resampled: {s.n_boot} resamples, seed {s.seed}, clusters {esc(s.cluster)} (SMMILE++ "
+            f"permutations are resampled by base problem). Significant: Holm-adjusted p &lt; {1 - s.level:g} and an "
+            "interval that excludes 0.</p>")
 
 
 def warnings(data) -> str:
