@@ -54,6 +54,18 @@ def read_result_csv(csv_path: str | os.PathLike, required: Sequence[str] = REQUI
     return parse_result_csv(path, read_csv_bytes(path), required)
 
 
+def raw_text(csv_path: str | os.PathLike, column: str):
+    """``column`` per problem id as the CSV's text (no NA reading: the answer ``None`` stays ``"None"``), or None
+    when the file cannot be read."""
+    import pandas as pd
+
+    try:
+        raw = pd.read_csv(csv_path, usecols=["problem_id", column], dtype=str, keep_default_na=False)
+    except (OSError, ValueError):
+        return None
+    return raw.groupby("problem_id", sort=False)[column].first()
+
+
 def check_columns(frame, required: Sequence[str], path: str) -> None:
     missing = [c for c in required if c not in frame.columns]
     if missing:

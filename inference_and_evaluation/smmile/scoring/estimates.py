@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from smmile.errors import UserError
+from smmile.record import result_csv
 from smmile.scoring import metrics, signflip, statistics, tables
 from smmile.scoring.results import MODES, Record
 
@@ -64,11 +65,9 @@ def literal_answers(records: list[Record]) -> None:
         if record.failures is None or record.frame is None or not (record.failures == "empty").any():
             continue
         column = "full_response" if "full_response" in record.frame.columns else "generated_answer"
-        try:
-            raw = pd.read_csv(record.source, usecols=["problem_id", column], dtype=str, keep_default_na=False)
-        except (OSError, ValueError):
+        text = result_csv.raw_text(record.source, column)
+        if text is None:
             continue
-        text = raw.groupby("problem_id", sort=False)[column].first()
         answered = [pid for pid in record.failures.index[record.failures == "empty"]
                     if str(text.get(pid, "")).strip()]
         record.failures = record.failures.copy()
