@@ -123,6 +123,8 @@ def test_phone_layout_no_sideways_scroll(browser, reports, tmp_path):
     assert page.evaluate("document.getElementById('ex-fbox').open")
     page.locator("#ex-list .pcard table.answers").first.scroll_into_view_if_needed()
     assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+    full = page.eval_on_selector_all("figure img", "is => is.map(i => i.closest('a') && i.closest('a').getAttribute('href'))")
+    assert full and all(href and (reports["main"] / href).is_file() for href in full), "a tap opens each figure full size"
     sizes = page.eval_on_selector_all("#ex-list .rv button", "bs => bs.map(b => b.getBoundingClientRect().height)")
     assert sizes and min(sizes) >= 44, "touch targets of at least 44 px on a phone"
     page.screenshot(path=str(tmp_path / "phone.png"))

@@ -144,7 +144,8 @@ def figure(title: str, files: dict, page_dir: str) -> str:
                      for fmt, path in sorted(files.items()))
     with open(files[shown], "rb") as handle:
         uri = f"data:{MIME[shown]};base64," + base64.b64encode(handle.read()).decode("ascii")
-    return (f'<figure><img src="{uri}" alt="{esc(title)}"{size}>'
+    full = quote(os.path.relpath(files[shown], page_dir).replace(os.sep, "/"))  # a tap opens it full size (phones)
+    return (f'<figure><a href="{full}" title="open at full size"><img src="{uri}" alt="{esc(title)}"{size}></a>'
             f"<figcaption>{esc(title)}. Files: {links}</figcaption></figure>")
 
 
