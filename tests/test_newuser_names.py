@@ -130,8 +130,11 @@ def test_the_manifest_tables_and_report_agree_on_a_recognised_checkpoint(tmp_pat
     results = tmp_path / "results"
     assert cli.main(["run", "--model", "qwen3B", "--model-path", str(copy), "--hf-cache-dir", str(tmp_path / "cache"),
                      "--dataset", str(tiny_models.demo_subset(4)), "--output-dir", str(results), "--inference_mode",
-                     "0-shot", "--task_format", "open", "--max-new-tokens", "2", "--dtype", "float32", "--allow-cpu",
-                     "-q"]) == 0, capsys.readouterr().err
+                     "0-shot", "--task_format", "open", "--max-new-tokens", "2", "--dtype", "float32",
+                     "--allow-cpu"]) == 0, capsys.readouterr().err
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("--model-path")]
+    assert said == [f"--model-path {copy}: Qwen/Qwen2.5-VL-3B-Instruct at revision 0123456789abcdef (weights "
+                    "sha256), named Qwen2.5-VL-3B"]
     model = json.loads((results / "result_qwen3B_0-shot_open.manifest.json").read_text())["model"]
     assert model["identity"]["display"] == "Qwen2.5-VL-3B" and model["revision"] == "0123456789abcdef"
     assert model["checkpoint"] == {"hub_id": "Qwen/Qwen2.5-VL-3B-Instruct", "revision": "0123456789abcdef",
@@ -154,8 +157,11 @@ def test_every_table_and_the_report_name_a_preset_run_on_another_checkpoint_afte
     results, name = tmp_path / "results", f"my-finetune-{short(folder)}"
     assert cli.main(["run", "--model", "qwen3B", "--model-path", str(folder), "--dataset",
                      str(tiny_models.demo_subset(4)), "--output-dir", str(results), "--inference_mode", "0-shot",
-                     "--task_format", "open", "--max-new-tokens", "2", "--dtype", "float32", "--allow-cpu",
-                     "-q"]) == 0, capsys.readouterr().err
+                     "--task_format", "open", "--max-new-tokens", "2", "--dtype", "float32",
+                     "--allow-cpu"]) == 0, capsys.readouterr().err
+    (said,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("--model-path")]
+    assert said.endswith(f"not Qwen/Qwen2.5-VL-3B-Instruct (neither its hub cache snapshot, its weights nor "
+                         f"converted from it), named my-finetune #{short(folder)} (Qwen2.5-VL-3B preset)")
     model = json.loads((results / "result_qwen3B_0-shot_open.manifest.json").read_text())["model"]
     assert model["identity"]["key"] == name and model["checkpoint"] is None and "revision" not in model
     assert em_main([str(results)]) == 0

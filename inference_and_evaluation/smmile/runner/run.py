@@ -171,6 +171,12 @@ class Runner:
                                              augmented=self.spec.augmented)
         check_writable_dir(self.spec.output_dir, "output folder")  # before loading data or a model
         refuse_output_in_dataset(self.spec.output_dir, self.spec.dataset, self.spec.augmented)
+        if self.spec.model_path:  # which checkpoint the names will say ran
+            c, name = self.checkpoint, self.preset.identity.display
+            log.info(f"--model-path {self.spec.model_path}: " + (
+                f"{c['hub_id']} at revision {c['revision']} ({c['recognised_by']}), named {name}" if c else
+                f"not {self.preset.model_id} (neither its hub cache snapshot, its weights nor converted from it), "
+                f"named {name}"))
         Path(self.spec.output_dir).mkdir(parents=True, exist_ok=True)
         with OutputLock(self.csv_path, f"{self.csv_path}"):
             return self._run()
