@@ -44,7 +44,7 @@ def test_run_score_report(tmp_path, capsys):
     assert table[2].startswith(f"{KEY} & - & - & ") and table[2].count(" ± ") == 4  # EM and MCQA, both modes
     estimates = json.loads((results / "stats_estimates.json").read_text())["rows"]
     assert {(e["model"], e["metric"], e["mode"]) for e in estimates} == {
-        (KEY, metric, mode) for metric in ("EM", "MCQA") for mode in ("0-shot", "ICL")}
+        (KEY, metric, mode) for metric in ("EM", "MCQA", "NOANS") for mode in ("0-shot", "ICL")}
     assert cli.main(["report", str(results), "--out", str(tmp_path / "report")]) == 0
     page = (tmp_path / "report" / "index.html").read_text()
     assert DISPLAY in page

@@ -58,6 +58,6 @@ def test_a_served_model_reaches_every_score_and_the_report(tmp_path, capsys, mon
     table = (results / "evaluation_results.txt").read_text()
     assert any(line.startswith("my-model & ") and line.count(" ± ") == 6 for line in table.splitlines())
     estimates = pd.read_csv(tmp_path / "stats" / "stats_estimates.csv")
-    assert set(estimates.model) == {"my-model"} and len(estimates) == 6  # LLM, EM, MCQA x 0-shot, ICL
+    assert set(estimates.model) == {"my-model"} and len(estimates) == 10  # LLM, EM, MCQA x 0-shot, ICL; NOANS x open, MCQA x 0-shot, ICL
     page = (tmp_path / "report" / "index.html").read_text()
     assert "my-model" in page

@@ -50,7 +50,7 @@ def test_published_judgement_beside_other_rows_is_refused(tmp_path, published, c
     assert cells[2] == "-" and cells[4] == f"{em:.2f}"  # LLM ICL empty; EM ICL from the new rows
 
     records = stats.load_records(str(tmp_path), warn=lambda m: None)
-    assert [(r.metric, len(r.scores)) for r in records] == [("EM", 24)]  # EM kept, the judge refused
+    assert [(r.metric, len(r.scores)) for r in records] == [("EM", 24), ("NOANS", 24)]  # EM (and the no-answer rate) kept, the judge refused
 
 
 def test_published_judgements_are_all_used(published, tmp_path, capsys):
