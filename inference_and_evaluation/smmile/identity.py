@@ -87,17 +87,21 @@ def identity_for_model_id(model_id: str) -> ModelIdentity:
 
 def checkpoint_origin(folder: str | Path, hub_id: str, cache_dir: str | None = None) -> dict | None:
     """Which revision of hub id `hub_id` the checkpoint folder is (None: another checkpoint): the Hugging Face
-    cache's snapshot of it (``.../models--Org--Name/snapshots/<revision>``), or a folder (a copy, a ``--local-dir``
+    cache's snapshot of it (``.../models--Org--Name/snapshots/<revision>``); a folder `smmile convert` made from it
+    whose weights still have the sha256 its record (``smmile_*.json``) names; or a folder (a copy, a ``--local-dir``
     download) whose weight files are those of a snapshot cached in `cache_dir` or the default cache: same names,
     sizes and sha256 (the hub names each weight blob by its sha256)."""
     path = Path(folder).expanduser().resolve()
     repo = "models--" + hub_id.replace("/", "--")
     if path.parent.name == "snapshots" and path.parent.parent.name == repo:
         return {"hub_id": hub_id, "revision": path.name, "recognised_by": "hub cache snapshot"}
-    for record in sorted(path.glob("smmile_*.json")):  # converted by `smmile convert` from hub_id's checkpoint
+    for record in sorted(path.glob("smmile_*.json")):
         source, hashes = _conversion(record)
-        if source.get("hub_id") == hub_id and hashes and _logged_hashes(path, hub_id, record.name) == hashes:
-            return {**source, "recognised_by": f"converted from it ({record.name}; weights sha256 unchanged)"}
+        if source.get("hub_id") == hub_id and hashes:
+            log.info(f"checking that {path} holds the weights {record.name} records (converted from {hub_id})")
+            if weight_hashes(path) == hashes:
+                return {"hub_id": hub_id, "revision": source.get("revision"),
+                        "recognised_by": f"converted from it ({record.name}; weights sha256 unchanged)"}
     for snapshot in _cached_snapshots(repo, cache_dir):
         if snapshot.resolve() != path and _same_weights(path, snapshot, hub_id):
             return {"hub_id": hub_id, "revision": snapshot.name, "recognised_by": "weights sha256"}
@@ -117,11 +121,6 @@ def _conversion(record: Path) -> tuple[dict, dict]:
         return {}, {}
     source, hashes = (data.get("source"), data.get("weights_sha256")) if isinstance(data, dict) else (None, None)
     return (source if isinstance(source, dict) else {}), (hashes if isinstance(hashes, dict) else {})
-
-
-def _logged_hashes(folder: Path, hub_id: str, record: str) -> dict[str, str]:
-    log.info(f"checking that {folder} holds the weights {record} records (converted from {hub_id}): sha256")
-    return weight_hashes(folder)
 
 
 def _cached_snapshots(repo: str, cache_dir: str | None) -> list[Path]:
