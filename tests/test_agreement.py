@@ -248,3 +248,15 @@ def test_agreement_intervals_resample_the_answers_to_one_problem_together():
                           "judge": [1.0, 0.0, 0.0, 1.0]})
     row = next(r for r in judge_rows(table, 50, 0, 0.95) if r["mode"] == "*")
     assert (row["n"], row["n_clusters"]) == (4, 2)
+
+
+def test_an_interval_says_when_the_resamples_had_no_spread():
+    """Two raters who always agree: every resample's kappa is 1, the percentile interval is empty and the bound
+    that replaces it is named as such (issue #33); a varied pair keeps the percentile bootstrap."""
+    from smmile.scoring.kappa import fleiss_agreement, pair_agreement
+
+    same = pair_agreement([1, 0, 1, 0, 1, 0], [1, 0, 1, 0, 1, 0], None, 200)
+    assert same["cohen_kappa"] == 1.0 and same["interval"].startswith("Wilson bound") and "no spread" in same["interval"]
+    varied = pair_agreement([1, 0, 1, 0, 1, 0, 1, 1], [1, 0, 0, 0, 1, 1, 1, 0], None, 200)
+    assert varied["interval"] == "percentile bootstrap"
+    assert "interval" in fleiss_agreement([[1, 1], [2, 0], [0, 2]], None, 100)

@@ -247,7 +247,7 @@ def judge_rows(table: pd.DataFrame, n_boot: int, seed: int, level: float, cluste
         def pair(kind: str, a: str, b: str, x: pd.Series, y: pd.Series) -> None:
             both = x.notna() & y.notna()
             found = pair_agreement(x[both], y[both], item_clusters(g.loc[both, "problem_id"], cluster), n_boot, seed,
-                                   level) if both.any() else dict.fromkeys(EMPTY_PAIR, NAN) | {"n": 0, "n_clusters": 0}
+                                   level) if both.any() else dict.fromkeys(EMPTY_PAIR, NAN) | {"n": 0, "n_clusters": 0, "interval": ""}
             rows.append({"comparison": kind, **scope, "rater_a": a, "rater_b": b, **found, "ties": ties,
                          "left_out": int((~both).sum())})
 

@@ -76,7 +76,7 @@ JUDGES = (Col("Comparison", "text", "comparison"), MODE, Col("Format", "text", "
           Col("jury ties", "int", "ties"), Col("left out", "int", "left_out"),
           Col("agreement % [CI]", "ci", "percent", "percent_low", "percent_high"),
           Col("κ [CI]", "ci", "cohen_kappa", "kappa_low", "kappa_high"),
-          Col("Fleiss' κ [CI]", "ci", "fleiss_kappa", "kappa_low", "kappa_high"))
+          Col("Fleiss' κ [CI]", "ci", "fleiss_kappa", "kappa_low", "kappa_high"), Col("interval", "text", "interval"))
 DISPUTED = (MODEL, MODE, Col("Format", "text", "format"), Col("Problem", "text", "problem_id"),
             Col("verdict shown", "int", "verdict_shown"), Col("reviewers", "int", "reviewed"),
             Col("exact match", "int", "em"), Col("reviews", "text", "reviews"), Col("notes", "text", "notes"))

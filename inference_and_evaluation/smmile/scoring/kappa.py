@@ -8,7 +8,7 @@ import itertools
 
 import numpy as np
 
-from smmile.scoring.statistics import NAN, percentile_ci, statistic_interval
+from smmile.scoring.statistics import NAN, PERCENTILE, percentile_ci, statistic_interval
 
 
 # -- coefficients -------------------------------------------------------------------------------------
@@ -74,6 +74,14 @@ def fleiss_from_means(means) -> np.ndarray:
         return np.where(p_e < 1, (m[..., 0] - p_e) / (1 - p_e), np.nan)
 
 
+def interval_method(*intervals) -> str:
+    """How the intervals were made, named once: a percentile bootstrap, or, where every resample was equal
+    (or nothing could be resampled), the bound on the units that replaces it (said as such)."""
+    methods = dict.fromkeys(i.method if i.method == PERCENTILE else f"{i.method} (the resamples had no spread)"
+                            for i in intervals)
+    return "; ".join(methods)
+
+
 def pair_agreement(a, b, clusters=None, n_boot: int = 10_000, seed: int = 0, level: float = 0.95) -> dict:
     """Two aligned 0/1 label vectors: n, percent agreement and Cohen's kappa, each with a (cluster) percentile
     bootstrap interval."""
@@ -82,7 +90,8 @@ def pair_agreement(a, b, clusters=None, n_boot: int = 10_000, seed: int = 0, lev
     kappa = statistic_interval(np.column_stack([a, b, a * b]), cohen_from_means, clusters, n_boot, seed, level)
     return {"n": len(a), "n_clusters": pct.n_clusters, "percent": percent_agreement(a, b),
             "percent_low": pct.low * 100, "percent_high": pct.high * 100,
-            "cohen_kappa": cohen_kappa(a, b), "kappa_low": kappa.low, "kappa_high": kappa.high}
+            "cohen_kappa": cohen_kappa(a, b), "kappa_low": kappa.low, "kappa_high": kappa.high,
+            "interval": interval_method(pct, kappa)}
 
 
 def fleiss_agreement(counts, clusters=None, n_boot: int = 10_000, seed: int = 0, level: float = 0.95) -> dict:
@@ -93,7 +102,7 @@ def fleiss_agreement(counts, clusters=None, n_boot: int = 10_000, seed: int = 0,
     kept = None if clusters is None else [c for c, k in zip(clusters, keep) if k]
     kappa = statistic_interval(fleiss_columns(counts), fleiss_from_means, kept, n_boot, seed, level)
     return {"n": int(keep.sum()), "n_clusters": kappa.n_clusters, "fleiss_kappa": fleiss_kappa(counts),
-            "kappa_low": kappa.low, "kappa_high": kappa.high}
+            "kappa_low": kappa.low, "kappa_high": kappa.high, "interval": interval_method(kappa)}
 
 
 def pearson(x, y) -> float:
