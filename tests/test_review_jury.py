@@ -61,8 +61,9 @@ def test_explorer_shows_votes_replies_badges_and_filters(folder, browser, tmp_pa
     card = page.locator('.pcard[data-problem="c_perm_0"]')
     card.locator("details.votes > summary").click()
     votes = card.locator("details.votes li").all_inner_texts()
-    assert [v.rsplit(": ", 1)[0] for v in votes] == [f"openai-compatible:{m}" for m in ("yes", "no", "em")]
+    assert [v.rsplit(": ", 1)[0] for v in votes] == [f"{m} (openai-compatible)" for m in ("yes", "no", "em")]
     assert votes[0].endswith("✓ 1") and votes[1].endswith("✗ 0") and votes[2].endswith("– maybe")
+    assert card.locator('td[data-h="ICL open answer"] > bdi').count() == 1, "an answer is bidi-isolated"
     page.select_option('select[data-f="special"]', "split")
     assert page.inner_text("#ex-status").startswith("6 of 6")  # every cell split (one judge always 1, one always 0)
     page.select_option('select[data-f="special"]', "judge-em")

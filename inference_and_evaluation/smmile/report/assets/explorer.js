@@ -169,12 +169,14 @@
     return {ones: ones, zeros: zeros, split: ones > 0 && zeros > 0, tie: ones > 0 && ones === zeros};
   }
 
+  const judgeName = (j) => j && j.includes(":") ? j.slice(j.indexOf(":") + 1).split("@")[0] + " (" + j.slice(0, j.indexOf(":")) + ")" : j;  // model (backend)
+
   function votes(p, r) {
     const a = p.ans[r], j = jury(a), names = D.results[r].judges || [];
     if (!a[4]) return "";
     const badge = j.tie ? '<span class="badge tie" title="the jury tied: no majority, counted wrong">tie ' + j.ones + "–" + j.zeros + "</span>"
       : (j.split ? '<span class="badge split" title="the judges disagree">split ' + j.ones + "–" + j.zeros + "</span>" : "");
-    return badge + '<details class="votes"><summary>votes</summary><ul>' + a[4].map((m, i) => "<li><bdi>" + esc(names[i] || "judge " + (i + 1)) +
+    return badge + '<details class="votes"><summary>votes</summary><ul>' + a[4].map((m, i) => "<li><bdi>" + esc(judgeName(names[i]) || "judge " + (i + 1)) +
       "</bdi>: " + mark(m[0]) + (str(m[1]) ? " <bdi>" + esc(str(m[1])) + "</bdi>" : "") + "</li>").join("") + "</ul></details>";
   }
 
