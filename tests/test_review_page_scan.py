@@ -51,6 +51,7 @@ def test_published_smmile_page_shows_no_internal_string(browser, published, tmp_
                    "--jobs", "1"]) == 0
     found = scan(browser, out / "index.html", tmp_path)
     assert found == [], "\n".join(found)
+    assert "<title>Results: SMMILE</title>" in (out / "index.html").read_text(), "no folder name in the title"
 
 
 def test_demo_smmile_and_plusplus_page_shows_no_internal_string(browser, reports, tmp_path):

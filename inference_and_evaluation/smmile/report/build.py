@@ -186,8 +186,7 @@ def gather(specs: list[tuple[str | None, str]], analyses_dirs=(), settings: Sett
         if found.label in {s.label for s in data.sets}:
             raise UserError(f"two result folders are labelled {found.label!r}; write LABEL=PATH to tell them apart")
         data.sets.append(found)
-    data.title = title or "Results: " + " vs ".join(
-        f"{s.label} ({os.path.basename(s.results_dir)})" for s in data.sets)
+    data.title = title or "Results: " + " vs ".join(s.label for s in data.sets)  # the folders: in the header
     data.changes = set_changes(data.sets, settings)
     data.analysis_views = analyses_mod.load_analyses(list(analyses_dirs), data.warnings)
     if not any(s.estimates for s in data.sets) and not data.analysis_views:
