@@ -81,7 +81,7 @@ def test_reviews_marked_exported_and_counted(browser, reports, tmp_path):
     assert page.locator(f'.pcard[data-problem="{ids[0]}"] tr.picked button.on[data-review="correct"]').count() == 1
     with page.expect_download() as info:
         page.click("[data-review-export]")
-    assert info.value.suggested_filename == "reviews.json"
+    assert info.value.suggested_filename == "reviews-ann.json", "one file per reviewer, none overwriting another's"
     exported = tmp_path / "reviews.json"
     info.value.save_as(exported)
     data = json.loads(exported.read_text())

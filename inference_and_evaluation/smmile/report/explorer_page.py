@@ -94,7 +94,7 @@ def section(payload: dict, images_slot: str) -> str:
             "answer as correct, wrong or unsure (your own judgement of the answer, not of the judge's verdict), or flag "
             "a gold answer as wrong; the blind queue shows one answer at a time, its model and verdicts hidden until you "
             "decide. Reviews stay in this browser, under your name and this report's results, until you download them "
-            "(reviews.json).")
+            "(reviews-<your name>.json).")
     return (f'<section id="problems"><h2>Problems ({n})</h2>{without_dataset(payload)}<p class="note">{esc(note)}</p>'
             f"{QUEUE}"
             '<details class="fbox" id="ex-fbox" open><summary>Filters and order</summary>'

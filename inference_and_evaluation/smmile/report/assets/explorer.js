@@ -420,7 +420,7 @@
   function exportReviews() {
     const keys = Object.keys(R.items).sort();
     const reviews = keys.map((k) => { const x = Object.assign({}, R.items[k], {reviewer: R.reviewer || "anonymous"}); delete x.set; return x; });
-    download("reviews.json", "application/json", JSON.stringify({format: "smmile-reviews/1", reviews: reviews}, null, 1) + "\n");
+    download("reviews-" + (R.reviewer || "anonymous").replace(/[^\w-]+/g, "_") + ".json", "application/json", JSON.stringify({format: "smmile-reviews/1", reviews: reviews}, null, 1) + "\n");
   }
 
   function csvCell(v) {
