@@ -46,7 +46,7 @@ READERS = {"open", "read_csv", "read_json", "read_text", "read_bytes", "read_tab
 # What the layers above the record may open, none of it a result, journal or judge file: module:function -> what
 READS_OTHER_FILES = {
     "analysis/agreement.py:read_labels": "human labels (--labels)",
-    "analysis/reviews.py:read_reviews": "reviewers' verdicts (reviews.json)",
+    "analysis/reviews.py:_load": "reviewers' verdicts (reviews.json), read bounded",
     "report/analyses.py:load_json": "the outputs of smmile analyze / agreement (--analyses)",
     "report/analyses.py:read_csv": "the same, their CSV tables",
     "report/analyses.py:load_directory": "the same (calls read_csv above)",

@@ -32,9 +32,11 @@ from smmile import plotting
 # fdb5079: 1ac643a8…/6c4b33fa…), which the streamed code matched byte for byte; recorded again when issue #22
 # changed the explorer on purpose (reviews, packed texts, full-resolution images, pages without a dataset), from
 # that code with --jobs 1 (thumbnails in this process) and --jobs 2 (in workers), which agree (Pillow 13.0.0,
-# numpy 2.4.6, pandas 3.1.1, pyarrow 26.0.1). Recomputed only when the explorer is meant to change.
-SECTION_SHA256 = "c148873342a2b1d92fa0c5afa251a4f62f26b6dc362c8d9a2f1037e1a0b1ae94"
-PAYLOAD_SHA256 = "0276756bb0f1af5817290537c25b5f9543d309c95d17ef8707ef30de5d4ca66d"
+# numpy 2.4.6, pandas 3.1.1, pyarrow 26.0.1). Recomputed only when the explorer is meant to change: again for
+# issue #33 (each result's CSV sha256 and the result set's review key in the JSON; the review queue's markup),
+# --jobs 1 and 2 agreeing.
+SECTION_SHA256 = "8549fa628c9464364d4f8146e5cfd338f6143c18fdba896221fb2694fae3c743"
+PAYLOAD_SHA256 = "9f626f13ad1327d3c790025eebd9c7ca74386611f773141098be1e50d29bcfb1"
 ANSWERS = ["Red.", "Blue.", "Left", "Right", "3"]
 FLAGS = {"flag_answer_format": ["free response", "numerical"], "flag_rarity": ["common", "uncommon"],
          "speciality": ["radiology", "pathology"]}
