@@ -70,6 +70,9 @@ def test_reviews_marked_exported_and_counted(browser, reports, tmp_path):
     for pid, review in marks.items():
         card = page.locator(f'#ex-list .pcard[data-problem="{pid}"]')
         card.locator("table.answers tr.picked").locator(f'button[data-review="{review}"]').click()
+    note = page.locator(f'#ex-list .pcard[data-problem="{ids[1]}"] tr.picked input[data-note]')
+    note.fill("the answer names the finding")
+    note.dispatch_event("change")
     card = page.locator(f'#ex-list .pcard[data-problem="{ids[2]}"]')
     card.locator("input[data-gold-note]").fill("the image shows <b>blue</b>, \"not\" red")
     card.locator("input[data-gold-note]").dispatch_event("change")
@@ -91,7 +94,8 @@ def test_reviews_marked_exported_and_counted(browser, reports, tmp_path):
     for pid, review in marks.items():
         r = by[(pid, review)]
         assert (r["model"], r["mode"], r["format"], r["judges"]) == ("toy", "ICL", "open", ["ollama:llama3.3"])
-        assert r["verdict_shown"] == int(icl[pid] >= 0.5) and r["reviewer"] == "ann" and r["note"] == ""
+        assert r["verdict_shown"] == int(icl[pid] >= 0.5) and r["reviewer"] == "ann"
+        assert r["note"] == ("the answer names the finding" if pid == ids[1] else ""), "a note per answer"
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", r["time"])
     toy_csv = next(reports["res"].glob("result_toy_ICL*.csv"))
     assert {r["result_sha256"] for r in by.values() if r["model"]} == {hashlib.sha256(toy_csv.read_bytes()).hexdigest()}

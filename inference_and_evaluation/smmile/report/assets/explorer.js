@@ -161,7 +161,8 @@
   function reviewButtons(p, r) {
     const mine = R.items[reviewKey(p, r)], at = ' data-pi="' + position.get(p) + '" data-r="' + r + '"';
     return '<span class="rv" title="your review of this answer">' + REVIEWS.map(([value, sign, label]) =>
-      '<button type="button" data-review="' + value + '"' + at + (mine && mine.review === value ? ' class="on"' : "") + ">" + sign + " " + label + "</button>").join("") + "</span>";
+      '<button type="button" data-review="' + value + '"' + at + (mine && mine.review === value ? ' class="on"' : "") + ">" + sign + " " + label + "</button>").join("") +
+      (mine ? '<input type="text" class="rvnote" data-note' + at + ' placeholder="note" value="' + esc(mine.note) + '">' : "") + "</span>";
   }
 
   function jury(a) {  // a jury's votes: [ones, zeros, tie]
@@ -459,9 +460,9 @@
   const strataOf = (p) => Object.fromEntries(p.fv ? D.flags.map((f, i) => [f.name, str(p.fv[i])]).filter(([, v]) => v) : []);
 
   function markVerdict(button) {
-    const p = D.problems[+button.dataset.pi], r = +button.dataset.r, key = reviewKey(p, r);
+    const p = D.problems[+button.dataset.pi], r = +button.dataset.r;
     setReview(p, r, button.dataset.review);
-    button.parentElement.querySelectorAll("button").forEach((b) => b.classList.toggle("on", !!R.items[key] && R.items[key].review === b.dataset.review));
+    button.parentElement.outerHTML = reviewButtons(p, r);
   }
 
   function markGold(p, checked, note) {  // attached to the problem, not to a model's answer
@@ -636,6 +637,10 @@
   document.addEventListener("change", (e) => {
     const t = e.target;
     if (t.id === "rq-note" || t.id === "rq-gnote") queueNote(t);
+    else if (t.matches && t.matches("input[data-note]")) {
+      const x = R.items[reviewKey(D.problems[+t.dataset.pi], +t.dataset.r)];
+      if (x) { x.note = t.value; save(); }
+    }
     else if (t.id === "rq-assign" && t.files.length) loadAssignment(t.files[0]);
     else if (t.id === "rq-adjudicate" && t.files.length) adjudicate([...t.files]);
     else if (t.matches && t.matches("input[data-gold]")) {
