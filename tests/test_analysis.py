@@ -13,7 +13,7 @@ from smmile.analysis import results as rs
 from smmile.cli.analyze import main as analyze_main
 from smmile.analysis.variants import analyse
 from smmile.errors import UserError
-from smmile.scoring.statistics import holm
+from signflip_brute import family, unit_values
 
 N_BOOT = 500
 SETTINGS = {"n_boot": N_BOOT, "seed": 0, "level": 0.95}
@@ -63,11 +63,16 @@ def test_noise_summary_has_the_known_numbers(tmp_path):
         assert row["relative_change"] == pytest.approx(-20 / 60 * 100)
         assert (row["gained"], row["lost"], row["n_pairs"], row["n_problems"]) == (1, 3, 10, 10)
         assert row["ci_low"] <= row["difference"] <= row["ci_high"]
-        # issue #20: McNemar's score statistic (b − c)²/(b + c) = (1 − 3)²/4 = 1 on χ²₁, the test its interval inverts
-        assert row["p_value"] == pytest.approx(2 * (1 - NormalDist().cdf(1.0)))
-        assert row["p_method"] == "McNemar score test (asymptotic)"
-        assert row["significant"] is False
-    assert [r["p_holm"] for r in report.summary] == pytest.approx(holm([r["p_value"] for r in report.summary]))
+        # issue #20: McNemar's score statistic (b − c)²/(b + c) = (1 − 3)²/4 = 1 on χ²₁, kept beside as p_score
+        assert row["p_score"] == pytest.approx(2 * (1 - NormalDist().cdf(1.0)))
+        # issue #31: the sign-flip mid-p over the 4 discordant problems: |t| = 1 in 8 of 16 patterns, 2 in 2: 2/16 + ½·8/16
+        assert row["p_method"].startswith("sign-flip randomisation over base problems, mid-p (exact, 16 patterns")
+        assert row["significant"] is False and row["ci_low"] < 0 < row["ci_high"]
+    values = unit_values([NOISY[p] for p in IDS], [ORIGINAL[p] for p in IDS], IDS)
+    p, adjusted = family([values] * 3)  # one family: every comparison of the run
+    assert p[0] == 6 / 16
+    assert [r["p_value"] for r in report.summary] == pytest.approx(p, abs=1e-12)
+    assert [r["p_adjusted"] for r in report.summary] == pytest.approx(adjusted, abs=1e-12)
     flips = pd.concat(report.flips)
     em = flips[flips["metric"] == "EM"].set_index("problem_id")["flip"]
     assert em["p03"] == "lost" and em["p06"] == "gained" and em["p00"] == "both_correct" and em["p09"] == "both_wrong"
@@ -99,6 +104,15 @@ def test_order_compares_first_last_and_original_on_common_problems(tmp_path):
     assert recency["accuracy_first"] == pytest.approx(100 * sum(first[p] for p in common) / 6)
     assert recency["accuracy_last"] == pytest.approx(100 * sum(last[p] for p in common) / 6)
     assert recency["last_minus_first"] == pytest.approx(recency["accuracy_last"] - recency["accuracy_first"])
+    # issue #31: the three comparisons are one family; step-down minP over their joint sign flips
+    scores = {"original": ORIGINAL, "order-first": first, "order-last": last}
+    p, adjusted = family([unit_values([scores[v][i] for i in common], [scores[r][i] for i in common], common)
+                          for v, r in pairs])
+    assert [r["p_value"] for r in report.summary] == pytest.approx(p, abs=1e-12)
+    assert [r["p_adjusted"] for r in report.summary] == pytest.approx(adjusted, abs=1e-12)
+    assert len(set(adjusted)) > 1 and adjusted != p
+    for r in report.summary:
+        assert r["significant"] == (r["p_adjusted"] < 0.05) == (r["ci_low"] > 0 or r["ci_high"] < 0)
 
 
 def test_permutation_pairs_by_base_problem_with_clusters(tmp_path):
@@ -114,14 +128,19 @@ def test_permutation_pairs_by_base_problem_with_clusters(tmp_path):
     assert row["accuracy_variant"] == pytest.approx(100 * 4 / 7)
     assert (row["gained"], row["lost"]) == (1, 1)
     # row-weighted (issue #20, the default): per base problem S = gained - lost: a -1, b +1, c 0;
-    # X² = (-1 + 1)² / (1 + 1) = 0, p = 1
-    assert row["p_method"].startswith("cluster score") and "row-weighted" in row["p_method"]
-    assert row["p_value"] == pytest.approx(1.0)
+    # the score test's X² = (-1 + 1)² / (1 + 1) = 0, p = 1 (p_score); issue #31: sign flips of a and b over
+    # base problems, |t| = 0 in 2 of 4 patterns: mid-p ½·2/4 + 2/4 = 3/4
+    assert row["p_score"] == pytest.approx(1.0)
+    assert row["p_method"].startswith("sign-flip randomisation over base problems, mid-p (exact, 4 patterns")
+    rows = [(perms[pid], base[pid.split("_perm_")[0]], pid.split("_perm_")[0]) for pid in perms]
+    assert row["p_value"] == pytest.approx(family([unit_values(*zip(*rows))])[0][0], abs=1e-12) == 3 / 4
     (by_problem,) = analyse("permutation", sets, {**SETTINGS, "weight": "problem"}, []).summary
-    assert by_problem["p_method"] == "cluster-adjusted McNemar (Durkalski 2003)"
     # Durkalski: per base problem d = (gained - lost) / orders: a -1/2, b +1/3, c 0
     # X² = (-1/2 + 1/3)² / (1/4 + 1/9) = 1/13; p = P(χ²₁ ≥ 1/13) = P(|Z| ≥ √(1/13))
-    assert by_problem["p_value"] == pytest.approx(2 * (1 - NormalDist().cdf((1 / 13) ** 0.5)), abs=1e-12)
+    assert by_problem["p_score"] == pytest.approx(2 * (1 - NormalDist().cdf((1 / 13) ** 0.5)), abs=1e-12)
+    # the sign flips of a (-1/2) and b (+1/3): |t| ∈ {1/√13 (2 patterns), 5/√13 (2)}: mid-p 2/4 + ½·2/4 = 3/4
+    assert by_problem["p_value"] == pytest.approx(family([unit_values(*zip(*rows), weight="problem")])[0][0],
+                                                  abs=1e-12) == 3 / 4
     assert by_problem["difference"] == pytest.approx(100 * (-1 / 2 + 1 / 3 + 0) / 3)
     (cons,) = report.extra["consistency"]
     assert (cons["n_base"], cons["order_sensitive"]) == (3, 2)

@@ -1,7 +1,7 @@
 """The ICL analyses that answer their question (issue #34, deliverable 5), on baseline runs over the demo data: the
 shot curve over seeded nested draws leaves out short problems and carries a trend test recomputed here from the
-result CSVs; Holm's family is one research question, model and metric (adding a model changes no other model's
-adjusted p); a share of a non-positive gain is not given."""
+result CSVs; the family of the sign-flip test's step-down minP adjustment is one research question, model and metric
+(adding a model changes no other model's adjusted p; issue #31: p-values recomputed by brute force); a share of a non-positive gain is not given."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from smmile.cli import main as smmile
 from smmile.cli.baselines import main as baselines
 from smmile.data.load import load_problems
+from signflip_brute import family, unit_values
 
 KS, DRAWS = (1, 2, 3), (1, 2)
 
@@ -61,7 +62,8 @@ def test_shot_curve_over_draws_without_short_problems_and_its_trend(runs, demo_d
     for r in rows:
         if r["point"] != "all":
             assert r["accuracy"] == pytest.approx(scores[int(r["point"])].mean() * 100)
-    assert shots["correction"].startswith("Holm within each family")
+    assert shots["correction"].startswith("Westfall-Young step-down minP (max-T on the sign-flip mid-p-values) "
+                                          "within each family")
     by_format = {r["subset"] for r in shots["by_format"] if r["model"] == "majority"}
     formats = {p.query.fields["flag_answer_format"] for p in load_problems(str(sets["original"]))}
     assert by_format == {f"format: {f}" for f in formats}
@@ -82,8 +84,15 @@ def test_adding_a_model_leaves_the_others_adjusted_p(runs, tmp_path):
     assert smmile(["analyze", "shots", *[str(only / x) for x in labels], "--out", str(tmp_path / "an"),
                    "--n-boot", "100"]) == 0
     alone = json.loads((tmp_path / "an" / "shots.json").read_text())["summary"]
-    holm = {r["comparison"]: r["p_holm"] for r in both["summary"] if (r["model"], r["metric"]) == ("majority", "MCQA")}
-    assert holm and {r["comparison"]: r["p_holm"] for r in alone if r["metric"] == "MCQA"} == holm
+    mine = [r for r in both["summary"] if (r["model"], r["metric"]) == ("majority", "MCQA")]
+    adjusted = {r["comparison"]: r["p_adjusted"] for r in mine}
+    assert adjusted and {r["comparison"]: r["p_adjusted"] for r in alone if r["metric"] == "MCQA"} == adjusted
+    flips = pd.DataFrame(both["flips"])  # recomputed from the pairs' scores: sign flips of their base problems
+    pairs = [flips[(flips["model"] == "majority") & (flips["metric"] == "MCQA") & (flips["comparison"] == r["comparison"])]
+             for r in mine]
+    p, minp = family([unit_values(f["score_variant"], f["score_reference"], f["base_problem_id"]) for f in pairs])
+    assert [r["p_value"] for r in mine] == pytest.approx(p, abs=1e-12)
+    assert [r["p_adjusted"] for r in mine] == pytest.approx(minp, abs=1e-12)
     assert {r["holm_family"] for r in both["summary"]} >= {"how many examples? majority MCQA",
                                                            "how many examples? random MCQA"}
 

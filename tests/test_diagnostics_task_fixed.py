@@ -103,7 +103,8 @@ def test_the_policy_analysis_renders_in_the_report(root):
     if not (path / "an" / "policies" / "policies.json").exists():
         pytest.skip("needs test_the_random_baseline_shows_no_difference's runs")
     policies = json.loads((path / "an" / "policies" / "policies.json").read_text())
-    assert policies["correction"].startswith("Holm within each family: research question")
+    assert policies["correction"].startswith("Westfall-Young step-down minP (max-T on the sign-flip mid-p-values) "
+                                             "within each family: research question")
     assert {r["subset"] for r in policies["by_format"]} >= {"format: multiple choice", "format: free response"}
     assert smmile(["report", str(path / "res" / "original"), "--analyses", str(path / "an" / "policies"),
                    "--out", str(path / "report")]) == 0

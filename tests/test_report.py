@@ -220,13 +220,13 @@ def test_analyses_are_tables_not_json(reports):
     visible = "".join(page.text)
     assert "Noise: an unrelated example added" in visible
     assert not re.search(r"\{\s*\"", visible), "raw JSON on the page"
-    assert "p_mcnemar =" not in visible and "p_holm =" not in visible
+    assert "p_mcnemar =" not in visible and "p_adjusted =" not in visible
     tables_text = [" ".join(c["text"] for c in row) for t in page.tables for row in t]
     for row in summary:
         want = f"{names.display(row['model'])} {names.metric(row['metric'])} {row['mode']} {row['n_pairs']}"
         line = next(line for line in tables_text if line.startswith(want))
         assert f"{row['difference']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]" in line
-        assert f"{row['p_holm']:.3f}" in line
+        assert f"{row['p_value']:.3f}" in line and f"{row['p_adjusted']:.3f}" in line  # issue #31: sign-flip
     assert "analysis_1_noise" in text
 
 

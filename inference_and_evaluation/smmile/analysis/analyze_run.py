@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..errors import MissingDependency
+from ..scoring import signflip
 from ..scoring.estimates import check_resampling
 from ..scoring.statistics import DEFAULT_LEVEL, DEFAULT_N_BOOT
 from ..scoring.stats_run import dataset_versions
@@ -17,10 +18,16 @@ def _ci(r: dict) -> str:
     return f"[{fmt(r['ci_low'], '+.1f')}, {fmt(r['ci_high'], '+.1f')}]" + ("*" if r["significant"] else "")
 
 
+def _family(kind: str) -> str:
+    return f"each {diagnostics.FAMILY}" if kind in diagnostics.KINDS else "one family: every comparison of the run"
+
+
 def console(report: variants.Report) -> str:
     first = report.summary[0]
-    significant = (f"* significant: Holm-adjusted p below 1 - level ({first['p_method']}; the interval inverts the "
-                   f"same test). Estimand: {first['estimand']}")
+    significant = (f"* significant: adjusted p (p_adjusted) < {1 - first['level']:.2g}, {variants.PROCEDURE} within "
+                   f"{_family(report.kind)}; test: sign-flip randomisation over base problems, mid-p, exact up to "
+                   f"2^{signflip.EXACT_MAX} patterns, else seeded Monte Carlo; each interval comes from the same "
+                   f"procedure and family, so it excludes 0 exactly when * is shown. Estimand: {first['estimand']}")
     if report.kind in diagnostics.KINDS:
         lines = [f"{'comparison':<36} {'model':<20} {'metric':<5} {'A %':>6} {'B %':>6} {'A-B pp':>8} {'CI':<17} "
                  f"{'pairs':>5}"]
@@ -35,8 +42,7 @@ def console(report: variants.Report) -> str:
                   f"{fmt(r['trend_p_value'], '.3g')} (k = {r['trend_ks']}, {r['trend_problems']} problems)"
                   for r in report.extra.get("curve", []) if r["k"] == 0 and "trend_slope" in r]
         lines += [option_probs.NOTE] if any(r["metric"] == option_probs.METRIC for r in report.summary) else []
-        return "\n".join(lines + [f"comparison A − B (A %, B %: the two sides); {significant}; Holm within each "
-                                   f"{diagnostics.FAMILY}"])
+        return "\n".join(lines + [f"comparison A − B (A %, B %: the two sides); {significant}"])
     lines = [f"{'variant':<16} {'vs':<12} {'model':<20} {'metric':<5} {'mode':<7} {'ref %':>6} {'var %':>6} "
              f"{'diff pp':>8} {'95% CI':<17} {'rel %':>7} {'+/-':>7} {'pairs':>5} {'probl.':>6}"]
     lines += [f"{r['variant']:<16} {r['reference']:<12} {r['model']:<20} {r['metric']:<5} {r['mode']:<7} "
@@ -74,8 +80,10 @@ def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", for
         missing = diagnostics.missing_quantities(list(sets)) if analysis == "diagnostics" else []
         for line in missing:
             warn(f"note: not computed (missing runs): {line}")
-        family = {"correction": f"Holm within each {diagnostics.FAMILY}"} if diagnosing else {}
-        meta = {"analysis": analysis, "settings": settings, **family, **({"missing": missing} if missing else {}),
+        meta = {"analysis": analysis, "settings": settings,
+                "correction": f"{variants.PROCEDURE} within {_family(analysis)}, on sign-flip mid-p-values over "
+                              "base problems; intervals from the same procedure",
+                **({"missing": missing} if missing else {}),
                 "sets": [{"label": s.label, "path": str(s.path.resolve()),
                           "files": sorted({r.source for r in s.records})} for s in sets.values()],
                 "warnings": warnings}

@@ -17,10 +17,9 @@ import numpy as np
 
 from ..data.label_variants import LABEL_KINDS
 from ..errors import UserError
-from ..scoring.estimates import apply_holm
 from . import option_probs, shot_curve
 from .results import ORIGINAL, ResultSet
-from .variants import Report, compare
+from .variants import Report, adjust, compare
 
 KINDS = ("shots", "flip", "images", "diagnostics", "policies")
 QUESTIONS = {"shots": "how many examples?", "flip": "do the examples' answers matter?",
@@ -164,7 +163,7 @@ def analyse(kind: str, sets: dict[str, ResultSet], settings: dict, notes: list) 
     notes[:] = list(dict.fromkeys(notes))
     if not report.summary:
         raise UserError(f"the {kind} analysis found no model scored in both sets of any comparison")
-    apply_holm(report.summary, s["level"], family=lambda row: row["holm_family"])
+    adjust(report.summary, report.flips, s, family=lambda row: row["holm_family"])
     if kind == "shots":
         report.extra["curve"] = curve(sets, s)
     if kind == "diagnostics":
@@ -173,7 +172,7 @@ def analyse(kind: str, sets: dict[str, ResultSet], settings: dict, notes: list) 
         if kind == "diagnostics" or (name == "by_gold" and kind != "flip"):
             continue
         extra = _compare_all(kind, sets, comparisons, s, notes, lambda label: _subsets(sets, label, split))
-        apply_holm(extra.summary, s["level"], family=lambda row: row["holm_family"])
+        adjust(extra.summary, extra.flips, s, family=lambda row: row["holm_family"])
         report.extra[name] = extra.summary
     if kind == "flip":
         report.extra["unchanged"] = [{"set": label, "not_changed": _counts(sets, label).get("not_changed"),

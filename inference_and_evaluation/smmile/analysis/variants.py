@@ -12,8 +12,8 @@ import pandas as pd
 from ..data.schema import base_id
 from ..data.variants import KINDS as VARIANT_KINDS
 from ..errors import UserError
-from ..scoring import statistics
-from ..scoring.estimates import apply_holm, paired
+from ..scoring import signflip, statistics
+from ..scoring.estimates import apply_family, paired
 from ..scoring.results import Record
 from .results import ORIGINAL, ResultSet
 
@@ -58,6 +58,24 @@ def compare(reference: Record, variant: Record, by_base: bool, n_boot: int, seed
            **{renamed.get(k, k): v for k, v in core.items()},
            "source_reference": os.path.basename(reference.source), "source_variant": os.path.basename(variant.source)}
     return row, table
+
+
+PROCEDURE = signflip.ADJUSTMENT_NAMES["minP"]
+
+
+def adjust(rows: list[dict], tables: list[pd.DataFrame], settings: dict, family=lambda row: None,
+           cluster: str = "auto") -> None:
+    """``estimates.apply_family`` (as in `smmile stats`) within each family (``family(row)``; default: all rows one
+    family), from each row's flip table: ``p_value`` the sign-flip mid-p over base problems, ``p_adjusted`` by
+    Westfall-Young step-down minP, ``significant`` and the interval ``ci_low``/``ci_high`` from that same
+    procedure; the score test's stay as ``p_score``/``ci_*_score``."""
+    groups: dict = {}
+    for row, table in zip(rows, tables):
+        groups.setdefault(family(row), []).append((row, pd.DataFrame(
+            {"problem_id": table["problem_id"], "a": table["score_variant"], "b": table["score_reference"]})))
+    for members in groups.values():
+        apply_family([row for row, _ in members], [frame for _, frame in members], settings["level"], cluster,
+                     seed=settings["seed"])
 
 
 def comparisons(kind: str, labels: list[str]) -> list[tuple[str, str]]:
@@ -146,7 +164,7 @@ def analyse(kind: str, sets: dict[str, ResultSet], settings: dict, notes: list) 
             report.flips.append(pd.concat([pd.DataFrame([labels] * len(table)), table], axis=1))
     if not report.summary:
         raise UserError("no model/metric/mode was scored in both the original and a variant set")
-    apply_holm(report.summary, settings["level"])
+    adjust(report.summary, report.flips, settings, cluster="base" if kind == "permutation" else "auto")
     report.averages = averages(report.summary)
     if kind == "order":
         report.extra["recency"] = recency(report.summary)

@@ -45,7 +45,8 @@ SUMMARY = (MODEL, METRIC, MODE, N_PAIRS, Col("base problems", "int", "n_problems
            Col("reference %", "pct", "accuracy_reference"), Col("variant %", "pct", "accuracy_variant"),
            Col("difference pp [CI]", "ci", "difference", "ci_low", "ci_high"),
            Col("relative %", "signed", "relative_change"), Col("gained / lost", "pair", "gained", "lost"),
-           Col("p", "p", "p_value", "p_mcnemar"), Col("test", "text", "p_method"), Col("p (Holm)", "p", "p_holm"),
+           Col("p", "p", "p_value", "p_mcnemar"), Col("test", "text", "p_method"),
+           Col("p (adjusted)", "p", "p_adjusted", "p_holm"),
            Col("significant", "flag", "significant"))
 AVERAGES = (Col("Variant", "text", "variant"), Col("Reference", "text", "reference"), METRIC, MODE,
             Col("models", "int", "n_models"), Col("mean reference %", "pct", "mean_accuracy_reference"),
