@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="analysis", help="output folder (made by this command, or new/empty)")
     p.add_argument("--force", action="store_true",
                    help="write into a non-empty --out folder not made by smmile analyze")
-    fd.add_resampling_flags(p, "confidence level; significant at Holm-adjusted p < 1 - level", cluster=False)
+    fd.add_resampling_flags(p, "confidence level; significant at adjusted sign-flip p < 1 - level", cluster=False)
     fd_stats.add_estimand_flags(p)
     return p
 

@@ -240,7 +240,7 @@ def forest_spec(view, level: float) -> dict | None:
             "series": pairs if len(pairs) > 1 else [], "xlabel": "difference (pp)",
             "title": f"{dict(SECTIONS).get(view.section, view.section)}: difference (pp), paired "
                      f"{_pct_level(level)} CI" + (f", {pairs[0]}" if len(pairs) == 1 else ""),
-            "significance": f"significant (Holm p < {1 - level:g} and CI excludes 0)"}
+            "significance": f"significant (family-adjusted sign-flip p < {1 - level:g}; the CI then excludes 0)"}
 
 
 def agreement_spec(view) -> dict | None:

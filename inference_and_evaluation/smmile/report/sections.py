@@ -292,8 +292,8 @@ def sets_section(data, figs, page_dir: str) -> str:
 EMPTY = ('<p class="note">No analysis outputs given. Produce them with <code>smmile analyze '
          f"{'|'.join(analyses.VARIANT_KINDS)}</code> and <code>smmile agreement</code>, then pass the output folder with "
          "<code>--analyses DIR</code> (docs/reproducing-the-paper.md).</p>")
-INTRO = ('<p class="note">Paired differences (variant − reference, percentage points) with their bootstrap '
-         "interval, the paired test and its Holm adjustment, as computed by <code>smmile analyze</code>; judge "
+INTRO = ('<p class="note">Paired differences (variant − reference, percentage points), the paired sign-flip test, '
+         "its family adjustment and the interval from that procedure, as computed by <code>smmile analyze</code>; judge "
          "agreement as computed by <code>smmile agreement</code>. Per-problem rows stay in their CSV files; the "
          "problem explorer shows problems.</p>")
 
