@@ -13,6 +13,7 @@ from smmile.analysis.option_probs import gold_probabilities
 from smmile.cli import main as smmile
 from smmile.record.run_record import read
 from smmile.scoring.results import records_of
+from signflip_brute import family, unit_values
 
 
 def _csv(folder: Path) -> Path:
@@ -123,6 +124,16 @@ def test_the_analysis_compares_the_gold_options_probability(runs, capsys):
     assert row["accuracy_reference"] == pytest.approx(mean["original"])
     assert row["difference"] == pytest.approx(mean["k1"] - mean["original"])
     assert row["ci_low"] <= row["difference"] <= row["ci_high"]
+    # issue #31: the sign-flip test over the pairs' per-problem differences, recomputed by brute force in its family
+    mine = [r for r in summary if (r["model"], r["metric"]) == (row["model"], "PGOLD")]
+    flips = json.loads((out / "shots.json").read_text())["flips"]
+    pairs = [[f for f in flips if (f["model"], f["metric"], f["comparison"]) == (r["model"], "PGOLD", r["comparison"])]
+             for r in mine]
+    p, adjusted = family([unit_values(*zip(*[(f["score_variant"], f["score_reference"], f["base_problem_id"])
+                                              for f in pair])) for pair in pairs])
+    assert [r["p_value"] for r in mine] == pytest.approx(p, abs=1e-12)
+    assert [r["p_adjusted"] for r in mine] == pytest.approx(adjusted, abs=1e-12)
+    assert row["significant"] == (row["ci_low"] > 0 or row["ci_high"] < 0)
     assert any(r["metric"] == "MCQA" for r in summary)
     curve = json.loads((out / "shots.json").read_text())["curve"]
     assert {r["point"] for r in curve if r["metric"] == "PGOLD"} == {"1", "all"}
