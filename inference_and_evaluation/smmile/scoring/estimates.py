@@ -286,7 +286,7 @@ def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto",
     A's problem ``i`` pairs with B's ``key(i)`` (``pair_scores``); pairs with different gold answers
     are dropped unless ``include_gold_mismatch``; with ``failures="exclude"`` a pair goes when either side
     failed in transport (refused and empty responses are answers, scored wrong). Returns the row and the paired frame (``problem_id``, ``key``, ``a``,
-    ``b``); what was left out is appended to ``notes``. ``p_holm``/``significant`` are set by ``apply_holm``."""
+    ``b``); what was left out is appended to ``notes``. ``p_adjusted``/``significant`` are set by ``apply_family``."""
     frame, mismatches, found = pair_scores(a.scores, b.scores, a.gold, b.gold, key=key,
                                            exclude_gold_mismatch=not include_gold_mismatch, what=label)
     kinds = {f"n_{kind}_{side}": None if rec.failures is None else int(_failed(rec, frame[col], (kind,)).sum())
@@ -328,19 +328,6 @@ def _favour(diff: np.ndarray, frame: pd.DataFrame, cluster: str) -> dict:
     """Discordance in resampling units: base problems (or problems) whose mean difference favours A, B."""
     means = pd.Series(diff).groupby(np.asarray(_labels(frame, cluster), dtype=object)).mean()
     return {"problems_favour_a": int((means > 0).sum()), "problems_favour_b": int((means < 0).sum())}
-
-
-def apply_holm(rows: list[dict], level: float, family=lambda row: None) -> None:
-    """Holm within each family (``family(row)``; default: all rows one family), then ``significant`` =
-    Holm-adjusted p < 1 − level AND the interval excludes 0 (the interval inverts the same test, so the
-    second condition only matters where the interval is the whole range)."""
-    families: dict = {}
-    for row in rows:
-        families.setdefault(family(row), []).append(row)
-    for members in families.values():
-        for row, adjusted in zip(members, statistics.holm([row["p_value"] for row in members])):
-            row["p_holm"] = adjusted
-            row["significant"] = statistics.is_significant(adjusted, row["ci_low"], row["ci_high"], 1 - level)
 
 
 def _labels(frame: pd.DataFrame, cluster: str):
