@@ -193,6 +193,8 @@ def test_published_smmile_iid_p_values_are_mcnemar_of_the_files(published_stats)
         assert row.p_score == pytest.approx(p, rel=1e-9)
         n = b + c  # issue #31: the sign-flip test of independent 0/1 pairs is the exact McNemar (binomial) test
         exact = min(1.0, 2 * sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2 ** n) if b != c else 1.0
+        tied = (2 if b != c else 1) * math.comb(n, min(b, c)) / 2 ** n  # P(|t(s)| = |t|)
         if n <= 20:
-            assert row.p_value == pytest.approx(exact, abs=1e-12)
+            assert row.p_exact == pytest.approx(exact, abs=1e-12)
+            assert row.p_value == pytest.approx(exact - tied / 2, abs=1e-12)  # the mid-p (Lancaster)
         assert row.n_pairs == 111 and row.significant == (row.p_adjusted < 0.05) == (row.ci_low > 0 or row.ci_high < 0)
