@@ -3,6 +3,12 @@ of Python, counted as `wc -l` counts them. It is not there yet (the features of 
 round); this budget is a ratchet towards it: lower it whenever the library shrinks, never raise it without
 saying why in the commit. The report's web assets (report/assets/: the explorer's script and style, the page
 template) are not Python and are counted apart, with a cap of their own, so moving code there is no way around it.
+
+Raised on 2026-12-03 from 16,000 / 640 to the size then (20,434 / 812): issues #29-#36 added the paper-environment
+compatibility layer, the Ray cluster connection, the run record, the sign-flip statistics and variance components,
+the batch API's egress guard, ledger intents, budget and admin commands, the ICL label/input conditions,
+demonstration policies, retrieval and option probabilities, the inspect / Every Eval Ever / matrix exports, and the
+blind multi-reviewer queue. Issue #30's shrink is still owed against this figure.
 """
 
 from __future__ import annotations
@@ -11,8 +17,8 @@ from pathlib import Path
 
 LIBRARY = Path(__file__).resolve().parents[1] / "inference_and_evaluation" / "smmile"
 GOAL = 14_300  # issue #19
-PYTHON_BUDGET = 16_000
-ASSETS_BUDGET = 640
+PYTHON_BUDGET = 20_500
+ASSETS_BUDGET = 820
 
 
 def lines(paths) -> int:
