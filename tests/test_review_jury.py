@@ -43,6 +43,23 @@ def test_agreement_judges_reports_ties_beside_every_row(folder, tmp_path, capsys
     assert jury_em and all((r["n"], r["ties"], r["left_out"], r["cohen_kappa"]) == (0, 6, 6, None) for r in jury_em)
 
 
+def test_the_agreement_tables_name_judges_as_the_explorer_does(folder, tmp_path):
+    """No internal string (issue #33, deliverable 6): a judge's rater label, backend:model, is shown in the
+    report's agreement tables as the explorer shows it, "model (backend)"."""
+    judged(folder, ("yes", "no", "em"))
+    analyses = tmp_path / "agreement"
+    assert agreement_cli.main([str(folder), "--judges", "--out", str(analyses), "--n-boot", "20"]) == 0
+    raw = {r["rater_a"] for r in json.loads((analyses / "agreement.json").read_text())["judges"]}
+    assert any(label.startswith("openai-compatible:") for label in raw)  # the analysis keeps the label
+    out = tmp_path / "report"
+    assert smmile(["report", str(folder), "--analyses", str(analyses), "--out", str(out), "--n-boot", "20",
+                   "--formats", "svg", "--jobs", "1"]) in (0, 1)
+    page = (out / "index.html").read_text()
+    tables = page[page.index("smmile agreement"):]
+    assert '<td class="text">yes (openai-compatible)</td>' in tables
+    assert not [label for label in raw if ":" in label and f'<td class="text">{label}' in tables]
+
+
 @pytest.mark.slow
 def test_explorer_shows_votes_replies_badges_and_filters(folder, browser, tmp_path):
     judged(folder, ("yes", "no", "em"))

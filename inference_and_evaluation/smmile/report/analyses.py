@@ -64,7 +64,7 @@ RECENCY = (MODEL, METRIC, MODE, N_PAIRS, Col("original %", "pct", "accuracy_orig
 CONSISTENCY = (Col("Variant", "text", "variant"), MODEL, METRIC, MODE, Col("rows", "int", "n_rows"),
                Col("base problems", "int", "n_base", "n_problems"), Col("order-sensitive", "int", "order_sensitive"),
                Col("order-sensitive %", "pct", "share_order_sensitive"))
-RATER_PAIRS = (Col("Rater A", "text", "rater_a"), Col("Rater B", "text", "rater_b"), N,
+RATER_PAIRS = (Col("Rater A", "rater", "rater_a"), Col("Rater B", "rater", "rater_b"), N,
                Col("agreement %", "pct", "percent"), Col("Cohen's κ", "coef", "cohen_kappa"))
 VERSUS = (Col("Scope", "text", "scope"), MODEL, MODE, N, Col("ties excluded", "int", "ties_excluded"),
           Col("agreement %", "pct", "percent"), Col("Cohen's κ", "coef", "cohen_kappa"),
@@ -72,7 +72,7 @@ VERSUS = (Col("Scope", "text", "scope"), MODEL, MODE, N, Col("ties excluded", "i
           Col("EM %", "pct", "em_accuracy"), Col("bias pp", "signed", "bias"))
 JUDGES = (Col("Comparison", "text", "comparison"), MODE, Col("Format", "text", "format"),
           Col("by", "text", "by"), Col("stratum", "text", "stratum"),
-          Col("Rater A", "text", "rater_a"), Col("Rater B", "text", "rater_b"), N,
+          Col("Rater A", "rater", "rater_a"), Col("Rater B", "rater", "rater_b"), N,
           Col("base problems", "int", "n_clusters"), Col("ties excluded", "int", "ties_excluded"),
           Col("jury ties", "int", "ties"), Col("left out", "int", "left_out"),
           Col("agreement % [CI]", "ci", "percent", "percent_low", "percent_high"),

@@ -101,6 +101,8 @@ def typed_cell(column, row: dict) -> str:
         return DASH
     if fmt == "model":
         return f'<td class="name">{names.html(value)}</td>'
+    if fmt == "rater":
+        return f'<td class="text">{esc(names.rater(value))}</td>'
     if fmt == "metric":
         return f'<td class="name">{esc(names.metric(value))}</td>'
     if fmt == "flag":

@@ -54,3 +54,11 @@ def metric(name: str) -> str:
         return get_metric(name).display
     except ValueError:
         return str(name)
+
+
+def rater(label) -> str:
+    """A judge's rater label, ``backend:model``, as the explorer shows it: ``model (backend)``; reviewers as named."""
+    from smmile.models.presets_api import BACKENDS
+
+    backend, sep, model = str(label).partition(":")
+    return f"{model.split('@')[0]} ({backend})" if sep and backend in BACKENDS else str(label)
