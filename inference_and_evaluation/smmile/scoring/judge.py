@@ -239,7 +239,7 @@ def combine(per_judge: list[list[Judgement]], labels: list[str]) -> list[Judgeme
     return out
 
 
-def verdicts(per_judge: list[list[Judgement]], labels: list[str]) -> list[Judgement]:
+def jury_judgements(per_judge: list[list[Judgement]], labels: list[str]) -> list[Judgement]:
     return per_judge[0] if len(per_judge) == 1 else combine(per_judge, labels)
 
 

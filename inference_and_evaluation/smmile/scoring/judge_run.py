@@ -28,7 +28,7 @@ from smmile.scoring import comparison
 from smmile.scoring.exact_match import json_text, problem_accuracies, summarize
 from smmile.scoring.judge import (FAILED, MAJORITY, NO_MAJORITY, NO_VERDICT, TIE, UNPARSEABLE, JudgeSettings,
                                   PlannedFrame, check_panel, judge_identity, judgements, jury_identity, label,
-                                  plan_frame, tally, verdicts)
+                                  plan_frame, tally, jury_judgements)
 from smmile.scoring.results import (Outcome, check_results_dir, find_result_files, problem_count,
                                     refuse_if_none_known, screened)
 
@@ -167,7 +167,7 @@ def finish_file(job: FileJob, members: list[Member], identity, outcome: Outcome)
     per_judge = [judgements(planned_for(job, m.settings), m.executor.records, m.executor.fresh, m.settings, m.seen)
                  for m in members]
     sent = sum(not j.cached for judged in per_judge for j in judged)
-    judged = verdicts(per_judge, [m.label for m in members])
+    judged = jury_judgements(per_judge, [m.label for m in members])
     failed = [(m.label, j) for m, rows in zip(members, per_judge) for j in rows if j.status == FAILED]
     if failed:
         write_judgements(job, judged)
