@@ -200,7 +200,7 @@ def export_eee(results_dir: str, out: str, *, force: bool = False, validate: boo
     if not os.path.isdir(results_dir):
         raise UserError(f"results directory {results_dir} not found")
     fsguard.check_output_dir(out, OWNER, force=force)
-    groups = S.grouped(results_dir, log.warning)
+    groups = S.grouped(results_dir)
     if not groups:
         raise UserError(f"no scorable result files in {results_dir}")
     now = time.time()

@@ -7,7 +7,6 @@ every score smmile gives it (each registered metric: exact match, the judge's ve
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import re
 
@@ -18,7 +17,6 @@ from smmile.export.provenance import FAILURE_RULES, FAILURES, created_at, datase
 from smmile.scoring import metrics, statistics
 from smmile.scoring.judge import JUDGE_PROMPT
 
-log = logging.getLogger(__name__)
 OWNER = "smmile export inspect"
 
 
@@ -126,7 +124,7 @@ def export_inspect(results_dir: str, out: str, *, force: bool = False) -> list[s
     ilog = _inspect()[0]
     if not os.path.isdir(results_dir):
         raise UserError(f"results directory {results_dir} not found")
-    groups = S.grouped(results_dir, log.warning)
+    groups = S.grouped(results_dir)
     if not groups:
         raise UserError(f"no scorable result files in {results_dir}")
     folder = os.fspath(fsguard.prepare_output_dir(out, OWNER, force=force))

@@ -55,7 +55,7 @@ def export_matrix(results_dir: str, out: str | None = None, *, failures: str = F
         raise UserError(f"--failures must be one of {', '.join(FAILURE_RULES)}")
     if not os.path.isdir(results_dir):
         raise UserError(f"results directory {results_dir} not found")
-    records = load_records(results_dir, inform=log.warning)
+    records = load_records(results_dir)
     if not records:
         raise UserError(f"no scorable result files in {results_dir}")
     if parquet is None:

@@ -47,10 +47,10 @@ def _text(value) -> str:
     return "" if value is None or (isinstance(value, float) and value != value) else str(value)
 
 
-def grouped(results_dir: str, warn) -> list[list[Record]]:
+def grouped(results_dir: str) -> list[list[Record]]:
     """The scored records of ``results_dir`` grouped by result file (one group per result, in load order)."""
     groups: dict[str, list[Record]] = defaultdict(list)
-    for record in load_records(results_dir, warn, inform=warn):
+    for record in load_records(results_dir):
         if record.result is not None and record.frame is not None:
             groups[os.fspath(record.result.csv)].append(record)
     return list(groups.values())
