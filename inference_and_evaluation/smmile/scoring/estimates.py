@@ -146,10 +146,10 @@ def _against(record: Record, gold: pd.Series) -> list[str]:
 
 
 def estimates(records: list[Record], n_boot: int, seed: int, cluster: str, level: float, weight: str = "row",
-              failures: str = "exclude", warn=None, gold: pd.Series | None = None) -> list[dict]:
+              failures: str = "exclude", gold: pd.Series | None = None) -> list[dict]:
     """Estimates in table order: model rows as in evaluation_results.txt, then metric, then mode; each with the
     number of its problems whose gold answer differs from the folder's usual one and, with the dataset's
-    answers ``gold``, from the dataset's (named through ``warn``)."""
+    answers ``gold``, from the dataset's (named in a logged warning)."""
     literal_answers(records)
     rows = [estimate(r, n_boot, seed, cluster, level, weight, failures) for r in records]
     differ, dataset_differ = gold_disagreements(records), {}
@@ -162,18 +162,17 @@ def estimates(records: list[Record], n_boot: int, seed: int, cluster: str, level
                 dataset_differ.setdefault(record.source, against)
     for source, ids in differ.items():
         if ids:
-            (warn or log.warning)(f"warning: {source}: {len(ids)} problem(s) have another gold answer (true_answer) "
-                                  f"than most results of this folder (first: {ids[0]}); its estimates score "
-                                  "answers to other questions")
+            log.warning(f"warning: {source}: {len(ids)} problem(s) have another gold answer (true_answer) than most "
+                        f"results of this folder (first: {ids[0]}); its estimates score answers to other questions")
     for source, ids in dataset_differ.items():
-        (warn or log.warning)(f"warning: {source}: {len(ids)} problem(s) have another gold answer (true_answer) than "
-                              f"the dataset's (first: {ids[0]})")
+        log.warning(f"warning: {source}: {len(ids)} problem(s) have another gold answer (true_answer) than "
+                    f"the dataset's (first: {ids[0]})")
     order = {m: i for i, m in enumerate(tables.row_order({row["model"] for row in rows}))}
     return sorted(rows, key=lambda row: (order[row["model"]], METRICS.index(row["metric"]), MODES.index(row["mode"])))
 
 
 # -- exact-match JSONs without their CSV ------------------------------------------------------------------------
-def em_only_records(directory: str, records: list[Record], warn) -> list[Record]:
+def em_only_records(directory: str, records: list[Record]) -> list[Record]:
     """``<stem>_evaluation.json`` (evaluate_EM's export) whose result CSV is missing (the paper's SMMILE++ text-only
     0-shot): scored from its ``problem_accuracies`` under the model of a loaded result with the same file tag and
     the JSON's ``inference_mode``, with a warning; named and left out when that is not possible."""
@@ -194,15 +193,15 @@ def em_only_records(directory: str, records: list[Record], warn) -> list[Record]
             mode, values = doc["inference_mode"], doc["problem_accuracies"]
             scores = pd.Series({str(k): float(v) / 100 for k, v in values.items()}, dtype=float)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            warn(f"warning: {path}: exact-match results without their result CSV, unreadable ({exc}); left out")
+            log.warning(f"warning: {path}: exact-match results without their result CSV, unreadable ({exc}); left out")
             continue
         models = {r.model for r in records if os.path.basename(r.source).startswith(tag + "_")}
         if len(models) != 1 or mode not in MODES or scores.empty or (next(iter(models)), "EM", mode) in loaded:
-            warn(f"warning: {path}: exact-match results without their result CSV ({os.path.basename(stem)}.csv), "
-                 "not matched to one model and mode of this folder; left out")
+            log.warning(f"warning: {path}: exact-match results without their result CSV "
+                        f"({os.path.basename(stem)}.csv), not matched to one model and mode of this folder; left out")
             continue
-        warn(f"warning: {path}: no result CSV; exact match scored from the JSON's problem_accuracies "
-             f"({len(scores)} problems); failures and gold answers unknown")
+        log.warning(f"warning: {path}: no result CSV; exact match scored from the JSON's problem_accuracies "
+                    f"({len(scores)} problems); failures and gold answers unknown")
         out.append(Record(next(iter(models)), "EM", mode, path, scores))
     return out
 

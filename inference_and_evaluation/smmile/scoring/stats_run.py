@@ -240,12 +240,12 @@ def _compute_into(results_dir: str, out: str, s: StatsSettings) -> tuple[int, st
         problems.append(message)
 
     records = load_records(results_dir, warn, inform=log.warning)
-    records += em_only_records(results_dir, records, log.warning)
+    records += em_only_records(results_dir, records)
     if not records:
         raise UserError(f"no scorable result files in {results_dir}")
     settings = {"results_dir": os.path.abspath(results_dir), **asdict(s)}
     gold = dataset_gold(s.dataset) if s.dataset else None
-    rows = estimates(records, s.n_boot, s.seed, s.cluster, s.level, s.weight, s.failures, log.warning, gold)
+    rows = estimates(records, s.n_boot, s.seed, s.cluster, s.level, s.weight, s.failures, gold)
     for message in dataset_versions(records):
         log.warning(message)
     named = sorted({i for i, _ in datasets_named({r.result.path: r.result for r in records if r.result}.values())})
