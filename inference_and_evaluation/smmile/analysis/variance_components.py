@@ -23,7 +23,6 @@ difference; on the probability scale, averaged over the models' accuracies).
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 from statistics import NormalDist
@@ -35,7 +34,6 @@ from smmile.errors import UserError
 from smmile.scoring import statistics
 from smmile.scoring.results import load_records
 
-log = logging.getLogger(__name__)
 POWER = 0.8
 COMPONENTS = ("problem", "model_x_problem", "order", "residual")
 
@@ -99,13 +97,13 @@ def mdd(parts: dict, level: float) -> float:
 
 
 def variance_components(results_dir: str, n_boot: int = statistics.DEFAULT_N_BOOT, seed: int = 0,
-                        level: float = statistics.DEFAULT_LEVEL, warn=None) -> list[dict]:
+                        level: float = statistics.DEFAULT_LEVEL) -> list[dict]:
     """One row per metric and mode of ``results_dir`` with at least two models on SMMILE++ rows."""
     if not os.path.isdir(results_dir):
         raise UserError(f"results directory {results_dir} not found")
     from smmile.scoring.estimates import COMPARED
 
-    records = [r for r in load_records(results_dir, warn or log.warning)
+    records = [r for r in load_records(results_dir)
                if r.metric in COMPARED and statistics.has_permutations(r.scores.index)]
     rows = []
     for (metric, mode), group in pd.DataFrame([(r.metric, r.mode, r) for r in records],
