@@ -76,14 +76,19 @@ with fsguard.OutputLock(sys.argv[1], "the report"), workers.Pool(2) as pool:
 '''
 
 
-@linux_only
-def test_sigkilled_parent_takes_its_workers_and_its_lock_with_it(tmp_path):
-    """Two workers, both busy in a job that would run for a minute; the parent holds the folder's lock."""
+def hold_and_draw(tmp_path) -> tuple[Path, subprocess.Popen, set[int]]:
+    """A parent holding a report folder's lock with two drawing workers busy; (folder, parent, worker pids)."""
     out = tmp_path / "report"
     out.mkdir()
     proc = subprocess.Popen([sys.executable, "-c", HOLD_AND_DRAW, str(out)], stdout=subprocess.PIPE, text=True,
                             env=ENV, preexec_fn=default_signals)
-    workers = {int(proc.stdout.readline().split()[1]) for _ in range(2)}
+    return out, proc, {int(proc.stdout.readline().split()[1]) for _ in range(2)}
+
+
+@linux_only
+def test_sigkilled_parent_takes_its_workers_and_its_lock_with_it(tmp_path):
+    """Two workers, both busy in a job that would run for a minute; the parent holds the folder's lock."""
+    out, proc, workers = hold_and_draw(tmp_path)
     try:
         assert workers <= children(proc.pid)
         with pytest.raises(UserError, match="is being written by"):
@@ -100,11 +105,7 @@ def test_sigkilled_parent_takes_its_workers_and_its_lock_with_it(tmp_path):
 @linux_only
 def test_workers_do_not_hold_the_lock_of_their_parent(tmp_path):
     """The lock is free the moment the parent dies, before its workers have noticed."""
-    out = tmp_path / "report"
-    out.mkdir()
-    proc = subprocess.Popen([sys.executable, "-c", HOLD_AND_DRAW, str(out)], stdout=subprocess.PIPE, text=True,
-                            env=ENV, preexec_fn=default_signals)
-    workers = {int(proc.stdout.readline().split()[1]) for _ in range(2)}
+    out, proc, workers = hold_and_draw(tmp_path)
     try:
         for pid in workers:
             assert not any(os.path.realpath(f"/proc/{pid}/fd/{fd}") == str(out / fsguard.LOCK_IN_FOLDER)
