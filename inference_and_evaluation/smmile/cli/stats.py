@@ -13,8 +13,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = fd.parser(
         "Accuracy per model/metric/mode with continuity-corrected Wilson intervals on the effective sample size "
         "(design effect of the SMMILE++ orders of a base problem; at 0 % or 100 % the plain Wilson bound on the "
-        "units; transport failures left out, refusals scored wrong), and paired comparisons: the difference and a sign-flip randomisation test over base problems "
-        "(exact up to 2^20 patterns), adjusted within each family (Westfall-Young step-down minP by default), "
+        "units; transport failures left out, refusals scored wrong), and paired comparisons: the difference and a "
+        "sign-flip randomisation test over base problems (mid-p, the conventional p beside it as p_exact; exact up "
+        "to 2^20 patterns), adjusted within each family (Westfall-Young step-down minP by default), "
         "with the interval from the same procedure. Failed, refused and empty rows are counted beside every "
         "number.", prog="smmile stats")
     parser.add_argument("results_dir", help="directory with result_*.csv (+ *_evaluationllm.json)")
