@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "inference_and_evaluation"))
 
 from smmile.scoring import estimates as stats, statistics  # noqa: E402
-from smmile.scoring.results import load_records  # noqa: E402
+from smmile.scoring.scores import load_records  # noqa: E402
 
 PUBLISHED = REPO.parent / "shared" / "published" / "smmile"
 DOCS = [REPO / "docs" / "analyses.md", REPO / "docs" / "deviations.md"]

@@ -9,7 +9,7 @@ from statistics import NormalDist
 import pandas as pd
 import pytest
 
-from smmile.analysis import results as rs
+from smmile.analysis import result_sets as rs
 from smmile.cli.analyze import main as analyze_main
 from smmile.analysis.variants import analyse
 from smmile.errors import UserError

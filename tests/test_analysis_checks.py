@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from smmile.analysis import results as rs
+from smmile.analysis import result_sets as rs
 from smmile.cli.analyze import main as analyze_main
 from smmile.analysis.variants import analyse
 from stats_fixtures import base_of, correlated, plusplus_ids, write_mcqa, write_open

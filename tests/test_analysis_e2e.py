@@ -11,7 +11,7 @@ import pytest
 from smmile.cli.baselines import main as baselines
 from smmile.cli import main as smmile
 from smmile.data.schema import MANIFEST
-from smmile.data.variants import KINDS
+from smmile.data.variants import OPTION_VARIANTS
 
 RUNS = [("random", "open"), ("majority", "mcqa")]
 
@@ -20,7 +20,7 @@ RUNS = [("random", "open"), ("majority", "mcqa")]
 def runs(tmp_path_factory, demo_dir) -> Path:
     root = tmp_path_factory.mktemp("e2e")
     datasets = {"original": str(demo_dir / "smmile")}
-    for kind in KINDS:
+    for kind in OPTION_VARIANTS:
         assert smmile(["data", "variant", kind, "--dataset", "demo", "--out", str(root / "ds" / kind)]) == 0
         datasets[kind] = str(root / "ds" / kind)
     for label, dataset in datasets.items():

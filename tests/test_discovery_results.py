@@ -1,4 +1,4 @@
-"""Result discovery (scoring/results.py): manifest first, no shards, duplicates warned; and the scoring
+"""Result discovery (scoring/scores.py): manifest first, no shards, duplicates warned; and the scoring
 commands end to end on a model outside the paper, a merged folder with its shards, and duplicate files."""
 
 import json

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from smmile.analysis import results as rs
+from smmile.analysis import result_sets as rs
 from smmile.analysis.variants import analyse
 from smmile.cli import stats as stats_cli
 from smmile.cli.analyze import main as analyze_main
@@ -189,7 +189,7 @@ def test_report_cell_names_the_rule_and_the_other_weighting():
 
 def test_gold_answers_that_differ_from_the_datasets_are_flagged(tmp_path, capsys):
     from smmile.scoring import estimates
-    from smmile.scoring.results import load_records
+    from smmile.scoring.scores import load_records
 
     other = TRUTH[:8] + ["Maybe", "Perhaps"]
     write_open(tmp_path / "r", "qwen7B", "ICL", IDS, other, [1] * 10)

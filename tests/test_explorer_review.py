@@ -21,7 +21,7 @@ import pytest
 from smmile.cli import main as smmile
 from smmile.errors import MissingDependency
 from smmile.report.explorer_page import unpacked
-from smmile.scoring import results as stats
+from smmile.scoring import scores as stats
 from smmile import plotting
 
 pytestmark = pytest.mark.slow

@@ -20,7 +20,7 @@ import pytest
 from smmile import cli
 from smmile.export import samples as S
 from smmile.data.load import load_problems
-from smmile.scoring.results import load_records
+from smmile.scoring.scores import load_records
 
 NO_PACKAGE = "inspect_ai is not installed: pip install 'smmile[inspect]' (requirements-test.lock has it)"
 

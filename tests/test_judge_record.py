@@ -11,7 +11,7 @@ from smmile.cli import stats as stats_cli
 from smmile.record.result_csv import ResultFileError
 from smmile.scoring.metrics import metric_scores
 from smmile.record.run_record import scan as load_results
-from smmile.scoring.results import records_of
+from smmile.scoring.scores import records_of
 from test_jury import STEM, folder, jury, reply  # noqa: F401 (folder: the fixture)
 
 pytestmark = pytest.mark.server

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from smmile.cli import judge as judge_cli
-from smmile.runner.outputs import csv_text
+from smmile.runner.csv_writer import csv_text
 from smmile.scoring import judge_run
-from smmile.scoring import results as stats
+from smmile.scoring import scores as stats
 from smmile.scoring.variance import run_variance
 
 STEM = "result_gpt-4o_ICL_open"

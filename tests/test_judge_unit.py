@@ -160,7 +160,7 @@ def test_judge_cli_end_to_end_with_fake(tmp_path, fake_judge, capsys):
     records = [json.loads(x) for x in (d / "result_llava_7b_ICL_judgements.jsonl").read_text().splitlines()]
     assert [r["status"] for r in records] == ["ok", "unparseable"]
     assert records[1]["reply"] == "The answer is 0" and records[1]["value"] == 0
-    assert {"problem_id", "prompt_sha256", "cache_key", "cached", "backend", "model", "protocol"} <= set(records[0])
+    assert {"problem_id", "prompt_sha256", "journal_key", "cached", "backend", "model", "protocol"} <= set(records[0])
     record = json.loads((d / "result_llava_7b_ICL_evaluationllm.manifest.json").read_text())
     assert record["judge"]["model"] == "llama3.3" and record["judge"]["endpoint"] == "http://judge.invalid:1"
     assert (d / "model_comparison_llm.txt").exists()

@@ -15,7 +15,7 @@ import pytest
 from smmile.cli import em as em_cli
 from smmile.cli import judge as judge_cli
 from smmile.cli import stats as stats_cli
-from smmile.runner.outputs import csv_text
+from smmile.runner.csv_writer import csv_text
 from smmile.scoring import judge_run
 from smmile.scoring.variance import run_variance
 

@@ -31,7 +31,7 @@ FAITHFUL = {
         "visualize_file": "evaluate_LLMJudge's 'Skipping: <path>' and per-file report",
         "run_judge": "evaluate_LLMJudge's closing line: how many files were skipped",
     },
-    "scoring/results.py": {
+    "scoring/scores.py": {
         "find_result_files": "the scoring scripts' 'No result files found matching the criteria.' block",
         "refuse_if_none_known": "the scoring scripts' 'Skipping: <path>' lines",
         "screened": "the scoring scripts' 'Skipping: <path>' lines",

@@ -12,7 +12,7 @@ import pytest
 from smmile.analysis.option_probs import gold_probabilities
 from smmile.cli import main as smmile
 from smmile.record.run_record import read
-from smmile.scoring.results import records_of
+from smmile.scoring.scores import records_of
 from signflip_brute import family, unit_values
 
 

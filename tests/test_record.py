@@ -56,7 +56,7 @@ READS_OTHER_FILES = {
     "report/html.py:asset": "the page's template and script",
     "report/page.py:write_page": "the page it writes",
     "scoring/judge_run.py:judge_files": "the judge's own journal, which it writes (the executor appends to it)",
-    "scoring/results.py:replace_output": "an output it is about to replace (never scored)",
+    "scoring/scores.py:replace_output": "an output it is about to replace (never scored)",
     "cli/common.py:guarded": "/dev/null for stdout",
 }
 

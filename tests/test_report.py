@@ -18,7 +18,7 @@ from smmile.cli import main as smmile
 from smmile.identity import BY_KEY
 from smmile.report import build, manifests, names
 from smmile.scoring import estimates as stats, tables
-from smmile.scoring.results import load_records
+from smmile.scoring.scores import load_records
 
 LEVEL = 0.95
 pytestmark = pytest.mark.slow  # the session's demo reports take ~15 s to build

@@ -17,7 +17,7 @@ from smmile.cli import main as smmile
 from smmile.data.load import load_problems
 from smmile.protocol.options import unique_answers
 from smmile.report.explorer_page import unpacked
-from smmile.scoring import results as stats
+from smmile.scoring import scores as stats
 
 EXTRA = "not-in-the-dataset"
 

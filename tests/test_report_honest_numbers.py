@@ -26,7 +26,7 @@ from report_fixtures import N_BOOT, svg_texts, svg_width_pt
 from smmile.cli import main as smmile
 from smmile.report import build, figures, names
 from smmile.scoring import statistics
-from smmile.scoring.results import load_records
+from smmile.scoring.scores import load_records
 from smmile import plotting
 
 pytestmark = pytest.mark.slow

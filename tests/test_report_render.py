@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from report_fixtures import rendered_pt, system_chromium
-from smmile.scoring import results as stats
+from smmile.scoring import scores as stats
 
 WINDOW = {"width": 1280, "height": 1000}
 pytestmark = pytest.mark.slow

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from smmile.cli import main as smmile
-from smmile.scoring import results as stats
+from smmile.scoring import scores as stats
 from test_explorer_review import open_page
 from test_review_queue import export, name
 

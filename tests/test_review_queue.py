@@ -17,7 +17,7 @@ import pytest
 
 from smmile.cli import main as smmile
 from smmile.report import names
-from smmile.scoring import results as stats
+from smmile.scoring import scores as stats
 from test_explorer_review import no_figures, open_page, payload  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.slow

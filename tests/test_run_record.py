@@ -1,4 +1,4 @@
-"""The run record is what scoring reads (scoring/results.py): a result's journaled responses where a run
+"""The run record is what scoring reads (scoring/scores.py): a result's journaled responses where a run
 record exists, the original's CSV text otherwise. Worked example: "the model refused or failed to answer"
 (metrics.response_failure) counted from the journal by `smmile stats` and the report.
 

@@ -17,7 +17,7 @@ import pytest
 from conftest import FRONT
 from smmile.data.load import load_problems
 from smmile.data.parquet import problems_to_records, write_dataset
-from smmile.runner.outputs import csv_text
+from smmile.runner.csv_writer import csv_text
 
 MCQA8 = ["problem_id", "final_question", "true_answer", "correct_option", "selected_option", "is_correct",
          "generated_answer", "full_response"]

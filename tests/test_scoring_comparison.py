@@ -178,11 +178,11 @@ def test_evaluate_em_exit_codes(tmp_path):
 def test_evaluate_em_unreadable_dir_and_file(tmp_path, monkeypatch, capsys):
     """Permissions do not bind root, so unreadability is simulated where it is checked."""
     from smmile.record import result_csv
-    from smmile.scoring import results
+    from smmile.scoring import scores
 
     (tmp_path / "result_llava_7b_ICL.csv").write_text(OPEN_HEADER + "p1,q,Red,red,x\n")
     (tmp_path / "result_llava_13b_ICL.csv").write_text(OPEN_HEADER + "p1,q,Red,red,x\n")
-    monkeypatch.setattr(results.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(scores.os, "access", lambda path, mode: False)
     assert em_cli.main([str(tmp_path)]) == 2
     assert "results directory is not readable" in capsys.readouterr().err
     monkeypatch.undo()

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from smmile.record import naming
-from smmile.scoring.results import find_result_files
+from smmile.scoring.scores import find_result_files
 
 
 @pytest.mark.parametrize("name, model, mode", [

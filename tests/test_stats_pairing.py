@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from smmile.cli import stats as stats_cli
-from smmile.scoring import results as stats
+from smmile.scoring import scores as stats
 from stats_fixtures import write_mcqa, write_open
 
 IDS = [f"p{i}" for i in range(8)]

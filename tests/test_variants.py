@@ -152,7 +152,7 @@ def test_order_first_and_last_move_the_relevant_example(problems):
 
 
 # -- writing ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("kind", variants.KINDS)
+@pytest.mark.parametrize("kind", variants.OPTION_VARIANTS)
 def test_written_variant_is_byte_identical_and_loadable(demo, tmp_path, kind):
     a = variant_datasets.write_variant(demo, kind, tmp_path / "a", seed=11)
     b = variant_datasets.write_variant(demo, kind, tmp_path / "b", seed=11)

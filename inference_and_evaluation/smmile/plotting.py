@@ -98,7 +98,7 @@ def draw(job: dict) -> list[str]:
     _SIZE["profile"] = profile
     try:
         with plt.rc_context(style):
-            fig = KINDS[job["kind"]](**job["spec"])
+            fig = FIGURES[job["kind"]](**job["spec"])
             if profile:  # its width (and a slide's height); a paper figure keeps a height that leaves rows readable
                 height = profile["height"] or min(9.0, max(2.4, fig.get_figheight() * 0.75))
                 fig.set_size_inches(profile["width"], float(height))
@@ -310,4 +310,4 @@ def _heatmap_panel(ax, panel: dict, n_rows: int):
     return mesh
 
 
-KINDS = {"bars": bars_figure, "forest": forest_figure, "dumbbell": dumbbell_figure, "heatmap": heatmap_figure}
+FIGURES = {"bars": bars_figure, "forest": forest_figure, "dumbbell": dumbbell_figure, "heatmap": heatmap_figure}

@@ -19,7 +19,7 @@ from ..record.verdicts import JURY
 from ..scoring.estimates import clusters_for
 from ..scoring.kappa import (NAN, cohen_kappa, fleiss_agreement, fleiss_kappa, majority, pair_agreement,
                              pairwise_percent, pearson, percent_agreement)
-from ..scoring.results import MODES, Record
+from ..scoring.scores import MODES, Record
 
 ITEM = ["model", "mode", "problem_id"]
 CELL = ["model", "mode", "format", "problem_id"]

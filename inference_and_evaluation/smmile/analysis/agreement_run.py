@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UserError
-from ..scoring.results import records_of
+from ..scoring.scores import records_of
 from . import agreement as ag
 from . import reviews as reviews_mod
-from .results import fmt, output_folder, write_tables
+from .result_sets import fmt, output_folder, write_tables
 
 
 def console(summary: dict, tables: dict) -> list[str]:

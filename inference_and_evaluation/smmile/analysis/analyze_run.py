@@ -11,7 +11,7 @@ from ..scoring.estimates import check_resampling
 from ..scoring.statistics import DEFAULT_LEVEL, DEFAULT_N_BOOT
 from ..scoring.stats_run import dataset_versions
 from . import diagnostics, option_probs, variants
-from .results import fmt, load_sets, output_folder, write_tables
+from .result_sets import fmt, load_sets, output_folder, write_tables
 
 
 def _ci(r: dict) -> str:
@@ -19,7 +19,7 @@ def _ci(r: dict) -> str:
 
 
 def _family(kind: str) -> str:
-    return f"each {diagnostics.FAMILY}" if kind in diagnostics.KINDS else "one family: every comparison of the run"
+    return f"each {diagnostics.FAMILY}" if kind in diagnostics.ANALYSES else "one family: every comparison of the run"
 
 
 def console(report: variants.Report) -> str:
@@ -28,7 +28,7 @@ def console(report: variants.Report) -> str:
                    f"{_family(report.kind)}; test: sign-flip randomisation over base problems, mid-p, exact up to "
                    f"2^{signflip.EXACT_MAX} patterns, else seeded Monte Carlo; each interval comes from the same "
                    f"procedure and family, so it excludes 0 exactly when * is shown. Estimand: {first['estimand']}")
-    if report.kind in diagnostics.KINDS:
+    if report.kind in diagnostics.ANALYSES:
         lines = [f"{'comparison':<36} {'model':<20} {'metric':<5} {'A %':>6} {'B %':>6} {'A-B pp':>8} {'CI':<17} "
                  f"{'pairs':>5}"]
         lines += [f"{r['comparison']:<36} {r['model']:<20} {r['metric']:<5} {fmt(r['accuracy_variant'], '.1f'):>6} "
@@ -69,7 +69,7 @@ def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", for
         for message in dataset_versions([r for found in sets.values() for r in found.records]):
             warn(message)
         notes: list[str] = []
-        diagnosing = analysis in diagnostics.KINDS
+        diagnosing = analysis in diagnostics.ANALYSES
         try:
             report = (diagnostics if diagnosing else variants).analyse(analysis, sets, settings, notes)
         finally:  # what was left out is said even when nothing could be compared

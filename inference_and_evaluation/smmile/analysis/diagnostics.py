@@ -15,20 +15,20 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..data.label_variants import LABEL_KINDS
+from ..data.label_variants import LABEL_VARIANTS
 from ..errors import UserError
 from . import option_probs, shot_curve
-from .results import ORIGINAL, ResultSet
+from .result_sets import ORIGINAL, ResultSet
 from .variants import Report, adjust, compare
 
-KINDS = ("shots", "flip", "images", "diagnostics", "policies")
+ANALYSES = ("shots", "flip", "images", "diagnostics", "policies")
 QUESTIONS = {"shots": "how many examples?", "flip": "do the examples' answers matter?",
              "images": "do the images matter?", "diagnostics": "what in the examples is used?",
              "policies": "which examples?"}
 FAMILY = "family: research question × model × metric (holm_family)"
 ZERO, ICL = "0-shot", "ICL"
 KSHOT = re.compile(r"^k-shot-(\d+)(?:-draw\d+)?$")
-LABELS = re.compile(rf"^({'|'.join(LABEL_KINDS)})(?:-([0-9.]+))?$")
+LABELS = re.compile(rf"^({'|'.join(LABEL_VARIANTS)})(?:-([0-9.]+))?$")
 EXAMPLE_IMAGES = re.compile(r"^(no-example-images(-blank|-noise)?|swap-example-images)$")
 QUERY_IMAGE = re.compile(r"^(no-query-image(-blank|-noise)?|other-query-image)$")
 DEMOS, EXPERTS = re.compile(r"^demos-"), "demos-experts"
@@ -79,7 +79,7 @@ def plan(kind: str, labels: list[str]) -> list[tuple[str, Side, Side]]:
     if kind == "flip":
         flips = [x for x in labels if LABELS.match(x)]
         if not flips:
-            raise UserError(f"the flip analysis needs a label-condition result set ({', '.join(LABEL_KINDS)})")
+            raise UserError(f"the flip analysis needs a label-condition result set ({', '.join(LABEL_VARIANTS)})")
         return [(f"{x} − {ref} ({mode})", (x, ICL), (ORIGINAL, mode)) for x in flips
                 for ref, mode in (("original", ICL), ("0-shot", ZERO))]
     if kind == "images":

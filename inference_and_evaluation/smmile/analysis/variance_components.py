@@ -32,7 +32,7 @@ import pandas as pd
 
 from smmile.errors import UserError
 from smmile.scoring import statistics
-from smmile.scoring.results import load_records
+from smmile.scoring.scores import load_records
 
 POWER = 0.8
 COMPONENTS = ("problem", "model_x_problem", "order", "residual")

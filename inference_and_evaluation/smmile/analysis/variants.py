@@ -10,14 +10,14 @@ from dataclasses import dataclass, field, replace
 import pandas as pd
 
 from ..data.schema import base_id
-from ..data.variants import KINDS as VARIANT_KINDS
+from ..data.variants import OPTION_VARIANTS
 from ..errors import UserError
 from ..scoring import signflip, statistics
 from ..scoring.estimates import apply_family, paired
-from ..scoring.results import Record
-from .results import ORIGINAL, ResultSet
+from ..scoring.scores import Record
+from .result_sets import ORIGINAL, ResultSet
 
-KINDS = ("noise", "order", "permutation")
+ANALYSES = ("noise", "order", "permutation")
 FIRST, LAST = "order-first", "order-last"
 ACCEPTS = {"noise": ("noise-random", "noise-targeted"), "order": (FIRST, LAST), "permutation": ("permute",)}
 # a row's flip by (reference, variant) score; partial scores (a judge averaged over duplicated rows): up/down/same
@@ -114,7 +114,7 @@ def _permuted(result_set: ResultSet) -> bool:
 def check_sets(kind: str, sets: dict[str, ResultSet], pairs: list[tuple[str, str]]) -> None:
     for variant, reference in pairs:
         shown = f"{variant!r} ({sets[variant].path})"
-        if variant in VARIANT_KINDS and variant not in ACCEPTS[kind]:
+        if variant in OPTION_VARIANTS and variant not in ACCEPTS[kind]:
             raise UserError(f"result set {shown} is a {variant} variant; the {kind} analysis compares "
                             f"{' / '.join(ACCEPTS[kind])} sets with the original")
         if kind == "permutation" and not _permuted(sets[variant]):

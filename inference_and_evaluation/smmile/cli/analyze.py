@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..analysis import diagnostics
+from ..analysis import diagnostics, variants
 from ..analysis.analyze_run import run_analyze
-from ..analysis.variants import KINDS
 from . import common as fd
 from . import stats as fd_stats
 
@@ -14,7 +13,7 @@ from . import stats as fd_stats
 def build_parser() -> argparse.ArgumentParser:
     p = fd.parser("Paired comparison of each model's accuracy on the original dataset and on its variants (noise, "
                   "order/recency, permutations).", prog="smmile analyze")
-    p.add_argument("analysis", choices=KINDS + diagnostics.KINDS + ("variance-components",),
+    p.add_argument("analysis", choices=variants.ANALYSES + diagnostics.ANALYSES + ("variance-components",),
                    help="noise | order | permutation; the ICL diagnostics shots | flip | images | diagnostics; "
                         "policies: each demonstration policy against the experts' examples; variance-components: "
                         "problem and order shares, order sensitivity and the minimum detectable difference of one "

@@ -8,8 +8,8 @@ from ..data.demo import demo_root, make_demo
 from ..data.variant_datasets import variant_summary, write_variant
 from ..data.demos import EMBEDS, POLICIES
 from ..data.image_variants import FILLS
-from ..data.label_variants import LABEL_KINDS
-from ..data.variants import ALL_KINDS, NOISY_FLAGS
+from ..data.label_variants import LABEL_VARIANTS
+from ..data.variants import VARIANTS, NOISY_FLAGS
 from . import common as fd
 
 FORCE_HELP = ("write into a non-empty folder smmile did not make (files of the same names are replaced, nothing "
@@ -33,15 +33,15 @@ def build_parser():
                        description="Write a deterministic variant of an SMMILE-schema dataset as a local parquet "
                                    "dataset (+ variant_manifest.json) that every front door reads with --dataset "
                                    "PATH. See docs/analyses.md.")
-    v.add_argument("kind", choices=list(ALL_KINDS) + list(NOISY_FLAGS), metavar="KIND",
-                   help=f"one of {', '.join(ALL_KINDS)} (or the original --noisy values {', '.join(NOISY_FLAGS)})")
+    v.add_argument("kind", choices=list(VARIANTS) + list(NOISY_FLAGS), metavar="KIND",
+                   help=f"one of {', '.join(VARIANTS)} (or the original --noisy values {', '.join(NOISY_FLAGS)})")
     v.add_argument("--k", type=int, default=None, help="k-shot: keep K ICL examples (required); demos: show K "
                                                        "(default: as many as the experts gave)")
     v.add_argument("--draw", type=int, default=None,
                    help="k-shot: keep the first K of an order seeded by DRAW and the problem id (nested in K for one "
                         "draw; several draws give several random subsets); default: the first K")
     v.add_argument("--fraction", type=float, default=None,
-                   help=f"{', '.join(LABEL_KINDS)}: share of each problem's examples changed (default 1)")
+                   help=f"{', '.join(LABEL_VARIANTS)}: share of each problem's examples changed (default 1)")
     v.add_argument("--fill", choices=FILLS, default=None,
                    help="no-example-images / no-query-image: delete the image (none, default), or show a blank "
                         "(grey) or seeded noise image of the same size")

@@ -9,7 +9,7 @@ import os
 from ..scoring import estimates, stats_run
 from . import common as fd
 
-KINDS = {"matrix": "a models x items table per metric (CSV, Parquet) and a sidecar naming scorer, judge, dataset",
+EXPORTS = {"matrix": "a models x items table per metric (CSV, Parquet) and a sidecar naming scorer, judge, dataset",
          "inspect": "one inspect_ai log per result, for `inspect view` (needs smmile[inspect])",
          "eee": "Every Eval Ever aggregate and instance-level records, validated (needs smmile[eee])"}
 
@@ -17,8 +17,8 @@ KINDS = {"matrix": "a models x items table per metric (CSV, Parquet) and a sidec
 def build_parser() -> argparse.ArgumentParser:
     parser = fd.parser("Export scored results to the tools people already use; see docs/interop.md for what maps "
                        "to what and what is lost.", prog="smmile export")
-    sub = parser.add_subparsers(dest="kind", required=True, metavar="{" + ",".join(KINDS) + "}")
-    for kind, text in KINDS.items():
+    sub = parser.add_subparsers(dest="kind", required=True, metavar="{" + ",".join(EXPORTS) + "}")
+    for kind, text in EXPORTS.items():
         p = sub.add_parser(kind, help=text, description=text, formatter_class=fd.HelpFormatter)
         for flag, text in (("--quiet", "fewer lines on stderr"), ("--verbose", "more lines on stderr")):
             p.add_argument(flag[1:3], flag, action="count", default=argparse.SUPPRESS, help=text)

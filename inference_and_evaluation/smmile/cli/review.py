@@ -30,9 +30,9 @@ def build_parser():
 
 
 def run(a) -> str:
-    from ..analysis.results import output_folder
+    from ..analysis.result_sets import output_folder
     from ..fsguard import atomic_write_text
-    from ..scoring.results import records_of
+    from ..scoring.scores import records_of
 
     if not 0 <= a.double <= 1:
         raise UserError(f"--double {a.double} is not a share between 0 and 1")

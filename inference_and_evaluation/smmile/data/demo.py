@@ -22,7 +22,7 @@ DEMO_OWNER = "smmile data demo"  # `make_demo`'s output-folder marker and the da
 COLOURS = {"Red.": (200, 30, 30), "Black.": (15, 15, 15), "White.": (245, 245, 245), "Purple.": (120, 40, 150),
            "Yellow.": (230, 210, 40), "Blue.": (40, 70, 200)}
 SHAPES = ["Circle", "Square", "Triangle"]
-KINDS = {  # question, answer vocabulary, answer_format, cognitive_process
+QUESTION_TYPES = {  # question, answer vocabulary, answer_format, cognitive_process
     "colour": ("What color can be seen in the abnormal lesion?", list(COLOURS), "free response", "classification/diagnosis"),
     "count": ("How many nodules are visible in this image?", ["1", "2", "3", "4"], "numerical", "regression/quantitative"),
     "side": ("On which side is the opacity located?", ["Left", "Right"], "multiple choice", "reasoning classification"),
@@ -97,8 +97,8 @@ def generate_records(seed: int = 42, n_problems: int = 24) -> list[dict]:
     sizes[rng.randrange(n_problems)] = 10  # one problem with many examples
     problems = []
     for i, n_icl in enumerate(sizes):
-        kind = list(KINDS)[i % len(KINDS)]
-        question, vocab, fmt, cognitive = KINDS[kind]
+        kind = list(QUESTION_TYPES)[i % len(QUESTION_TYPES)]
+        question, vocab, fmt, cognitive = QUESTION_TYPES[kind]
         pid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
         flags = {"flag_answer_format": fmt, "flag_image_type": rng.choice(FLAG_VOCABULARY["flag_image_type"]),
                  "flag_cognitive_process": cognitive, "flag_rarity": rng.choice(FLAG_VOCABULARY["flag_rarity"]),

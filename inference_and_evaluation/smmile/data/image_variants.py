@@ -19,7 +19,7 @@ from ..protocol.problem import ImageRef, Problem, Row
 from .label_variants import _derangement
 from .schema import DROPPED
 
-IMAGE_KINDS = ("no-example-images", "no-query-image", "swap-example-images", "other-query-image")
+IMAGE_VARIANTS = ("no-example-images", "no-query-image", "swap-example-images", "other-query-image")
 FILLS = ("none", "blank", "noise")
 REFERENCED = "image_referenced"
 _REFERS = re.compile(r"\b(this|these|the|above|following|shown|attached)\s+(\w+\s+)?(image|images|picture|photo|"

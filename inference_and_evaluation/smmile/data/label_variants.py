@@ -22,7 +22,7 @@ from dataclasses import replace
 from ..protocol.problem import Problem
 from .schema import base_id
 
-LABEL_KINDS = ("flip-answers", "random-labels", "unrelated-labels", "no-answers")
+LABEL_VARIANTS = ("flip-answers", "random-labels", "unrelated-labels", "no-answers")
 FORMAT_COLUMN, SPECIALITY_COLUMN = "flag_answer_format", "speciality"
 BINARY = {"yes": "no", "no": "yes"}
 _PUNCT = re.compile(r"[\W_]+")

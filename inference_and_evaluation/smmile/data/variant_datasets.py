@@ -16,7 +16,7 @@ from ..protocol.problem import Problem
 from .load import fingerprint, read_records, resolve
 from .parquet import check_dataset_dir, problems_to_records, write_dataset
 from .schema import MANIFEST, group
-from .variants import ALL_KINDS, DROPS, KINDS, canonical_kind, check_params, label, transform
+from .variants import VARIANTS, DROPS, OPTION_VARIANTS, canonical_kind, check_params, label, transform
 
 OWNER = "smmile data variant"
 FORMAT_VERSION = 1
@@ -39,7 +39,7 @@ def _write(problems: list[Problem], columns: list[str], source: dict, kind: str,
                 "source": source, "counts": {"source_problems": len(problems), "problems": len(new),
                                              "rows": sum(len(p.rows) for p in new), **_tally(notes),
                                              "by_format": _by_format(new)},
-                "mcqa_options": None if kind in KINDS else f"the unmodified problem's, in column {RECORDED} (display "
+                "mcqa_options": None if kind in OPTION_VARIANTS else f"the unmodified problem's, in column {RECORDED} (display "
                                                             "order seeded by the problem id)",
                 **({"retrieval": retrieval} if retrieval else {}),
                 "ids": "<id>_perm_<k>" if kind == "permute" else "original problem ids", "problems": notes}
@@ -157,7 +157,7 @@ def read_manifest(dataset, augmented: bool = False) -> tuple[dict, str] | None:
     if not isinstance(info, dict):
         raise bad(f"a JSON {type(info).__name__}, not an object")
     kind, made_by = info.get("kind"), info.get("transform")
-    if not isinstance(kind, str) or not LABEL.match(kind) or made_by not in ALL_KINDS:
+    if not isinstance(kind, str) or not LABEL.match(kind) or made_by not in VARIANTS:
         raise bad(f"kind {kind!r} (transform {made_by!r}) is not a variant's name")
     if info.get("images_dropped") not in (None, "examples", "query") or not isinstance(info.get("params", {}), dict):
         raise bad("images_dropped or params malformed")

@@ -25,14 +25,14 @@ from ..errors import UserError
 from ..protocol.items import SEED
 from ..protocol.options import RECORDED, fixed_options
 from ..protocol.problem import Problem, Row
-from .image_variants import FILLS, IMAGE_KINDS, reimage
-from .label_variants import LABEL_KINDS, relabel
+from .image_variants import FILLS, IMAGE_VARIANTS, reimage
+from .label_variants import LABEL_VARIANTS, relabel
 from .schema import base_id
 
 MAX_ORDERS = 24
-KINDS = ("permute", "noise-random", "noise-targeted", "order-first", "order-last")
-DIAGNOSTIC_KINDS = ("k-shot",) + LABEL_KINDS + IMAGE_KINDS + ("demos",)
-ALL_KINDS = KINDS + DIAGNOSTIC_KINDS
+OPTION_VARIANTS = ("permute", "noise-random", "noise-targeted", "order-first", "order-last")
+DIAGNOSTIC_VARIANTS = ("k-shot",) + LABEL_VARIANTS + IMAGE_VARIANTS + ("demos",)
+VARIANTS = OPTION_VARIANTS + DIAGNOSTIC_VARIANTS
 NOISY_FLAGS = {"AddOneExample": "noise-random", "AddOneExample-BySpeciality": "noise-targeted"}
 TARGET_TIERS = (("speciality", "speciality"), ("image_type", "flag_image_type"), ("random", None))
 DROPS = {"no-example-images": "examples", "no-query-image": "query"}  # kind -> whose images are dropped (fill none)
@@ -185,14 +185,14 @@ TRANSFORMS = {  # the kinds taking the seed only
     "order-first": order_first, "order-last": order_last,
 }
 PARAMS = {"k-shot": ("k", "draw"), "demos": ("policy", "k", "index", "encoder", "embed"),
-          **{kind: ("fraction",) for kind in LABEL_KINDS}, **{kind: ("fill",) for kind in IMAGE_KINDS[:2]}}
+          **{kind: ("fraction",) for kind in LABEL_VARIANTS}, **{kind: ("fill",) for kind in IMAGE_VARIANTS[:2]}}
 
 
 def canonical_kind(kind: str) -> str:
     """A variant kind, accepting the original `--noisy` values (AddOneExample[-BySpeciality])."""
     kind = NOISY_FLAGS.get(kind, kind)
-    if kind not in ALL_KINDS:
-        raise UserError(f"unknown variant {kind!r}; choose one of {', '.join(ALL_KINDS)} "
+    if kind not in VARIANTS:
+        raise UserError(f"unknown variant {kind!r}; choose one of {', '.join(VARIANTS)} "
                         f"(or {', '.join(NOISY_FLAGS)})")
     return kind
 
@@ -229,16 +229,16 @@ def keep_task(sources: list[Problem], new: list[Problem], seed: int = SEED) -> l
 
 
 def transform(kind: str, problems: list[Problem], seed: int = 42, **params) -> tuple[list[Problem], list[dict]]:
-    """The variant and its notes; every kind but the paper's (``KINDS``) keeps the MCQA task of the source."""
+    """The variant and its notes; every kind but the paper's (``OPTION_VARIANTS``) keeps the MCQA task of the source."""
     kind = check_params(kind, **params)
     p = {k: v for k, v in params.items() if v is not None}
     if kind in TRANSFORMS:
         return TRANSFORMS[kind](problems, seed)
     if kind == "k-shot":
         new, notes = k_shot(problems, p["k"], p.get("draw"))
-    elif kind in LABEL_KINDS:
+    elif kind in LABEL_VARIANTS:
         new, notes = relabel(kind, problems, seed, p.get("fraction", 1.0))
-    elif kind in IMAGE_KINDS:
+    elif kind in IMAGE_VARIANTS:
         new, notes = reimage(kind, problems, seed, p.get("fill", "none"))
     else:
         from .demos import demos

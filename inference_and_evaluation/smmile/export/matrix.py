@@ -14,7 +14,7 @@ from smmile import fsguard
 from smmile.errors import UserError
 from smmile.export.provenance import FAILURE_RULES, FAILURES, dataset_of, judge_label, scored
 from smmile.scoring import metrics
-from smmile.scoring.results import Record, load_records
+from smmile.scoring.scores import Record, load_records
 
 log = logging.getLogger(__name__)
 OWNER = "smmile export matrix"

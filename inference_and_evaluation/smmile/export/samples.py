@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from smmile.scoring import metrics
 from smmile.protocol.outputs import ALIASES
 from smmile.record.naming import question_column
-from smmile.scoring.results import Record, load_records
+from smmile.scoring.scores import Record, load_records
 
 
 

@@ -10,7 +10,7 @@ import os
 from typing import Sequence
 
 from smmile.protocol.outputs import SCORED as REQUIRED_COLUMNS
-from smmile.runner.outputs import allow_csv_fields
+from smmile.runner.csv_writer import allow_csv_fields
 
 
 EXCLUDED_PROBLEM_IDS: frozenset = frozenset()  # the original's (empty) exclusion set
@@ -78,7 +78,7 @@ def _clean_records(path: str, content: bytes) -> int:
         text = content.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ResultFileError(f"{path}: cannot read CSV ({exc})") from None
-    allow_csv_fields(len(text) + 1)  # an answer of any length reads back (runner.outputs)
+    allow_csv_fields(len(text) + 1)  # an answer of any length reads back (runner.csv_writer)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     records = 0
     try:

@@ -25,7 +25,7 @@ SECTIONS = (("noise", "Noise: an unrelated example added"),
             ("variance_components", "Variance components (SMMILE++): problem and order shares, order sensitivity, "
                                     "minimum detectable difference (smmile analyze variance-components)"),
             ("other", "Other analysis files"))
-VARIANT_KINDS = variants.KINDS + diagnostics.KINDS  # the analyses of `smmile analyze`
+ANALYSES = variants.ANALYSES + diagnostics.ANALYSES  # the analyses of `smmile analyze`
 PER_PROBLEM = ("flips", "by_problem", "items", "reviewed_cells")
 MAX_ROWS = 200
 IMAGE_EXTS = (".png", ".svg")
@@ -271,7 +271,7 @@ def load_json(path: str):
 def json_view(data, path: str, relative: str) -> AnalysisView:
     if isinstance(data, Exception):
         return AnalysisView(section_of(relative), relative, path, notes=[f"unreadable: {type(data).__name__}: {data}"])
-    if isinstance(data, dict) and data.get("analysis") in VARIANT_KINDS:
+    if isinstance(data, dict) and data.get("analysis") in ANALYSES:
         return variant_view(data, path, relative)
     if isinstance(data, dict) and any(k in data for k in ("inter_rater", "em_vs_judge", "judge_vs_humans", "judges",
                                                           "reviews")):

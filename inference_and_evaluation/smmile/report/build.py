@@ -16,7 +16,7 @@ from smmile.record.run_record import scan
 from smmile.report import analyses as analyses_mod
 from smmile.report import manifests, names
 from smmile.scoring import estimates as est, metrics, statistics, stratify, tables
-from smmile.scoring.results import ResultSet, load_records
+from smmile.scoring.scores import ResultSet, load_records
 from smmile.scoring.stats_run import dataset_versions, with_costs
 
 

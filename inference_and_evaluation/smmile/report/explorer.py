@@ -1,5 +1,5 @@
 """The problem explorer's data: every problem of each results folder's dataset with its images, examples,
-flags and every model's answers and scores (the report's own ``scoring.results`` records, so the explorer counts
+flags and every model's answers and scores (the report's own ``scoring.scores`` records, so the explorer counts
 what the tables count), as one compact JSON payload for the page's script. MCQA letters follow the order of the
 problem's distinct answers (spec §2.1-2.2). Every image is stored once, as a JPEG thumbnail (by content hash);
 one larger than that is also written beside the page (``images/<hash>.<ext>``) and loaded only when clicked.

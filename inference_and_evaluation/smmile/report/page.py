@@ -12,14 +12,14 @@ import uuid
 from dataclasses import dataclass, field
 
 from smmile import fsguard
-from smmile.analysis.results import parse_spec
+from smmile.analysis.result_sets import parse_spec
 from smmile import plotting
 from smmile.errors import MissingDependency, UserError
 from smmile.analysis.reviews import read_reviews
 from smmile.report import build, explorer, explorer_page, figures, html, sections, strata, workers
 from smmile.scoring import statistics
 from smmile.scoring.estimates import check_resampling
-from smmile.scoring.results import datasets_named
+from smmile.scoring.scores import datasets_named
 from smmile.scoring.stats_run import json_safe
 
 log = logging.getLogger(__name__)

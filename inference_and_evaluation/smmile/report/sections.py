@@ -290,7 +290,7 @@ def sets_section(data, figs, page_dir: str) -> str:
 
 # -- analyses --------------------------------------------------------------------------------------------
 EMPTY = ('<p class="note">No analysis outputs given. Produce them with <code>smmile analyze '
-         f"{'|'.join(analyses.VARIANT_KINDS)}</code> and <code>smmile agreement</code>, then pass the output folder with "
+         f"{'|'.join(analyses.ANALYSES)}</code> and <code>smmile agreement</code>, then pass the output folder with "
          "<code>--analyses DIR</code> (docs/reproducing-the-paper.md).</p>")
 INTRO = ('<p class="note">Paired differences (variant − reference, percentage points), the paired sign-flip test, '
          "its family adjustment and the interval from that procedure, as computed by <code>smmile analyze</code>; judge "

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import fsguard
 from ..errors import UserError
-from .outputs import allow_csv_fields, csv_text
+from .csv_writer import allow_csv_fields, csv_text
 
 SHARD = re.compile(r"^(?P<stem>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.csv$")
 

@@ -24,7 +24,7 @@ from ..protocol.items import SEED, Item, Rngs
 from ..protocol.outputs import null_as_empty
 from ..fsguard import OutputLock, atomic_write_json, atomic_write_text, check_writable_dir, read_json
 from .executor import RESPONSES_FORMAT, Executor, Journal, Work, digest
-from .outputs import accuracy_summary, csv_text
+from .csv_writer import accuracy_summary, csv_text
 from .progress import Progress
 
 if TYPE_CHECKING:

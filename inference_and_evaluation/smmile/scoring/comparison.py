@@ -12,7 +12,7 @@ from collections import Counter
 from itertools import takewhile
 from typing import Callable, Iterable, Mapping
 
-from smmile.scoring.results import replace_output
+from smmile.scoring.scores import replace_output
 
 log = logging.getLogger(__name__)
 

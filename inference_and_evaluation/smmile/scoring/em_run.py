@@ -14,7 +14,7 @@ from smmile.record.naming import em_patterns, evaluation_json_path
 from smmile.record.result_csv import ResultFileError
 from smmile.record.run_record import COLUMNS, RunRecord, read
 from smmile.scoring.exact_match import calculate_exact_match, json_text
-from smmile.scoring.results import (Outcome, check_results_dir, find_result_files, problem_count, replace_output,
+from smmile.scoring.scores import (Outcome, check_results_dir, find_result_files, problem_count, replace_output,
                                     screened)
 
 

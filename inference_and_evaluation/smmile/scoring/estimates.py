@@ -17,7 +17,7 @@ import pandas as pd
 from smmile.errors import UserError
 from smmile.record import result_csv
 from smmile.scoring import metrics, signflip, statistics, tables
-from smmile.scoring.results import MODES, Record
+from smmile.scoring.scores import MODES, Record
 
 METRICS = tuple(metrics.METRICS)  # LLM, EM, MCQA (then NOANS): the tables' column order
 COMPARED = tuple(name for name, m in metrics.METRICS.items() if m.paper)  # NOANS is estimated, not compared
@@ -28,7 +28,7 @@ EXCLUDED_KINDS = ("failed",)  # transport failures (connection errors, timeouts,
 OTHER_RULE = {"exclude": "wrong", "wrong": "exclude"}
 SHOW_OTHER_PP = 1.0  # the other rule's result is printed beside one that differs by more than this
 COMPARE_CHOICES = ("icl", "models", "all", "none")
-KINDS = ("icl_vs_0shot", "model_vs_model")  # each kind is its own family of comparisons
+COMPARISON_FAMILIES = ("icl_vs_0shot", "model_vs_model")  # each kind is its own family of comparisons
 MAX_NOTES = 10  # pairing warnings printed in full; the rest are counted
 
 
@@ -389,7 +389,7 @@ def comparisons(records: list[Record], compare: str, n_boot: int, seed: int, clu
         rows.append({"kind": kind, "metric": a.metric, "model_a": a.model, "mode_a": a.mode, "model_b": b.model,
                      "mode_b": b.mode, **row})
         frames.append(frame)
-    for kind in KINDS:
+    for kind in COMPARISON_FAMILIES:
         members = [i for i, row in enumerate(rows) if row["kind"] == kind]
         if members:
             apply_family([rows[i] for i in members], [frames[i] for i in members], level, cluster, adjust,

@@ -103,7 +103,7 @@ class Judgement:
     row: int
     problem_id: object
     prompt_sha256: str
-    cache_key: str
+    journal_key: str
     reply: str | None = None
     value: int | None = None
     status: str = FAILED
@@ -229,9 +229,9 @@ def combine(per_judge: list[list[Judgement]], labels: list[str]) -> list[Judgeme
         first = row[0]
         verdict, how = outcome([j.value for j in row if j.status == OK])
         members = [{"judge": name, "reply": j.reply, "value": j.value if j.status == OK else None,
-                    "status": j.status, "cached": j.cached, "cache_key": j.cache_key, "error": j.error}
+                    "status": j.status, "cached": j.cached, "journal_key": j.journal_key, "error": j.error}
                    for name, j in zip(labels, row)]
-        out.append(Judgement(first.row, first.problem_id, first.prompt_sha256, digest([j.cache_key for j in row]),
+        out.append(Judgement(first.row, first.problem_id, first.prompt_sha256, digest([j.journal_key for j in row]),
                              value=0 if verdict is None else verdict, status=OK if verdict is not None else NO_MAJORITY,
                              cached=all(j.cached for j in row),
                              meta={"backend": "jury", "model": ", ".join(labels),

@@ -29,7 +29,7 @@ from smmile.scoring.exact_match import json_text, problem_accuracies, summarize
 from smmile.scoring.judge import (FAILED, MAJORITY, NO_MAJORITY, NO_VERDICT, TIE, UNPARSEABLE, JudgeSettings,
                                   PlannedFrame, check_panel, judge_identity, judgements, jury_identity, label,
                                   plan_frame, tally, jury_judgements)
-from smmile.scoring.results import (Outcome, check_results_dir, find_result_files, problem_count,
+from smmile.scoring.scores import (Outcome, check_results_dir, find_result_files, problem_count,
                                     refuse_if_none_known, screened)
 
 log = logging.getLogger(__name__)

@@ -14,10 +14,10 @@ import pandas as pd
 from smmile import fsguard
 from smmile.errors import UserError
 from smmile.scoring import metrics, signflip, statistics, tables
-from smmile.scoring.estimates import (FAILURE_CHOICES, KINDS, OTHER_RULE, SHOW_OTHER_PP, WEIGHT_CHOICES,
+from smmile.scoring.estimates import (FAILURE_CHOICES, COMPARISON_FAMILIES, OTHER_RULE, SHOW_OTHER_PP, WEIGHT_CHOICES,
                                       check_resampling, comparisons, dataset_gold, em_only_records,
                                       estimates)
-from smmile.scoring.results import datasets_named, load_records
+from smmile.scoring.scores import datasets_named, load_records
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def comparison_summary(rows: list[dict], level: float = statistics.DEFAULT_LEVEL
     lines, whose interval and * come from that one procedure."""
     alpha = 1 - level
     lines = []
-    for kind in KINDS:
+    for kind in COMPARISON_FAMILIES:
         family = [r for r in rows if r["kind"] == kind]
         if family:
             lines.append(f"{len(family)} {kind} comparison(s); {sum(r['significant'] for r in family)} significant "

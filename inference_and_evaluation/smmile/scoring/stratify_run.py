@@ -16,7 +16,7 @@ from smmile.record.naming import stratify_patterns
 from smmile.record.result_csv import ResultFileError
 from smmile.record.run_record import RunRecord
 from smmile.scoring.exact_match import json_text
-from smmile.scoring.results import (Outcome, check_results_dir, datasets_named, find_result_files, replace_output,
+from smmile.scoring.scores import (Outcome, check_results_dir, datasets_named, find_result_files, replace_output,
                                     screened)
 from smmile.scoring.stratify import (StratifyError, format_flag_table, stratify_accuracies, stratum_intervals,
                                      valid_flags)

@@ -22,7 +22,7 @@ from smmile.record.result_csv import ResultFileError
 from smmile.record.run_record import RunRecord, read, scan
 from smmile.scoring import statistics, stats_run, tables
 from smmile.scoring.metrics import Metric, get_metric, metric_scores, metrics_for, read_rows
-from smmile.scoring.results import problem_count, replace_output, screen
+from smmile.scoring.scores import problem_count, replace_output, screen
 
 log = logging.getLogger(__name__)
 

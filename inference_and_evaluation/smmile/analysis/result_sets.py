@@ -15,7 +15,7 @@ from .. import fsguard
 from ..data.load import DATED_IDS, PLUSPLUS_ID
 from ..data.variant_datasets import LABEL, variant_identity
 from ..errors import UserError
-from ..scoring.results import Record, ResultSet, records_of
+from ..scoring.scores import Record, ResultSet, records_of
 from ..scoring.stats_run import json_safe
 
 ORIGINAL = "original"
