@@ -1,0 +1,43 @@
+"""The one channel for diagnostics is ``logging`` (a logger per module, under ``smmile``). Where a command also keeps
+its warnings as data (the JSON it writes, the report's page, an exit code), it collects what was logged during the
+block (``kept_warnings``); where a second pass over the same files would say the same warnings again, it silences
+the block (``silenced``)."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+
+ROOT = logging.getLogger("smmile")
+
+
+class _Keep(logging.Handler):
+    def __init__(self, kept: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.kept = kept
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.kept.append(record.getMessage())
+
+
+@contextmanager
+def kept_warnings():
+    """The messages logged at WARNING or above under ``smmile`` while the block runs (they are logged as well)."""
+    kept: list[str] = []
+    handler = _Keep(kept)
+    ROOT.addHandler(handler)
+    try:
+        yield kept
+    finally:
+        ROOT.removeHandler(handler)
+
+
+@contextmanager
+def silenced():
+    """Warnings logged under ``smmile`` while the block runs are neither shown nor kept (errors still are)."""
+    level = ROOT.level
+    ROOT.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        ROOT.setLevel(level)
