@@ -87,7 +87,7 @@ def test_noise_adds_exactly_one_foreign_example(problems, kind):
 
 
 def test_noise_targeted_prefers_the_same_speciality(problems):
-    _, notes = variants.noise_targeted(problems, seed=3)
+    _, notes = variants.transform("noise-targeted", problems, seed=3)
     source = by_id(problems)
     for note in notes:
         mine, donor = source[note["problem_id"]].query.fields, source[note["donor_problem_id"]].query.fields
@@ -108,7 +108,7 @@ def _problem(pid: str, speciality: str, image_type: str, answers: list[str]) -> 
 def test_noise_targeted_falls_back_to_image_type_then_random():
     ps = [_problem("a", "derm", "CT", ["x", "y", "z"]), _problem("b", "derm", "MRI", ["u", "v", "w"]),
           _problem("c", "eye", "CT", ["s", "t", "r"]), _problem("d", "lung", "EEG", ["k", "l", "m"])]
-    notes = {n["problem_id"]: n for n in variants.noise_targeted(ps, seed=1)[1]}
+    notes = {n["problem_id"]: n for n in variants.transform("noise-targeted", ps, seed=1)[1]}
     assert (notes["a"]["match"], notes["a"]["donor_problem_id"]) == ("speciality", "b")
     assert (notes["c"]["match"], notes["c"]["donor_problem_id"]) == ("image_type", "a")
     assert notes["d"]["match"] == "random" and notes["d"]["donor_problem_id"] != "d"
@@ -118,25 +118,25 @@ def test_noise_avoids_examples_with_the_query_answer():
     ps = [_problem("a", "derm", "CT", ["x", "y", "x"]), _problem("b", "derm", "CT", ["x", "x", "x"]),
           _problem("c", "derm", "CT", ["x", "q", "x"])]
     for seed in range(20):
-        for q, note in zip(*variants.noise_random(ps, seed=seed)):
+        for q, note in zip(*variants.transform("noise-random", ps, seed=seed)):
             assert note["irrelevant"] and q.examples[note["position"]].answer != q.query.answer
 
 
 def test_noise_needs_two_problems():
     with pytest.raises(UserError):
-        variants.noise_random([_problem("a", "derm", "CT", ["x", "y"])], seed=1)
+        variants.transform("noise-random", [_problem("a", "derm", "CT", ["x", "y"])], seed=1)
 
 
 def test_noise_draws_do_not_depend_on_other_problems(problems):
-    full = {n["problem_id"]: n for n in variants.noise_random(problems, seed=5)[1]}
-    half = variants.noise_random(problems[: len(problems) // 2], seed=5)[1]
+    full = {n["problem_id"]: n for n in variants.transform("noise-random", problems, seed=5)[1]}
+    half = variants.transform("noise-random", problems[: len(problems) // 2], seed=5)[1]
     assert all(n["position"] == full[n["problem_id"]]["position"] for n in half)
 
 
 # -- order --------------------------------------------------------------------------------------------
 def test_order_first_and_last_move_the_relevant_example(problems):
-    first, first_notes = variants.order_first(problems)
-    last, _ = variants.order_last(problems)
+    first, first_notes = variants.transform("order-first", problems)
+    last, _ = variants.transform("order-last", problems)
     eligible = [p for p in problems if any(r.answer == p.query.answer for r in p.examples)]
     assert [p.problem_id for p in first] == [p.problem_id for p in last] == [p.problem_id for p in eligible]
     assert len(eligible) < len(problems)  # the demo has a problem without a matching example
@@ -199,12 +199,12 @@ def test_cli_writes_a_variant(demo, tmp_path, capsys):
 
 def test_noise_relaxes_irrelevance_only_when_it_must():
     ps = [_problem("a", "derm", "CT", ["x", "x", "x"]), _problem("b", "derm", "CT", ["x", "x", "x"])]
-    out, notes = variants.noise_random(ps, seed=4)
+    out, notes = variants.transform("noise-random", ps, seed=4)
     assert [n["irrelevant"] for n in notes] == [False, False]
     assert [n["donor_problem_id"] for n in notes] == ["b", "a"]
 
 
 def test_noise_on_a_permuted_set_takes_donors_from_other_base_problems(problems):
     plus = variants.permute(problems[:3], seed=1)
-    for note in variants.noise_random(plus, seed=2)[1]:
+    for note in variants.transform("noise-random", plus, seed=2)[1]:
         assert base_id(note["donor_problem_id"]) != base_id(note["problem_id"])

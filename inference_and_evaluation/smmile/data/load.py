@@ -103,15 +103,11 @@ def refuse_output_in_dataset(output_dir: str | Path, dataset: str | None, augmen
 
 def read_records(source: Source) -> tuple[list[str], list[dict]]:
     """Column names and row dicts, images as {bytes, path} structs (never decoded here); an empty dataset is refused."""
-    if source.kind == "hub":
-        ds = _open_hub(source)
-        columns, records = list(ds.column_names), [dict(r) for r in ds]
-    else:
-        columns, records = _read_parquet(Path(source.ref))
+    records = [record for batch in iter_records(source) for record in batch]
     if not records:
         raise UserError(f"dataset {source.ref} is empty: it has the SMMILE columns but no row; pass a dataset "
                         "with problems (--dataset PATH|ID, or `demo`)")
-    return columns, records
+    return list(records[0]), records
 
 
 def _parquet_files(path: Path) -> list[Path]:
@@ -134,22 +130,6 @@ def _dataset_root(relative: Path) -> Path:
     """The folder a parquet file's dataset starts at: above a `data/` folder (hub layout), else its own."""
     parts = relative.parts[:-1]
     return Path(*parts[:parts.index("data")]) if "data" in parts else Path(*parts)
-
-
-def _read_parquet(path: Path) -> tuple[list[str], list[dict]]:
-    import pyarrow.parquet as pq
-
-    columns: list[str] | None = None
-    records: list[dict] = []
-    for f in _parquet_files(path):
-        try:
-            table = pq.ParquetFile(f).read()
-        except Exception as exc:  # pyarrow raises several types for corrupt files
-            raise UserError(f"cannot read parquet file {f}: {str(exc).splitlines()[0]}") from None
-        columns = columns or table.column_names
-        check_columns(table.column_names, str(f))
-        records.extend(table.to_pylist())
-    return columns or [], records
 
 
 def _open_hub(source: Source):

@@ -93,9 +93,10 @@ def _pick_donor(problem: Problem, pool: list[Problem], rng: random.Random) -> tu
     return None
 
 
-def _add_one(problems: list[Problem], kind: str, seed: int,
-             tiers: tuple[tuple[str, str | None], ...]) -> tuple[list[Problem], list[dict]]:
-    out, notes = [], []
+def _add_one(problems: list[Problem], kind: str, seed: int) -> tuple[list[Problem], list[dict]]:
+    """AddOneExample[-BySpeciality]: an ICL example of another problem (``noise-targeted``: one sharing the
+    speciality, else the image type, else any) inserted at a seeded position (0 = first)."""
+    tiers, out, notes = TARGET_TIERS if kind == "noise-targeted" else TARGET_TIERS[-1:], [], []
     for problem in problems:
         rng = random.Random(f"{seed}:{kind}:{problem.problem_id}")  # a problem's draws do not depend on the others
         position = rng.randint(0, len(problem.examples))
@@ -116,17 +117,8 @@ def _add_one(problems: list[Problem], kind: str, seed: int,
     return out, notes
 
 
-def noise_random(problems: list[Problem], seed: int = 42) -> tuple[list[Problem], list[dict]]:
-    """AddOneExample: an ICL example of another problem inserted at a seeded position (0 = first)."""
-    return _add_one(problems, "noise-random", seed, TARGET_TIERS[-1:])
-
-
-def noise_targeted(problems: list[Problem], seed: int = 42) -> tuple[list[Problem], list[dict]]:
-    """AddOneExample-BySpeciality: the donor shares the speciality, else the image type, else any."""
-    return _add_one(problems, "noise-targeted", seed, TARGET_TIERS)
-
-
 def _move(problems: list[Problem], last: bool) -> tuple[list[Problem], list[dict]]:
+    """The first example answering like the query moved to ICL position 0, or (``last``) to the last one."""
     out, notes = [], []
     for p in problems:
         matches = [i for i, r in enumerate(p.examples) if r.answer == p.query.answer]  # exact, as stratify's §6
@@ -140,16 +132,6 @@ def _move(problems: list[Problem], last: bool) -> tuple[list[Problem], list[dict
         out.append(_renumbered(p.problem_id, rows + [p.query]))
         notes.append({**note, "kept": True, "moved_from": index, "moved_to": target, "changed": index != target})
     return out, notes
-
-
-def order_first(problems: list[Problem], seed: int = 42) -> tuple[list[Problem], list[dict]]:
-    """The first example answering like the query moved to ICL position 0 (seed unused)."""
-    return _move(problems, last=False)
-
-
-def order_last(problems: list[Problem], seed: int = 42) -> tuple[list[Problem], list[dict]]:
-    """The first example answering like the query moved to the last ICL position (seed unused)."""
-    return _move(problems, last=True)
 
 
 def label(kind: str, **params) -> str:
@@ -180,10 +162,6 @@ def k_shot(problems: list[Problem], k: int, draw: int | None = None) -> tuple[li
     return out, notes
 
 
-TRANSFORMS = {  # the kinds taking the seed only
-    "permute": permute_recorded, "noise-random": noise_random, "noise-targeted": noise_targeted,
-    "order-first": order_first, "order-last": order_last,
-}
 PARAMS = {"k-shot": ("k", "draw"), "demos": ("policy", "k", "index", "encoder", "embed"),
           **{kind: ("fraction",) for kind in LABEL_VARIANTS}, **{kind: ("fill",) for kind in IMAGE_VARIANTS[:2]}}
 
@@ -232,8 +210,12 @@ def transform(kind: str, problems: list[Problem], seed: int = 42, **params) -> t
     """The variant and its notes; every kind but the paper's (``OPTION_VARIANTS``) keeps the MCQA task of the source."""
     kind = check_params(kind, **params)
     p = {k: v for k, v in params.items() if v is not None}
-    if kind in TRANSFORMS:
-        return TRANSFORMS[kind](problems, seed)
+    if kind == "permute":
+        return permute_recorded(problems, seed)
+    if kind in ("noise-random", "noise-targeted"):
+        return _add_one(problems, kind, seed)
+    if kind in ("order-first", "order-last"):
+        return _move(problems, last=kind == "order-last")
     if kind == "k-shot":
         new, notes = k_shot(problems, p["k"], p.get("draw"))
     elif kind in LABEL_VARIANTS:

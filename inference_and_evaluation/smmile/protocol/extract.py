@@ -131,13 +131,10 @@ def extract_e3(response: object) -> str:
         return EXTRACTION_FAILED
     pos = response.rfind("assistant")
     processed = response[pos + len("assistant"):].strip() if pos != -1 else response
-    hits = _E3_TAG_RE.findall(processed)
-    if hits:
-        return hits[0].upper()
-    for pattern in _E3_PATTERNS_RE:
-        hits = pattern.findall(processed)
-        if hits:
-            return hits[0].upper()
+    for pattern in (_E3_TAG_RE, *_E3_PATTERNS_RE):
+        match = pattern.search(processed)
+        if match:
+            return match.group(1).upper()
     logger.debug("No answer pattern matched. Extraction failed.")
     return EXTRACTION_FAILED
 
