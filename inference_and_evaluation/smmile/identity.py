@@ -7,12 +7,13 @@ the one table of the paper's models; a model outside it gets its id as a token (
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from .fsguard import read_json
 
 FIELDS = ("key", "scoring_name", "display", "latex")
 UNKNOWN = "unknown"
@@ -115,11 +116,8 @@ def weight_hashes(folder: str | Path) -> dict[str, str]:
 
 def _conversion(record: Path) -> tuple[dict, dict]:
     """(source, weights sha256) a conversion record names ({} where it names none or cannot be read)."""
-    try:
-        data = json.loads(record.read_text())
-    except (OSError, ValueError):
-        return {}, {}
-    source, hashes = (data.get("source"), data.get("weights_sha256")) if isinstance(data, dict) else (None, None)
+    data = read_json(record) or {}
+    source, hashes = data.get("source"), data.get("weights_sha256")
     return (source if isinstance(source, dict) else {}), (hashes if isinstance(hashes, dict) else {})
 
 

@@ -19,6 +19,7 @@ from .schema import FLAG_VOCABULARY, SPECIALITIES, group
 
 DEMO_VERSION = 2
 DEMO_OWNER = "smmile data demo"  # `make_demo`'s output-folder marker and the datasets' `generator`
+DEMO_INFO = "smmile_demo.json"  # beside each demo dataset: generator, version, seed (and SMMILE++'s variant)
 COLOURS = {"Red.": (200, 30, 30), "Black.": (15, 15, 15), "White.": (245, 245, 245), "Purple.": (120, 40, 150),
            "Yellow.": (230, 210, 40), "Blue.": (40, 70, 200)}
 SHAPES = ["Circle", "Square", "Triangle"]
@@ -124,9 +125,9 @@ def write_demo(out: Path, seed: int = 42) -> dict[str, Path]:
     """The demo SMMILE set in `out/smmile` and its permuted SMMILE++-style set in `out/plusplus`."""
     records = generate_records(seed)
     info = {"generator": DEMO_OWNER, "version": DEMO_VERSION, "seed": seed}
-    base = write_dataset(records, Path(out) / "smmile", extra_files={"smmile_demo.json": json.dumps(info, indent=2)})
+    base = write_dataset(records, Path(out) / "smmile", extra_files={DEMO_INFO: json.dumps(info, indent=2)})
     plus = write_dataset(problems_to_records(variants.permute(group(records), seed=seed)), Path(out) / "plusplus",
-                         extra_files={"smmile_demo.json": json.dumps({**info, "variant": "permute"}, indent=2)})
+                         extra_files={DEMO_INFO: json.dumps({**info, "variant": "permute"}, indent=2)})
     return {"smmile": base, "plusplus": plus}
 
 
@@ -146,13 +147,8 @@ def _adopt_unmarked_demo(root: Path) -> None:
     if fsguard.read_marker(root) is not None:
         return
     datasets = [root / name for name in ("smmile", "plusplus")]
-    for folder in datasets:
-        try:
-            info = json.loads((folder / "smmile_demo.json").read_text())
-        except (OSError, ValueError):
-            return
-        if not isinstance(info, dict) or info.get("generator") != DEMO_OWNER:
-            return
+    if any((fsguard.read_json(folder / DEMO_INFO) or {}).get("generator") != DEMO_OWNER for folder in datasets):
+        return
     for folder in datasets:
         if fsguard.read_marker(folder) is None:
             files = sorted(str(f.relative_to(folder)) for f in folder.rglob("*") if f.is_file())

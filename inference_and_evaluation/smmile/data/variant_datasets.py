@@ -11,8 +11,10 @@ import re
 from pathlib import Path
 
 from ..errors import UserError
+from ..fsguard import read_json
 from ..protocol.options import RECORDED
 from ..protocol.problem import Problem
+from .demo import DEMO_INFO, DEMO_OWNER
 from .load import fingerprint, read_records, resolve
 from .parquet import check_dataset_dir, problems_to_records, write_dataset
 from .schema import MANIFEST, group
@@ -22,7 +24,6 @@ OWNER = "smmile data variant"
 FORMAT_VERSION = 1
 IMAGE_FREE_OUTPUTS = ("generic", "api", "llama33textonly", "baselines")  # hf:/vllm:, API chat, text-only, baselines
 LABEL = re.compile(r"^[a-z][a-z0-9.+-]{0,63}$")  # a variant's name: k-shot-2, flip-answers-0.5, demos-retrieved-last
-DEMO_INFO = "smmile_demo.json"
 
 
 def _write(problems: list[Problem], columns: list[str], source: dict, kind: str, seed: int, out: Path,
@@ -170,12 +171,8 @@ def variant_identity(dataset, augmented: bool = False) -> dict | None:
     read = read_manifest(dataset, augmented)
     if read is None:
         folder = _folder(dataset, augmented)
-        try:
-            demo = json.loads((folder / DEMO_INFO).read_text()) if folder else None
-        except (OSError, ValueError):
-            demo = None
-        kind = demo.get("variant") if isinstance(demo, dict) else None
-        return {"kind": kind, "transform": kind, "generator": "smmile data demo"} if kind == "permute" else None
+        kind = (read_json(folder / DEMO_INFO) or {}).get("variant") if folder else None
+        return {"kind": kind, "transform": kind, "generator": DEMO_OWNER} if kind == "permute" else None
     info, sha = read
     return {"kind": info["kind"], "transform": info["transform"], "params": info.get("params") or {},
             "seed": info.get("seed"), "source_fingerprint": (info.get("source") or {}).get("fingerprint"),
