@@ -42,11 +42,10 @@ def compute(published: Path = PUBLISHED) -> dict[str, str]:
                "neff_rho1": _f(1038 ** 2 / (27 * 4 + 24 * 36 + 35 * 576), ".1f"),
                "share_24": _f(100 * 35 * 24 / 1038, ".0f")}
     with redirect_stderr(io.StringIO()):
-        records = load_records(str(published), lambda message: None)
-        rows = stats.comparisons(records, "icl", 200, 0, "auto", 0.95, warn=lambda message: None)
-        models = stats.comparisons(records, "models", 200, 0, "auto", 0.95, warn=lambda message: None)
-        kept = stats.comparisons(records, "models", 200, 0, "auto", 0.95, include_gold_mismatch=True,
-                                 warn=lambda message: None)
+        records = load_records(str(published))
+        rows = stats.comparisons(records, "icl", 200, 0, "auto", 0.95)
+        models = stats.comparisons(records, "models", 200, 0, "auto", 0.95)
+        kept = stats.comparisons(records, "models", 200, 0, "auto", 0.95, include_gold_mismatch=True)
         est = [e for e in stats.estimates(records, 200, 0, "auto", 0.95) if e["metric"] in stats.COMPARED]
     numbers["smmile_icl_comparisons"] = str(len(rows))
     numbers["smmile_icl_significant"] = str(sum(r["significant"] for r in rows))

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from smmile import logs
 from smmile.cli import em as em_cli
 from smmile.cli import stratify as stratify_cli
 from smmile.cli import variance as variance_cli
@@ -60,8 +61,8 @@ def test_manifest_identity_first_file_name_rules_otherwise(tmp_path):
 def test_unreadable_manifest_is_reported_and_the_name_used(tmp_path):
     csv = open_csv(tmp_path / "result_qwen7B_ICL_open.csv", IDS, [True] * 12)
     naming.manifest_path(csv).write_text("{broken")
-    warnings = []
-    (found,) = load_results(tmp_path, warn=warnings.append)
+    with logs.kept_warnings() as warnings:
+        (found,) = load_results(tmp_path)
     assert found.identity.key == "qwen7B" and found.manifest is None
     assert len(warnings) == 1 and "result_qwen7B_ICL_open.manifest.json" in warnings[0]
 
@@ -86,15 +87,15 @@ def test_two_files_for_one_model_mode_and_format(tmp_path):
     open_csv(tmp_path / "result_llava_7b_ICL_open.csv", IDS, [False] * 12)
     open_csv(tmp_path / "result_qwen7B_ICL_open.csv", IDS, [True] * 12)
     mcqa_csv(tmp_path / "result_llava_7b_ICL_mcqa.csv", IDS, [True] * 12)  # another format: no clash
-    warnings = []
-    found = load_results(tmp_path, warn=warnings.append)
+    with logs.kept_warnings() as warnings:
+        found = load_results(tmp_path)
     assert names(found) == ["result_llava_7b_ICL_open.csv", "result_llava_7b_ICL_mcqa.csv",
                             "result_qwen7B_ICL_open.csv"]
     assert len(warnings) == 1
     assert "result_llava_7b_ICL.csv" in warnings[0] and "result_llava_7b_ICL_open.csv" in warnings[0]
     # a file with a manifest wins over one without, whatever the names
     manifest(tmp_path / "result_llava_7b_ICL.csv", "ICL", "open", tag="llava_7b", preset="llava_7b")
-    assert names(load_results(tmp_path, warn=warnings.append))[0] == "result_llava_7b_ICL.csv"
+    assert names(load_results(tmp_path))[0] == "result_llava_7b_ICL.csv"
 
 
 def test_scoring_jsons_take_the_manifest_of_their_csv(tmp_path):

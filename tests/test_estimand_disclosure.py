@@ -194,7 +194,7 @@ def test_gold_answers_that_differ_from_the_datasets_are_flagged(tmp_path, capsys
     other = TRUTH[:8] + ["Maybe", "Perhaps"]
     write_open(tmp_path / "r", "qwen7B", "ICL", IDS, other, [1] * 10)
     write_open(tmp_path / "r", "gpt-4o", "ICL", IDS, TRUTH, [1] * 10)
-    records = load_records(str(tmp_path / "r"), lambda message: None)
+    records = load_records(str(tmp_path / "r"))
     dataset = pd.Series(dict(zip(IDS, [t.lower() + "." for t in TRUTH])), dtype=object)  # compared as EM compares
     capsys.readouterr()
     rows = estimates.estimates(records, 50, 0, "auto", 0.95, gold=dataset)

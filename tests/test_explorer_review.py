@@ -54,7 +54,7 @@ def shown_ids(page) -> list[str]:
 
 
 def toy_llm(res: Path) -> dict:
-    return {r.mode: r.scores for r in stats.load_records(str(res), lambda m: None) if r.model == "toy" and r.metric == "LLM"}
+    return {r.mode: r.scores for r in stats.load_records(str(res)) if r.model == "toy" and r.metric == "LLM"}
 
 
 def test_reviews_marked_exported_and_counted(browser, reports, tmp_path):
@@ -110,7 +110,7 @@ def test_reviews_marked_exported_and_counted(browser, reports, tmp_path):
     # correct -> 1, incorrect -> 0, unsure and gold-wrong: no label
     from smmile.analysis import reviews as rv
 
-    table = rv.review_table(rv.read_reviews([str(exported)]), stats.load_records(str(reports["res"]), lambda m: None))
+    table = rv.review_table(rv.read_reviews([str(exported)]), stats.load_records(str(reports["res"])))
     labelled = table.dropna(subset=["reviewed"]).set_index("problem_id")["reviewed"].to_dict()
     assert labelled == {ids[0]: 1.0, ids[1]: 0.0}
     out = tmp_path / "agreement"
@@ -148,7 +148,7 @@ def test_phone_layout_no_sideways_scroll(browser, reports, tmp_path):
 
 
 def test_sort_link_and_csv(browser, reports, tmp_path):
-    records = [r for r in stats.load_records(str(reports["res"]), lambda m: None) if r.metric == "EM"]
+    records = [r for r in stats.load_records(str(reports["res"])) if r.metric == "EM"]
     page, errors = open_page(browser, reports["main"] / "index.html", "#problems?metric=EM&sort=right-asc")
     right = {}
     for r in records:
@@ -175,7 +175,7 @@ def test_sort_link_and_csv(browser, reports, tmp_path):
         page.click("[data-csv-export]")
     assert info.value.suggested_filename == "problems.csv"
     rows = list(csv.DictReader(io.StringIO(Path(info.value.path()).read_text())))
-    by_file = {(r.model, r.mode, r.metric): r.scores for r in stats.load_records(str(reports["res"]), lambda m: None)}
+    by_file = {(r.model, r.mode, r.metric): r.scores for r in stats.load_records(str(reports["res"]))}
     answered = {(m, mode) for (m, mode, metric) in by_file if target in by_file[(m, mode, metric)].index}
     assert {row["problem_id"] for row in rows} == {target}
     assert {(row["model_key"], row["mode"]) for row in rows} == answered

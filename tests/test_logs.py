@@ -51,3 +51,15 @@ def test_a_silenced_block_keeps_and_shows_no_warning(seen):
     assert kept == ["still an error", "said once"]
     assert seen == ["still an error", "said once"]
     assert logging.getLogger("smmile").level == logging.INFO
+
+
+def test_warnings_kept_unshown_are_said_later_by_the_command(seen):
+    """The report keeps its warnings for the page and says them together once it is written."""
+    child = logging.getLogger("smmile.report.some")
+    with logs.kept_warnings(shown=False) as kept:
+        child.info("progress")
+        child.warning("warning: x.csv skipped")
+        child.error("broken")
+    child.warning("shown again")
+    assert kept == ["warning: x.csv skipped", "broken"]
+    assert seen == ["progress", "broken", "shown again"]

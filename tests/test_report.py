@@ -74,7 +74,7 @@ def parse(path: Path) -> Page:
 
 
 def records(res: Path):
-    return load_records(str(res), lambda message: None)
+    return load_records(str(res))
 
 
 def expected_cell(row: dict) -> str:
@@ -202,7 +202,7 @@ def test_judge_record_credits_its_writer(tmp_path):
 
 def test_icl_gain_table_and_significance(reports):
     paper = [r for r in records(reports["res"]) if r.metric != "NOANS"]  # NOANS is not compared (scoring/refusal.py)
-    gains = stats.comparisons(paper, "icl", int(N_BOOT), 0, "auto", LEVEL, warn=lambda m: None)
+    gains = stats.comparisons(paper, "icl", int(N_BOOT), 0, "auto", LEVEL)
     assert gains, "the fixture has a model with 0-shot and ICL results"
     gain_table = table_after((reports["main"] / "index.html").read_text(), "gain-smmile").tables[0]
     rows = {r[0]["text"]: r[1:] for r in gain_table[2:]}

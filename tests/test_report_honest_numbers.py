@@ -131,9 +131,9 @@ def test_side_by_side_figure_draws_the_tables_paired_change(reports, tmp_path):
     job = planned["sets_em"]
     spec = job["spec"]
     assert job["kind"] == "forest" and "paired" in spec["title"]
-    ref = {(r.model, r.metric, r.mode): r for r in load_records(str(reports["res"]), lambda m: None)}
+    ref = {(r.model, r.metric, r.mode): r for r in load_records(str(reports["res"]))}
     drawn = {(r["label"], r["panel"]): r for r in spec["rows"]}
-    for record in load_records(str(reports["pp"]), lambda m: None):
+    for record in load_records(str(reports["pp"])):
         if record.metric != "EM":
             continue
         want, _ = compare(ref[(record.model, "EM", record.mode)], record, True, int(N_BOOT), 0, 0.95)

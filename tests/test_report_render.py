@@ -44,7 +44,7 @@ def shown_ids(page) -> list[str]:
 
 
 def toy_scores(res: Path) -> dict:
-    return {r.mode: r.scores for r in stats.load_records(str(res), lambda m: None)
+    return {r.mode: r.scores for r in stats.load_records(str(res))
             if r.model == "toy" and r.metric == "LLM"}
 
 
@@ -89,7 +89,7 @@ def test_flag_filter_and_all_wrong(browser, reports, tmp_path, demo_dir):
     page.select_option('select[data-f="flag:speciality"]', "")
     page.select_option('select[data-f="metric"]', "EM")
     page.select_option('select[data-f="special"]', "allwrong")
-    em = [r for r in stats.load_records(str(reports["res"]), lambda m: None) if r.metric == "EM"]
+    em = [r for r in stats.load_records(str(reports["res"])) if r.metric == "EM"]
     all_wrong = [pid for pid in problems if all(r.scores.get(pid, 1.0) < 0.5 for r in em)
                  and any(pid in r.scores.index for r in em)]
     assert shown_ids(page) == all_wrong[:20]

@@ -36,7 +36,7 @@ def test_assign_is_seeded_stratified_and_double_codes_a_share(reports, tmp_path,
     # round(0.25 x 8 x 3 / 2) = 3 answers in two lists each, the other 24 - 6 = 18 in one
     assert all(len(f["items"]) == len({key(i) for i in f["items"]}) == 8 for f in found.values())
     assert len(doubles) == 3 and all(seen[k] == 2 for k in doubles) and sum(v == 1 for v in seen.values()) == 18
-    records = stats.load_records(str(reports["res"]), lambda m: None)
+    records = stats.load_records(str(reports["res"]))
     answers = {(str(p), r.model, r.mode, "mcqa" if r.metric == "MCQA" else "open") for r in records
                if r.metric in ("EM", "MCQA") for p in r.scores.index}
     assert set(seen) <= answers

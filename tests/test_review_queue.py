@@ -146,7 +146,7 @@ def test_two_reviewers_walk_the_blind_queue_and_their_reviews_count(browser, rep
     assert smmile(["report", str(reports["res"]), "--reviews", *map(str, files), "--out", str(report), "--n-boot", "20",
                    "--jobs", "1"]) == 0
     page_text = (report / "index.html").read_text()
-    for record in (r for r in stats.load_records(str(reports["res"]), lambda m: None) if r.metric == "LLM"):
+    for record in (r for r in stats.load_records(str(reports["res"])) if r.metric == "LLM"):
         scores = {str(k): v for k, v in record.scores.items()}
         agreed = {pid: x for (pid, m, mode, fmt), (x, y) in by_key.items()
                   if (m, mode, fmt) == (record.model, record.mode, "open") and x == y and pid in scores}

@@ -20,16 +20,27 @@ class _Keep(logging.Handler):
         self.kept.append(record.getMessage())
 
 
+class _Later(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno != logging.WARNING
+
+
 @contextmanager
-def kept_warnings():
-    """The messages logged at WARNING or above under ``smmile`` while the block runs (they are logged as well)."""
+def kept_warnings(shown: bool = True):
+    """The messages logged at WARNING or above under ``smmile`` while the block runs, logged as well unless not
+    ``shown`` (the report says its warnings together, after its page is written)."""
     kept: list[str] = []
-    handler = _Keep(kept)
+    handler, later = _Keep(kept), _Later()
+    hidden = [] if shown else [h for h in ROOT.handlers if not isinstance(h, _Keep)]
+    for other in hidden:
+        other.addFilter(later)
     ROOT.addHandler(handler)
     try:
         yield kept
     finally:
         ROOT.removeHandler(handler)
+        for other in hidden:
+            other.removeFilter(later)
 
 
 @contextmanager

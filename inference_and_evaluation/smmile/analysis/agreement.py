@@ -6,6 +6,7 @@ a jury against each other and exact match (``--judges``). The coefficients are `
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import os
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import plotting
+from .. import logs, plotting
 from ..errors import MissingDependency, UserError
 from ..record.verdicts import JURY
 from ..scoring.estimates import clusters_for
@@ -26,6 +27,7 @@ CELL = ["model", "mode", "format", "problem_id"]
 EMPTY_PAIR = ("percent", "percent_low", "percent_high", "cohen_kappa", "kappa_low", "kappa_high")
 LABEL_COLUMNS = ("problem_id", "model", "mode", "rater", "label")
 VALUES = {"0": 0, "1": 1, "false": 0, "true": 1, "0.0": 0, "1.0": 1}
+log = logging.getLogger(__name__)
 
 
 def item_clusters(ids, cluster: str):
@@ -61,13 +63,13 @@ def read_labels(path: str) -> pd.DataFrame:
     return frame
 
 
-def binary_scores(scores: pd.Series, what: str, warn=None) -> pd.Series:
+def binary_scores(scores: pd.Series, what: str) -> pd.Series:
     """The 0/1 scores. A fractional score (the share of a problem's rows judged correct) is no single label:
-    it is left out, and ``warn`` says how many."""
+    it is left out, with a warning saying how many."""
     binary = scores[scores.isin((0.0, 1.0))]
-    if warn and len(binary) < len(scores):
-        warn(f"warning: {what}: {len(scores) - len(binary)} problem(s) with a fractional score (several rows "
-             "per problem) left out of the agreement")
+    if len(binary) < len(scores):
+        log.warning(f"warning: {what}: {len(scores) - len(binary)} problem(s) with a fractional score (several rows "
+                    "per problem) left out of the agreement")
     return binary
 
 
@@ -144,7 +146,7 @@ def correlation(rows: list[dict], left: str, right: str) -> list[dict]:
     return out
 
 
-def human_tables(labels: pd.DataFrame, records: list[Record], judge_rater: str, warn) -> tuple[dict, dict]:
+def human_tables(labels: pd.DataFrame, records: list[Record], judge_rater: str) -> tuple[dict, dict]:
     """The humans among themselves and against the judge (rows of ``judge_rater`` and the judge results in
     ``records``); label models are renamed to the results' keys from any of their names."""
     aliases = {}
@@ -156,15 +158,16 @@ def human_tables(labels: pd.DataFrame, records: list[Record], judge_rater: str, 
         aliases.update({name.lower(): r.model for name in names if name})
     unknown = sorted({m for m in labels["model"] if m.lower() not in aliases})
     if records and unknown:
-        warn(f"warning: labels name model(s) no result file has: {', '.join(unknown)}; their items get no "
-             "judge label from the results")
+        log.warning(f"warning: labels name model(s) no result file has: {', '.join(unknown)}; their items get no "
+                    "judge label from the results")
     labels = labels.assign(model=[aliases.get(m.lower(), m) for m in labels["model"]])
     humans = labels[labels["rater"] != judge_rater]
     if humans.empty:
         raise UserError("the labels hold no human rater (every row is the judge)")
-    from_results = [{"model": r.model, "mode": r.mode, "problem_id": str(pid), "label": int(v)}
-                    for r in records if r.metric == "LLM"
-                    for pid, v in binary_scores(r.scores, f"{r.source} (judge)").items()]
+    with logs.silenced():  # em_tables says the judge's fractional scores
+        from_results = [{"model": r.model, "mode": r.mode, "problem_id": str(pid), "label": int(v)}
+                        for r in records if r.metric == "LLM"
+                        for pid, v in binary_scores(r.scores, f"{r.source} (judge)").items()]
     judge = pd.concat([pd.DataFrame(from_results, columns=ITEM + ["label"]),
                        labels[labels["rater"] == judge_rater][ITEM + ["label"]]])
     summary, tables = {"inter_rater": inter_rater(humans)}, {"rater_pairs": rater_pairs(humans)}
@@ -173,8 +176,8 @@ def human_tables(labels: pd.DataFrame, records: list[Record], judge_rater: str, 
         unjudged = table[table["judge"].isna()]
         if len(unjudged):
             first = unjudged.iloc[0]
-            warn(f"warning: {len(unjudged)} labelled item(s) have no judge label (first: {first['model']} "
-                 f"{first['mode']} {first['problem_id']}); they are left out of judge vs humans")
+            log.warning(f"warning: {len(unjudged)} labelled item(s) have no judge label (first: {first['model']} "
+                        f"{first['mode']} {first['problem_id']}); they are left out of judge vs humans")
         versus = judge_vs_humans(table)
         tables.update({"judge_vs_humans": versus,
                        "judge_human_correlation": correlation(versus, "judge_accuracy", "human_accuracy"),
@@ -183,7 +186,7 @@ def human_tables(labels: pd.DataFrame, records: list[Record], judge_rater: str, 
 
 
 # -- exact match against the judge, no humans needed ----------------------------------------------
-def em_tables(records: list[Record], warn) -> dict:
+def em_tables(records: list[Record]) -> dict:
     """Per result scored by both (0/1 scores on shared problems), and across results."""
     by_source: dict[str, dict] = {}
     for r in records:
@@ -191,8 +194,8 @@ def em_tables(records: list[Record], warn) -> dict:
     rows = []
     for src, m in by_source.items():
         if {"EM", "LLM"} <= set(m):
-            em = binary_scores(m["EM"].scores, f"{src} (exact match)", warn).rename("em")
-            llm = binary_scores(m["LLM"].scores, f"{src} (judge)", warn).rename("judge")
+            em = binary_scores(m["EM"].scores, f"{src} (exact match)").rename("em")
+            llm = binary_scores(m["LLM"].scores, f"{src} (judge)").rename("judge")
             joined = pd.concat([em, llm], axis=1, join="inner").dropna()
             scope = {"scope": "model", "model": m["EM"].model, "mode": m["EM"].mode, "source": os.path.basename(src)}
             row = _versus(scope, joined["judge"].astype(int).to_numpy(), joined["em"].astype(int).to_numpy(), 0)
@@ -203,9 +206,9 @@ def em_tables(records: list[Record], warn) -> dict:
 
 
 # -- the judges of a jury (the run record's verdicts per judge) ---------------------------------------
-def judge_frame(records: list, warn=None) -> pd.DataFrame:
+def judge_frame(records: list) -> pd.DataFrame:
     """One row per judged cell: model, mode, format, problem_id, em (0/1 or NaN) and one column per judge."""
-    em = {r.source: binary_scores(r.scores, f"{r.source} (exact match)", warn) for r in records if r.metric == "EM"}
+    em = {r.source: binary_scores(r.scores, f"{r.source} (exact match)") for r in records if r.metric == "EM"}
     frames = []
     for r in (r for r in records if r.metric == "LLM" and r.result is not None):
         found = r.result.verdicts
@@ -264,7 +267,7 @@ def judge_rows(table: pd.DataFrame, n_boot: int, seed: int, level: float, cluste
     return rows
 
 
-def draw_judges(rows: list[dict], out, warn) -> list[Path]:
+def draw_judges(rows: list[dict], out) -> list[Path]:
     """A forest of the kappas with their intervals, a panel per mode and format (a warning if it cannot be drawn)."""
     rows = [r for r in rows if not math.isnan(r.get("cohen_kappa", r.get("fleiss_kappa", math.nan)))]
     if not rows:
@@ -282,5 +285,5 @@ def draw_judges(rows: list[dict], out, warn) -> list[Path]:
     try:
         return [Path(p) for p in plotting.draw(job)]
     except (ImportError, MissingDependency) as exc:
-        warn(f"warning: the judges' figure was not drawn ({exc})")
+        log.warning(f"warning: the judges' figure was not drawn ({exc})")
         return []

@@ -4,6 +4,7 @@ report's reviewers (`analysis.reviews`)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from ..errors import UserError
@@ -11,6 +12,8 @@ from ..scoring.scores import records_of
 from . import agreement as ag
 from . import reviews as reviews_mod
 from .result_sets import fmt, output_folder, write_tables
+
+log = logging.getLogger(__name__)
 
 
 def console(summary: dict, tables: dict) -> list[str]:
@@ -61,21 +64,21 @@ def run_agreement(results: list[str], *, labels: str | None = None, judge_rater:
     if reviews:
         reviews_mod.read_reviews(reviews)  # a bad file is refused before the output folder is made
     resampling = {"n_boot": n_boot, "seed": seed, "level": level, "cluster": cluster}
-    with output_folder(out, "smmile agreement", force, "agreement") as (folder, warn, warnings):
-        records = [record for path in results for record in records_of(path, warn)]
-        summary, tables = ag.human_tables(ag.read_labels(labels), records, judge_rater, warn) if labels else ({}, {})
-        tables.update(ag.em_tables(records, warn))
+    with output_folder(out, "smmile agreement", force, "agreement") as (folder, warnings):
+        records = [record for path in results for record in records_of(path)]
+        summary, tables = ag.human_tables(ag.read_labels(labels), records, judge_rater) if labels else ({}, {})
+        tables.update(ag.em_tables(records))
         if judges:
-            table = ag.judge_frame(records, warn)
+            table = ag.judge_frame(records)
             if table.empty:
                 raise UserError("--judges: no judged result with its replies file (<stem>_judgements.jsonl) in the "
                                 "results; run evaluate_LLMJudge.py (with --jury for several judges) first")
             tables["judges"] = ag.judge_rows(table, **resampling)
         if reviews:
-            found = reviews_mod.screen(reviews_mod.read_reviews(reviews, warn), records, warn, strict)
+            found = reviews_mod.screen(reviews_mod.read_reviews(reviews, log.warning), records, log.warning, strict)
             if found.empty:
                 raise UserError(f"--reviews: no review of these results in {', '.join(reviews)}")
-            table = reviews_mod.review_table(found, records, warn)
+            table = reviews_mod.review_table(found, records)
             tables.update({"reviews": reviews_mod.agreement_rows(table, found, **resampling),
                            "reviews_disputed": reviews_mod.disputed(found, table), "reviewed_cells": table})
         if not summary and not tables:
@@ -88,5 +91,5 @@ def run_agreement(results: list[str], *, labels: str | None = None, judge_rater:
                 **summary, "warnings": warnings}
         written = write_tables(folder, "agreement", tables, meta)
         if judges:
-            written += ag.draw_judges(tables["judges"], folder, warn)
+            written += ag.draw_judges(tables["judges"], folder)
         return "\n".join(console(summary, tables) + ["Written: " + ", ".join(str(p) for p in written)])

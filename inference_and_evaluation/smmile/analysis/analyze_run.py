@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pandas as pd
 
 from ..errors import MissingDependency
@@ -12,6 +14,8 @@ from ..scoring.statistics import DEFAULT_LEVEL, DEFAULT_N_BOOT
 from ..scoring.stats_run import dataset_versions
 from . import diagnostics, option_probs, variants
 from .result_sets import fmt, load_sets, output_folder, write_tables
+
+log = logging.getLogger(__name__)
 
 
 def _ci(r: dict) -> str:
@@ -64,22 +68,22 @@ def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", for
     check_resampling(n_boot, level)
     settings = {"n_boot": n_boot, "seed": seed, "level": level, "include_gold_mismatch": include_gold_mismatch,
                 "weight": weight, "failures": failures}
-    with output_folder(out, "smmile analyze", force, "analysis") as (folder, warn, warnings):
-        sets = load_sets(results, warn)
+    with output_folder(out, "smmile analyze", force, "analysis") as (folder, warnings):
+        sets = load_sets(results)
         for message in dataset_versions([r for found in sets.values() for r in found.records]):
-            warn(message)
+            log.warning(message)
         notes: list[str] = []
         diagnosing = analysis in diagnostics.ANALYSES
         try:
             report = (diagnostics if diagnosing else variants).analyse(analysis, sets, settings, notes)
         finally:  # what was left out is said even when nothing could be compared
             for note in notes:
-                warn(f"warning: {note}")
+                log.warning(f"warning: {note}")
         tables = {"summary": report.summary, **({} if diagnosing else {"averages": report.averages}), **report.extra,
                   "flips": pd.concat(report.flips, ignore_index=True)}
         missing = diagnostics.missing_quantities(list(sets)) if analysis == "diagnostics" else []
         for line in missing:
-            warn(f"note: not computed (missing runs): {line}")
+            log.warning(f"note: not computed (missing runs): {line}")
         meta = {"analysis": analysis, "settings": settings,
                 "correction": f"{variants.PROCEDURE} within {_family(analysis)}, on sign-flip mid-p-values over "
                               "base problems; intervals from the same procedure",
@@ -92,5 +96,5 @@ def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", for
             try:
                 written += diagnostics.draw_curve(report.extra["curve"], folder, level)
             except MissingDependency as exc:
-                warn(f"warning: the curve's figure was not drawn ({exc})")
+                log.warning(f"warning: the curve's figure was not drawn ({exc})")
         return console(report) + "\nWritten: " + ", ".join(str(p) for p in written)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import fsguard
+from .. import fsguard, logs
 from ..data.load import DATED_IDS, PLUSPLUS_ID
 from ..data.variant_datasets import LABEL, variant_identity
 from ..errors import UserError
@@ -61,11 +61,11 @@ def parse_spec(text: str) -> tuple[str | None, Path]:
     return None, Path(text)
 
 
-def load_sets(texts: list[str], warn=None) -> dict[str, ResultSet]:
+def load_sets(texts: list[str]) -> dict[str, ResultSet]:
     sets: dict[str, ResultSet] = {}
     for text in texts:
         label, path = parse_spec(text)
-        records = records_of(path, warn)
+        records = records_of(path)
         if not records:
             raise UserError(f"{path}: no scorable result file (result_*.csv)")
         s = ResultSet(label or detect_label(path, records), path, records)
@@ -78,17 +78,11 @@ def load_sets(texts: list[str], warn=None) -> dict[str, ResultSet]:
 
 @contextmanager
 def output_folder(out: str, command: str, force: bool, what: str):
-    """``out`` (made by ``command``, or new/empty; ``force``: any allowed folder), locked while the block runs, and a
-    ``warn`` that logs a line and keeps it in ``warnings`` for the output JSON."""
+    """``out`` (made by ``command``, or new/empty; ``force``: any allowed folder), locked while the block runs, and
+    the warnings logged in the block (``logs.kept_warnings``), for the output JSON."""
     folder = fsguard.prepare_output_dir(out, command, force=force)
-    warnings: list[str] = []
-
-    def warn(message: str) -> None:
-        log.warning(message)
-        warnings.append(message)
-
-    with fsguard.OutputLock(folder, f"the {what} folder {folder}"):
-        yield folder, warn, warnings
+    with fsguard.OutputLock(folder, f"the {what} folder {folder}"), logs.kept_warnings() as warnings:
+        yield folder, warnings
 
 
 def write_tables(out: Path, stem: str, tables: dict, meta: dict) -> list[Path]:

@@ -156,7 +156,7 @@ def label_of(shown, review: str) -> float:
     return float(shown) if review == "agree" else float(1 - shown)
 
 
-def review_table(reviews: pd.DataFrame, records: list, warn=None) -> pd.DataFrame:
+def review_table(reviews: pd.DataFrame, records: list) -> pd.DataFrame:
     """One row per reviewed cell: verdict shown, the reviewers' label (``reviewed``: an adjudication's, else their
     majority; NaN: none or a tie), number of labels, whether a judge judged it, ``em`` (exact match, or the
     letter match for mcqa) and the problem's strata (``stratum:<flag>``) as the page exported them."""
@@ -174,7 +174,7 @@ def review_table(reviews: pd.DataFrame, records: list, warn=None) -> pd.DataFram
     table = pd.DataFrame(out, columns=list(dict.fromkeys(columns + [c for row in out for c in row])))
     auto = {(r.model, r.mode, "mcqa" if r.metric == "MCQA" else "open", str(pid)): float(v)
             for r in records if r.metric in ("EM", "MCQA") and r.result is not None
-            for pid, v in binary_scores(r.scores, f"{r.source} ({r.metric})", warn).items()}
+            for pid, v in binary_scores(r.scores, f"{r.source} ({r.metric})").items()}
     table["em"] = [auto.get(tuple(k), math.nan) for k in table[CELL].itertuples(index=False)]
     return table
 

@@ -38,8 +38,8 @@ def run(a) -> str:
         raise UserError(f"--double {a.double} is not a share between 0 and 1")
     if len(set(a.reviewers)) < len(a.reviewers) or not all(n.strip() for n in a.reviewers):
         raise UserError("--reviewers: each name once, none empty")
-    with output_folder(a.out, "smmile review", a.force, "assignments") as (folder, warn, _):
-        items = rv.answers([r for path in a.results for r in records_of(path, warn)])
+    with output_folder(a.out, "smmile review", a.force, "assignments") as (folder, _):
+        items = rv.answers([r for path in a.results for r in records_of(path)])
         if not items:
             raise UserError("no answer in the results to review")
         lists = rv.assign(items, a.reviewers, a.size, a.double, a.seed)

@@ -65,8 +65,8 @@ def reply_records(csv_path: str | os.PathLike) -> Iterator[dict]:
 
 
 def replies_summary(csv_path: str | os.PathLike, fields: tuple[str, ...]) -> dict | None:
-    """Reply counts per status and the ``fields`` of the judge named in ``<stem>_judgements.jsonl`` (the last
-    attempt, which may have failed), or None without that file."""
+    """Reply counts per status and the ``fields`` (those its rows have) of the judge named in
+    ``<stem>_judgements.jsonl`` (the last attempt, which may have failed), or None without that file."""
     path = judgements_path(csv_path)
     if not os.path.exists(path):
         return None
@@ -76,8 +76,8 @@ def replies_summary(csv_path: str | os.PathLike, fields: tuple[str, ...]) -> dic
             info["replies"] += 1
             status = str(record.get("status", "?"))
             info["status"][status] = info["status"].get(status, 0) + 1
-            for key in fields:
-                info.setdefault(key, record.get(key))
+            for key in (k for k in fields if k in record):
+                info.setdefault(key, record[key])
     except (OSError, ValueError):
         return {"error": f"unreadable {os.path.basename(path)}"}
     return info

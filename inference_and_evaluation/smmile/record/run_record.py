@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from smmile.errors import UserError
 from smmile.identity import UNKNOWN, ModelIdentity
@@ -194,7 +194,7 @@ def _manifest_tag(manifest: dict) -> str | None:
     return next((model[k] for k in ("tag", "preset") if isinstance(model.get(k), str) and model[k]), None)
 
 
-def read(path: str | os.PathLike, rules: str = "scoring", warn: Callable[[str], None] = log.warning) -> RunRecord:
+def read(path: str | os.PathLike, rules: str = "scoring") -> RunRecord:
     """Identify one file: its manifest, else the file-name ``rules``; an unreadable manifest is reported."""
     if rules not in RULES:
         raise ValueError(f"rules must be one of {RULES}, not {rules!r}")
@@ -202,8 +202,8 @@ def read(path: str | os.PathLike, rules: str = "scoring", warn: Callable[[str], 
     name = path.name
     manifest, reason = manifest_of(path)
     if reason is not None:
-        warn(f"warning: {naming.manifest_path(path)}: unreadable manifest ({reason}); {name} is identified by its "
-             "file name")
+        log.warning(f"warning: {naming.manifest_path(path)}: unreadable manifest ({reason}); {name} is identified by "
+                    "its file name")
     identity = identity_from_manifest(manifest) if manifest else None
     if identity is None:
         return RunRecord(path, naming.identity_from_name(name), _name_mode(name, rules), _name_fmt(name),
@@ -235,7 +235,7 @@ def _preferred(first: RunRecord, second: RunRecord) -> RunRecord:
     return max(first, second, key=lambda r: (r.path.name, os.fspath(r.path)))
 
 
-def _dedupe(results: list[RunRecord], rules: str, warn: Callable[[str], None]) -> list[RunRecord]:
+def _dedupe(results: list[RunRecord], rules: str) -> list[RunRecord]:
     out: list[RunRecord] = []
     position: dict[tuple[str, str, str], int] = {}
     for result in results:
@@ -248,21 +248,21 @@ def _dedupe(results: list[RunRecord], rules: str, warn: Callable[[str], None]) -
         else:
             i = position[slot]
             kept = _preferred(out[i], result)
-            warn(f"warning: {out[i].path} and {result.path} are both results of {slot[0]} ({slot[1]}, {slot[2]}); "
-                 f"using {kept.path}")
+            log.warning(f"warning: {out[i].path} and {result.path} are both results of {slot[0]} ({slot[1]}, "
+                        f"{slot[2]}); using {kept.path}")
             out[i] = kept
     return out
 
 
 def scan(results_dir: str | os.PathLike, *, patterns: Sequence[str] | None = None, sort: bool = True,
-         rules: str = "scoring", warn: Callable[[str], None] = log.warning) -> list[RunRecord]:
+         rules: str = "scoring") -> list[RunRecord]:
     """The results of ``results_dir`` in discovery order. ``patterns`` (globs, e.g. ``naming.em_patterns``) keep
     the original's selection and order (``sort=False``: ``glob.glob``'s order, as variance_analysis)."""
-    results = [read(p, rules, warn) for p in _candidates(results_dir, patterns, sort)]
-    return _dedupe([r for r in results if not (r.manifest or {}).get("shard")], rules, warn)
+    results = [read(p, rules) for p in _candidates(results_dir, patterns, sort)]
+    return _dedupe([r for r in results if not (r.manifest or {}).get("shard")], rules)
 
 
-def judge_only(results_dir: str | os.PathLike, found: Sequence[RunRecord], warn=log.warning) -> list[RunRecord]:
+def judge_only(results_dir: str | os.PathLike, found: Sequence[RunRecord]) -> list[RunRecord]:
     """The results of ``results_dir`` known only by their judge export (``<stem>_evaluationllm.json`` without its
     CSV; the paper's SMMILE++ folder has one), identified by variance_analysis's file-name rules."""
     have = {os.path.abspath(naming.evaluationllm_json_path(r.csv)) for r in found}
@@ -270,5 +270,5 @@ def judge_only(results_dir: str | os.PathLike, found: Sequence[RunRecord], warn=
     for json_path in sorted(glob.glob(os.path.join(os.fspath(results_dir), "*_evaluationllm.json"))):
         csv_path = json_path[: -len("_evaluationllm.json")] + ".csv"
         if os.path.abspath(json_path) not in have and not os.path.exists(csv_path):
-            out.append(read(csv_path, rules="variance", warn=warn))
+            out.append(read(csv_path, rules="variance"))
     return out

@@ -66,12 +66,13 @@ def members(rows) -> dict[str, list[dict]]:
 
 
 def judges(judge: dict | None) -> list[str]:
-    """The judges of a judge identity as ``smmile agreement`` names them (``BACKEND:MODEL``); a jury's members."""
-    if not isinstance(judge, dict) or not judge.get("model"):
+    """The judges of a judge identity or reply row as ``smmile agreement`` names them (``BACKEND:MODEL``); a jury's
+    members (a row's by their ``judge`` label, an identity's by backend and model)."""
+    if not isinstance(judge, dict):
         return []
     if judge.get("backend") == JURY:
-        members = [m.get("judge") for m in judge.get("jury") or [] if isinstance(m, dict) and m.get("judge")]
-        found = [f"{m['backend']}:{m['model']}" for m in judge.get("jury") or []
-                 if isinstance(m, dict) and m.get("backend") and m.get("model")]
-        return members or found or [m.strip() for m in str(judge["model"]).split(",") if m.strip()]
+        return [m.get("judge") or f"{m.get('backend')}:{m.get('model')}" for m in judge.get("jury") or []
+                if isinstance(m, dict) and (m.get("judge") or m.get("backend") and m.get("model"))]
+    if not judge.get("model"):
+        return []
     return [f"{judge['backend']}:{judge['model']}" if judge.get("backend") else str(judge["model"])]

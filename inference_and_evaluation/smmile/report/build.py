@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from smmile import logs
 from smmile.errors import UserError
 from smmile.record import original
 from smmile.record.run_record import scan
@@ -127,24 +129,34 @@ def slug(label: str, index: int) -> str:
     return text or f"set{index + 1}"
 
 
+@contextmanager
+def _for_the_page(warnings: list):
+    """The warnings logged in the block go to ``warnings`` (without their ``warning: ``), said after the page."""
+    with logs.kept_warnings(shown=False) as said:
+        try:
+            yield
+        finally:
+            warnings += [message.removeprefix("warning: ") for message in said]
+
+
 def gather_set(label: str | None, results_dir: str, index: int, settings: Settings, warnings: list,
                taken: set) -> ReportSet:
     if not os.path.isdir(results_dir):
         raise UserError(f"results directory {results_dir} not found")
-    warn = warnings.append
-    records = load_records(results_dir, lambda message: warn(message.removeprefix("warning: ")))
-    for message in dataset_versions(records):
-        warn(message.removeprefix("warning: "))
+    with _for_the_page(warnings):
+        records = load_records(results_dir)
+    warnings += [message.removeprefix("warning: ") for message in dataset_versions(records)]
     label = label or default_label(records, taken, results_dir)
     found = ReportSet(label, Path(os.path.abspath(results_dir)), records, slug(label, index))
     s = settings
     found.estimates = with_costs(est.estimates(records, s.n_boot, s.seed, s.cluster, s.level), records)
     paper = [r for r in records if metrics.get_metric(r.metric).paper]  # the paper's metrics' ICL gains
-    found.gains = est.comparisons(paper, "icl", s.n_boot, s.seed, s.cluster, s.level,
-                                  warn=lambda message: warn(message.removeprefix("warning: ")))
+    with _for_the_page(warnings):
+        found.gains = est.comparisons(paper, "icl", s.n_boot, s.seed, s.cluster, s.level)
     names.learn(r.result.identity for r in records if r.result is not None)
-    found.runs = {r.csv.name: manifests.run_info(os.fspath(r.csv)) for r in sorted(
-        scan(results_dir, rules="variance", warn=lambda message: None), key=lambda r: r.csv.name)}
+    with logs.silenced():  # the scan load_records made, its warnings already kept
+        results = scan(results_dir, rules="variance")
+    found.runs = {r.csv.name: manifests.run_info(os.fspath(r.csv)) for r in sorted(results, key=lambda r: r.csv.name)}
     found.stratification, found.strat_ci = load_stratification(results_dir, warnings, found.permuted)
     found.variance_table = original.variance_table(results_dir)
     return found

@@ -6,13 +6,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from smmile import logs
 from smmile.record import original
+from smmile.record.verdicts import JURY, judges
 from smmile.record.naming import evaluationllm_json_path
 from smmile.record.run_record import manifest_of, read
 from smmile.scoring.judge import FAILED as FAILED_STATUS, NO_MAJORITY, UNPARSEABLE
 
 NO_MANIFEST = "no manifest (produced outside smmile)"
-JUDGE_FIELDS = ("backend", "model", "protocol")
+JUDGE_FIELDS = ("backend", "model", "protocol", "jury")
 
 
 @dataclass
@@ -29,6 +31,12 @@ class RunInfo:
         return os.path.basename(self.csv)
 
 
+def named(judge: dict) -> str:
+    """``BACKEND:MODEL (PROTOCOL)``; a jury's members, comma-separated, as its model."""
+    model = ", ".join(judges(judge)) if judge.get("backend") == JURY else judge.get("model")
+    return f"{judge.get('backend')}:{model} ({judge.get('protocol')})"
+
+
 def judge_text(judge: dict | None) -> str:
     """One line for the runs table: the LLM numbers are credited only to the judge recorded as their writer,
     never to a failed later attempt."""
@@ -36,7 +44,6 @@ def judge_text(judge: dict | None) -> str:
         return ""
     record, replies = judge.get("record"), judge.get("replies") or {}
     failed = replies.get("status", {}).get(FAILED_STATUS, 0)
-    named = lambda j: f"{j.get('backend')}:{j.get('model')} ({j.get('protocol')})"  # noqa: E731
     if "error" in replies:
         parts = [replies["error"]]
     elif record is not None:
@@ -59,7 +66,8 @@ def run_info(csv_path: str) -> RunInfo:
     manifest, error = manifest_of(csv_path)
     error = error and f"unreadable manifest {os.path.basename(csv_path)[:-len('.csv')]}.manifest.json: {error}"
     # who produced the file's LLM-judge scores (None without a trace of a judge)
-    judged = read(csv_path, "variance", warn=lambda message: None).judgement
+    with logs.silenced():  # the report said them when it scanned the folder
+        judged = read(csv_path, "variance").judgement
     record = original.judge_record(csv_path) or (judged and {"judge": judged["judge"], "counts": {
         "rows": len(judged["rows"]),
         "unparseable": sum(r.get("status") in (UNPARSEABLE, NO_MAJORITY) for r in judged["rows"])}})

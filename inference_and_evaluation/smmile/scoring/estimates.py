@@ -374,10 +374,10 @@ def apply_family(rows: list[dict], frames: list[pd.DataFrame], level: float, clu
 
 
 def comparisons(records: list[Record], compare: str, n_boot: int, seed: int, cluster: str, level: float,
-                include_gold_mismatch: bool = False, warn=None, weight: str = "row",
+                include_gold_mismatch: bool = False, weight: str = "row",
                 failures: str = "exclude", adjust: str = "minP", n_flips: int = signflip.DEFAULT_N_FLIPS) -> list[dict]:
-    """The rows of ``stats_comparisons``, each kind its own family (``apply_family``); pairing warnings go to
-    ``warn`` (the first ``MAX_NOTES`` in full, then a count)."""
+    """The rows of ``stats_comparisons``, each kind its own family (``apply_family``); pairing warnings are
+    logged (the first ``MAX_NOTES`` in full, then a count)."""
     notes: list[str] = []
     rows, frames = [], []
     literal_answers(records)
@@ -394,12 +394,11 @@ def comparisons(records: list[Record], compare: str, n_boot: int, seed: int, clu
         if members:
             apply_family([rows[i] for i in members], [frames[i] for i in members], level, cluster, adjust,
                          n_flips, seed)
-    warn = warn or log.warning
     for note in notes[:MAX_NOTES]:
-        warn(f"warning: {note}")
+        log.warning(f"warning: {note}")
     if len(notes) > MAX_NOTES:
-        warn(f"warning: and {len(notes) - MAX_NOTES} more pairing warning(s) like these; see the n_a, n_b, "
-             "n_pairs and gold_mismatches columns")
+        log.warning(f"warning: and {len(notes) - MAX_NOTES} more pairing warning(s) like these; see the n_a, n_b, "
+                    "n_pairs and gold_mismatches columns")
     return rows
 
 

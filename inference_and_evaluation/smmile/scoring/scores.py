@@ -178,17 +178,16 @@ class Record:
     failures: pd.Series | None = None
 
 
-def _per_problem(scores: pd.Series, path, warn) -> pd.Series:
+def _per_problem(scores: pd.Series, path) -> pd.Series:
     if not scores.index.has_duplicates:
         return scores
     duplicated = scores.index[scores.index.duplicated()].unique()
-    warn(f"warning: {path}: {len(duplicated)} problem id(s) appear more than once (first: {duplicated[0]}); "
-         "their rows are averaged into one score per problem")
+    log.warning(f"warning: {path}: {len(duplicated)} problem id(s) appear more than once (first: {duplicated[0]}); "
+                "their rows are averaged into one score per problem")
     return scores.groupby(level=0, sort=False).mean()
 
 
-def result_records(result: RunRecord, frame: pd.DataFrame, warn: Callable[[str], None],
-                   paper: bool = False) -> list[Record]:
+def result_records(result: RunRecord, frame: pd.DataFrame, paper: bool = False) -> list[Record]:
     """The records of one result: MCQA, or EM plus the judge when it was run."""
     gold = None if "true_answer" not in frame.columns else pd.Series(
         frame["true_answer"].to_numpy(), index=frame["problem_id"].astype(str)).groupby(level=0, sort=False).first()
@@ -200,62 +199,63 @@ def result_records(result: RunRecord, frame: pd.DataFrame, warn: Callable[[str],
         except ResultFileError as exc:
             if metric.source != "judge":
                 raise
-            warn(f"warning: {exc}; {metric.name} skipped")  # the file's other metrics are still scored
+            log.warning(f"warning: {exc}; {metric.name} skipped")  # the file's other metrics are still scored
             continue
         judged = naming.evaluationllm_json_path(result.csv)
         if scores is not None and scores.empty:
-            warn(f"warning: {judged}: no scored problem; {metric.name} skipped")
+            log.warning(f"warning: {judged}: no scored problem; {metric.name} skipped")
         elif scores is not None:
-            scores = _per_problem(scores, result.csv if metric.source == "csv" else judged, warn)
+            scores = _per_problem(scores, result.csv if metric.source == "csv" else judged)
             records.append(Record(result.identity.key, metric.name, result.mode, os.fspath(result.csv),
                                   scores, gold, result, frame, None if metric.measures_failures else failures))
     return records
 
 
-def judge_only_records(directory: str, found: list[RunRecord], warn, inform) -> list[Record]:
+SCORED_FROM_JSON = "the judge metric is scored from the JSON's problem_accuracies"  # said, not a skipped input
+
+
+def judge_only_records(directory: str, found: list[RunRecord]) -> list[Record]:
     """Judge JSONs without their result CSV, scored from ``problem_accuracies`` with a warning."""
     records = []
-    for result in judge_only(directory, found, warn):
+    for result in judge_only(directory, found):
         json_path = os.fspath(naming.evaluationllm_json_path(result.csv))
         try:
             scores = metrics.judge_scores(result)
         except ResultFileError as exc:
-            warn(f"warning: {json_path}: judge results without their result CSV, and no usable per-problem "
-                 f"scores ({exc}); left out")
+            log.warning(f"warning: {json_path}: judge results without their result CSV, and no usable per-problem "
+                        f"scores ({exc}); left out")
             continue
         if result.mode not in MODES or scores is None or scores.empty:
-            warn(f"warning: {json_path}: judge results without their result CSV "
-                 f"({'no 0-shot/ICL mode' if result.mode not in MODES else 'no problem_accuracies'}); left out")
+            log.warning(f"warning: {json_path}: judge results without their result CSV "
+                        f"({'no 0-shot/ICL mode' if result.mode not in MODES else 'no problem_accuracies'}); left out")
             continue
-        inform(f"warning: {json_path}: no result CSV ({result.csv.name}); the judge metric is "
-               f"scored from the JSON's problem_accuracies ({len(scores)} problems); failures and gold "
-               "answers unknown")
-        scores = _per_problem(scores, json_path, warn)
+        log.warning(f"warning: {json_path}: no result CSV ({result.csv.name}); {SCORED_FROM_JSON} ({len(scores)} "
+                    "problems); failures and gold answers unknown")
+        scores = _per_problem(scores, json_path)
         records.append(Record(result.identity.key, metrics.LLM.name, result.mode, json_path, scores, None, result))
     return records
 
 
-def load_records(directory: str, warn=None, inform=None, paper: bool = False) -> list[Record]:
+def load_records(directory: str, paper: bool = False) -> list[Record]:
     """All scorable results of ``directory`` (variance_analysis's rules), scored by every registered metric
-    (``paper``: the paper's only); what is skipped goes to ``warn``."""
-    warn = warn or log.warning
+    (``paper``: the paper's only); what is skipped is logged as a warning."""
     found = []
-    for result in scan(directory, rules="variance", warn=warn):
+    for result in scan(directory, rules="variance"):
         if result.mode not in MODES:
-            warn(f"warning: {result.path}: no 0-shot/ICL mode in the file name or manifest; skipped")
+            log.warning(f"warning: {result.path}: no 0-shot/ICL mode in the file name or manifest; skipped")
         else:
             found.append(result)
     frames, failures = screen(found, lambda r: r.rows, problem_count)
     for message in failures.values():
-        warn(f"warning: {message.removesuffix('; not scored')}; skipped")
+        log.warning(f"warning: {message.removesuffix('; not scored')}; skipped")
     records = []
     for result in found:
         if result.path in frames:
             try:
-                records += result_records(result, frames[result.path], warn, paper)
+                records += result_records(result, frames[result.path], paper)
             except ResultFileError as exc:
-                warn(f"warning: {exc}; skipped")
-    return records + judge_only_records(directory, found, warn, inform or warn)
+                log.warning(f"warning: {exc}; skipped")
+    return records + judge_only_records(directory, found)
 
 
 @dataclass
@@ -274,19 +274,18 @@ class ResultSet:
         return {(r.model, r.metric, r.mode): r for r in self.records}
 
 
-def records_of(path: str | os.PathLike, warn=None) -> list[Record]:
+def records_of(path: str | os.PathLike) -> list[Record]:
     """The records of a results folder, or of one result CSV, by the paper's metrics (what the analyses compare);
     a file that cannot be scored is a UserError."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise UserError(f"results {path} not found")
-    warn = warn or log.warning
     try:
         if os.path.isdir(path):
-            return load_records(path, warn, paper=True)
-        result = read(path, rules="variance", warn=warn)
+            return load_records(path, paper=True)
+        result = read(path, rules="variance")
         if result.mode not in MODES:
             raise ResultFileError(f"{path}: no 0-shot/ICL mode (file name or manifest)")
-        return result_records(result, result.rows, warn, paper=True)
+        return result_records(result, result.rows, paper=True)
     except ResultFileError as exc:
         raise UserError(str(exc)) from None

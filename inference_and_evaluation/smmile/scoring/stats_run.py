@@ -11,13 +11,13 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from smmile import fsguard
+from smmile import fsguard, logs
 from smmile.errors import UserError
 from smmile.scoring import metrics, signflip, statistics, tables
 from smmile.scoring.estimates import (FAILURE_CHOICES, COMPARISON_FAMILIES, OTHER_RULE, SHOW_OTHER_PP, WEIGHT_CHOICES,
                                       check_resampling, comparisons, dataset_gold, em_only_records,
                                       estimates)
-from smmile.scoring.scores import datasets_named, load_records
+from smmile.scoring.scores import SCORED_FROM_JSON, datasets_named, load_records
 
 log = logging.getLogger(__name__)
 
@@ -233,13 +233,9 @@ def cost_table(rows: list[dict]) -> str:
 
 
 def _compute_into(results_dir: str, out: str, s: StatsSettings) -> tuple[int, str]:
-    problems: list[str] = []
-
-    def warn(message: str) -> None:
-        log.warning(message)
-        problems.append(message)
-
-    records = load_records(results_dir, warn, inform=log.warning)
+    with logs.kept_warnings() as said:
+        records = load_records(results_dir)
+    skipped = [message for message in said if SCORED_FROM_JSON not in message]
     records += em_only_records(results_dir, records)
     if not records:
         raise UserError(f"no scorable result files in {results_dir}")
@@ -260,8 +256,8 @@ def _compute_into(results_dir: str, out: str, s: StatsSettings) -> tuple[int, st
     if s.compare != "none":
         paper = [r for r in records if metrics.get_metric(r.metric).paper]  # NOANS leaves the families as they were
         pairs = comparisons(paper, s.compare, s.n_boot, s.seed, s.cluster, s.level, s.include_gold_mismatch,
-                            log.warning, s.weight, s.failures, s.adjust, s.n_flips)
+                            s.weight, s.failures, s.adjust, s.n_flips)
         written += write_rows(pairs, os.path.join(out, "stats_comparisons"), settings)
         report.append(comparison_summary(pairs, s.level))
     report.append("Written: " + ", ".join(written))
-    return (1 if problems else 0), "\n".join(report)
+    return (1 if skipped else 0), "\n".join(report)
