@@ -10,6 +10,7 @@ import pytest
 from api_server import FakeApi
 from smmile.cli import agreement as agreement_cli
 from smmile.cli import judge as judge_cli
+from smmile.report import manifests
 
 pytestmark = pytest.mark.server
 HEADER = "problem_id,final_question,true_answer,generated_answer,full_response\n"
@@ -66,6 +67,9 @@ def test_jury_majority_ties_and_kappas(folder, tmp_path, capsys):
     assert record["counts"]["jury_unparseable"] == {"openai-compatible:yes": 0, "openai-compatible:no": 0,
                                                     "openai-compatible:em": 2}
     assert record["judge"]["backend"] == "jury" and len(record["judge"]["jury"]) == 3
+    assert "model" not in record["judge"] and record["judge"]["rule"].startswith("strict majority")  # no fake judge
+    assert manifests.judge_text(manifests.run_info(str(folder / f"{STEM}.csv")).judge).startswith(
+        "scored by jury:openai-compatible:yes, openai-compatible:no, openai-compatible:em (paper); 6 rows")
     rows = [json.loads(x) for x in (folder / f"{STEM}_judgements.jsonl").read_text().splitlines()]
     assert [r["jury_outcome"] for r in rows] == ["majority"] * 4 + ["tie"] * 2
     assert [m["reply"] for m in rows[4]["jury"]] == ["1", "0", "maybe"]

@@ -234,8 +234,8 @@ def combine(per_judge: list[list[Judgement]], labels: list[str]) -> list[Judgeme
         out.append(Judgement(first.row, first.problem_id, first.prompt_sha256, digest([j.journal_key for j in row]),
                              value=0 if verdict is None else verdict, status=OK if verdict is not None else NO_MAJORITY,
                              cached=all(j.cached for j in row),
-                             meta={"backend": "jury", "model": ", ".join(labels),
-                                   "protocol": first.meta.get("protocol"), "jury_outcome": how, "jury": members}))
+                             meta={"backend": "jury", "protocol": first.meta.get("protocol"), "jury_outcome": how,
+                                   "jury": members}))
     return out
 
 
@@ -249,6 +249,5 @@ def tally(judged: list[Judgement]) -> dict:
 
 
 def jury_identity(panel: list[JudgeSettings], identities: list[dict]) -> dict:
-    """The jury as one judge identity (``backend: jury`` so the report's runs table names it)."""
-    return {"backend": "jury", "model": ", ".join(label(s) for s in panel), "protocol": panel[0].protocol,
-            "jury": identities, "rule": RULE}
+    """The jury as what it is: ``backend: jury``, its members' identities (``jury``) and the ``rule`` combining them."""
+    return {"backend": "jury", "protocol": panel[0].protocol, "jury": identities, "rule": RULE}
