@@ -41,10 +41,6 @@ def check_demo_params(policy=None, k=None, index=None, encoder=None, embed=None)
         raise UserError(f"--k does not apply to --policy {policy} (it shows the experts' examples)")
 
 
-def _candidates(problems: list[Problem]) -> list[tuple[Problem, int, Row]]:
-    return [(p, j, r) for p in problems for j, r in enumerate(p.examples)]
-
-
 def _shown(problem: Problem, picks: list[tuple[Problem, int, Row]]) -> Problem:
     fields = {k: v for k, v in problem.query.fields.items() if k != RECORDED}
     rows = [replace(r, problem_id=problem.problem_id, fields=dict(fields)) for _, _, r in picks] + [problem.query]
@@ -63,8 +59,8 @@ def _scores(problems: list[Problem], candidates: list, encoder: str, embed: str 
     from .retrieval import Encoder, similarity
 
     model = Encoder(encoder)
-    embed = embed or model.modalities()[0]
-    if embed not in ("text",) + (("image", "both") if model.clip else ()):
+    embed = embed or ("image" if model.clip else "text")
+    if embed != "text" and not model.clip:
         raise UserError(f"--embed {embed}: {encoder} embeds text only")
     if embed != "text" and any(r.image is None for r in [p.query for p in problems] + [c[2] for c in candidates]):
         raise UserError(f"--embed {embed}: a row has no image; use --embed text")
@@ -75,7 +71,7 @@ def _scores(problems: list[Problem], candidates: list, encoder: str, embed: str 
 
 def demos(problems: list[Problem], seed: int, policy: str, k: int | None = None, index: int | None = None,
           encoder: str | None = None, embed: str | None = None) -> tuple[list[Problem], list[dict]]:
-    candidates = _candidates(problems)
+    candidates = [(p, j, r) for p in problems for j, r in enumerate(p.examples)]
     scores, about = _scores(problems, candidates, encoder, embed) if encoder else (None, None)
     out, notes = [], []
     for qi, p in enumerate(problems):
@@ -95,7 +91,7 @@ def demos(problems: list[Problem], seed: int, policy: str, k: int | None = None,
             ranked = ranked[::-1] if policy == "retrieved-last" else ranked
             picks = [candidates[i] for i in ranked]
             note["scores"] = [round(float(scores[qi, i]), 6) for i in ranked]
-        note["short"] = note["short"] if "short" in note else len(picks) < n
+        note.setdefault("short", len(picks) < n)
         note["shown"] = [{"problem_id": d.problem_id, "example_index": j} for d, j, _ in picks]
         out.append(_shown(p, picks))
         notes.append(note)

@@ -66,9 +66,6 @@ class Encoder:
                 h.update(f.name.encode() + f.read_bytes() if f.suffix == ".json" else str(f.stat().st_size).encode())
         return h.hexdigest()[:16]
 
-    def modalities(self) -> tuple[str, ...]:
-        return ("image", "text") if self.clip else ("text",)
-
     def _embed(self, modality: str, batch: list) -> np.ndarray:
         import torch
 
@@ -81,15 +78,16 @@ class Encoder:
             if modality == "image":
                 pixels = self.preprocess([im.load().convert("RGB") for im in batch], return_tensors="pt")
                 out = self.model.get_image_features(pixel_values=pixels["pixel_values"])
-                return _tensor(out).float().numpy()
-            tokens = self.tokenizer(list(batch), padding=True, truncation=True, return_tensors="pt")
-            if self.clip:
+            else:
+                tokens = self.tokenizer(list(batch), padding=True, truncation=True, return_tensors="pt")
+                if not self.clip:  # a text encoder: its last hidden states, mean pooled
+                    hidden = self.model(**tokens).last_hidden_state
+                    mask = tokens["attention_mask"].unsqueeze(-1).float()
+                    return ((hidden * mask).sum(1) / mask.sum(1).clamp(min=1)).float().numpy()
                 out = self.model.get_text_features(input_ids=tokens["input_ids"],
                                                    attention_mask=tokens["attention_mask"])
-                return _tensor(out).float().numpy()
-            hidden = self.model(**tokens).last_hidden_state
-            mask = tokens["attention_mask"].unsqueeze(-1).float()
-            return ((hidden * mask).sum(1) / mask.sum(1).clamp(min=1)).float().numpy()
+            # ``get_*_features`` return a tensor (or, in some versions, an output with ``pooler_output``)
+            return getattr(out, "pooler_output", out).float().numpy()
 
     def embed(self, modality: str, items: list) -> np.ndarray:
         """L2-normalised vectors of ``items`` (ImageRefs or texts), read from / added to the disk cache."""
@@ -112,11 +110,6 @@ class Encoder:
 
     def describe(self) -> dict:
         return {"encoder": self.ref, "fingerprint": self.fingerprint, "family": self.clip or "text (mean pooled)"}
-
-
-def _tensor(out):
-    """``get_*_features`` return a tensor (or, in some versions, an output with ``pooler_output``)."""
-    return getattr(out, "pooler_output", out)
 
 
 def similarity(encoder: Encoder, modality: str, queries: list, candidates: list) -> np.ndarray:

@@ -119,17 +119,13 @@ def failed_row(spec: OutputSpec, item: Item, reply) -> dict:
 # -- answer cuts ----------------------------------------------------------------------------------------------------
 def qwen_cut(full: str) -> str:
     """Text after the last 'assistant', stripped, cut at the first 'user' and then the first 'system' (KEEP)."""
-    try:
-        pos = full.rfind("assistant")
-        if pos == -1:
-            return full.strip()
-        text = full[pos + len("assistant"):].strip()
-        for keyword in ("user", "system"):
-            if keyword in text:
-                text = text[: text.index(keyword)].strip()
-        return text
-    except Exception:  # the original kept the whole decode on any exception
-        return full
+    pos = full.rfind("assistant")
+    if pos == -1:
+        return full.strip()
+    text = full[pos + len("assistant"):].strip()
+    for keyword in ("user", "system"):
+        text = text.partition(keyword)[0].strip()
+    return text
 
 
 def reply(r) -> tuple[str, str]:
