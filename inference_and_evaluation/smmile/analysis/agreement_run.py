@@ -4,16 +4,14 @@ report's reviewers (`analysis.reviews`)."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
+from .. import logs
 from ..errors import UserError
 from ..scoring.scores import records_of
 from . import agreement as ag
 from . import reviews as reviews_mod
 from .result_sets import fmt, output_folder, write_tables
-
-log = logging.getLogger(__name__)
 
 
 def console(summary: dict, tables: dict) -> list[str]:
@@ -62,7 +60,8 @@ def run_agreement(results: list[str], *, labels: str | None = None, judge_rater:
     if reviews and not results:
         raise UserError("--reviews needs the result folders the reviews are of (their answers, exact match and judge)")
     if reviews:
-        reviews_mod.read_reviews(reviews)  # a bad file is refused before the output folder is made
+        with logs.silenced():  # a bad file is refused before the output folder is made; its warnings come below
+            reviews_mod.read_reviews(reviews)
     resampling = {"n_boot": n_boot, "seed": seed, "level": level, "cluster": cluster}
     with output_folder(out, "smmile agreement", force, "agreement") as (folder, warnings):
         records = [record for path in results for record in records_of(path)]
@@ -75,7 +74,7 @@ def run_agreement(results: list[str], *, labels: str | None = None, judge_rater:
                                 "results; run evaluate_LLMJudge.py (with --jury for several judges) first")
             tables["judges"] = ag.judge_rows(table, **resampling)
         if reviews:
-            found = reviews_mod.screen(reviews_mod.read_reviews(reviews, log.warning), records, log.warning, strict)
+            found = reviews_mod.screen(reviews_mod.read_reviews(reviews), records, strict)
             if found.empty:
                 raise UserError(f"--reviews: no review of these results in {', '.join(reviews)}")
             table = reviews_mod.review_table(found, records)

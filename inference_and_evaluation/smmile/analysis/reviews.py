@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import math
 
 import numpy as np
@@ -30,6 +31,7 @@ REVIEWS = ("correct", "incorrect", "unsure", "gold-wrong", "agree", "disagree")
 FIELDS = ("problem_id", "model", "mode", "format", "judges", "verdict_shown", "review", "note", "reviewer", "time")
 OPTIONAL = {"result_sha256": "", "seconds": None, "blind": False, "adjudicated": False, "strata": None}
 MAX_BYTES = 64 * 1024 * 1024  # a reviews file of 100,000 reviews is about 40 MB
+log = logging.getLogger(__name__)
 
 
 def _check(entry, path: str, i: int) -> dict:
@@ -83,9 +85,9 @@ def _load(path) -> object:
         raise UserError(f"cannot read reviews {path}: {exc}") from None
 
 
-def read_reviews(paths, warn=None) -> pd.DataFrame:
+def read_reviews(paths) -> pd.DataFrame:
     """Every review of the files, checked (a bad file is one UserError naming it), the latest per reviewer and
-    cell, with its ``label`` (0/1 or NaN); ``warn`` is told of the cells a reviewer reviewed differently."""
+    cell, with its ``label`` (0/1 or NaN); the cells a reviewer reviewed differently are a warning."""
     rows = []
     for path in paths:
         data = _load(path)
@@ -96,16 +98,16 @@ def read_reviews(paths, warn=None) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=list(FIELDS) + list(OPTIONAL) + ["source"]).sort_values("time", kind="stable")
     changed = frame.groupby(CELL + ["reviewer", "adjudicated"], sort=False)["review"].agg(lambda v: list(dict.fromkeys(v)))
     changed = changed[changed.map(len) > 1]
-    if warn and len(changed):
+    if len(changed):
         (model, mode, fmt, pid, who, _), values = next(iter(changed.items()))
-        warn(f"warning: {len(changed)} answer(s) reviewed differently by the same reviewer, the latest review kept "
-             f"(first: {who} on {model or 'the gold answer'} {mode} {fmt} {pid}: {', then '.join(values)})")
+        log.warning(f"warning: {len(changed)} answer(s) reviewed differently by the same reviewer, the latest review "
+                    f"kept (first: {who} on {model or 'the gold answer'} {mode} {fmt} {pid}: {', then '.join(values)})")
     frame = frame.drop_duplicates(CELL + ["reviewer", "adjudicated"], keep="last")
     frame["label"] = [label_of(v, r) for v, r in zip(frame["verdict_shown"], frame["review"])]
     return frame.reset_index(drop=True)
 
 
-def screen(reviews: pd.DataFrame, records: list, warn, strict: bool = False) -> pd.DataFrame:
+def screen(reviews: pd.DataFrame, records: list, strict: bool = False) -> pd.DataFrame:
     """The reviews of answers the ``records`` hold: a review of a model, mode and format no result has, of a
     problem its result does not have, or of a result CSV that changed since (``result_sha256``) is refused, with
     a count per reason (a UserError under ``strict``); a gold flag needs its problem in some result."""
@@ -144,7 +146,7 @@ def screen(reviews: pd.DataFrame, records: list, warn, strict: bool = False) -> 
             f"{len(v)} {why} (first: {v[0]})" for why, v in reasons.items() if v))
         if strict:
             raise UserError(message + " (--strict)")
-        warn("warning: " + message)
+        log.warning("warning: " + message)
     return reviews.iloc[keep].reset_index(drop=True)
 
 
