@@ -75,16 +75,6 @@ def test_mean_only():
     assert math.isnan(bs.mean_only([]))
 
 
-# -- Holm -------------------------------------------------------------------------------
-def test_holm_known_values():
-    adjusted = bs.holm([0.01, 0.04, 0.03, 0.005])
-    assert adjusted == pytest.approx([0.03, 0.06, 0.06, 0.02])
-    assert bs.holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
-    with_nan = bs.holm([0.01, float("nan"), 0.02])
-    assert with_nan[0] == pytest.approx(0.02) and math.isnan(with_nan[1]) and with_nan[2] == pytest.approx(0.02)
-    assert bs.holm([]) == []
-
-
 # -- percentile CIs ----------------------------------------------------------------------------------
 Z = 1.959963984540054
 

@@ -1,5 +1,5 @@
 """Statistics of 0/1 (or fractional) correctness vectors: the original's ``legacy_bootstrap`` (spec §7.2 step 5);
-one estimand per number (issue #20: ``proportion_interval``, ``paired_score``); seeded bootstrap helpers and Holm.
+one estimand per number (issue #20: ``proportion_interval``, ``paired_score``); seeded bootstrap helpers.
 Seeded functions never touch numpy's global RNG. No interval has zero width for n >= 1: with no spread to
 measure, an interval is the Wilson bound on the units (``bound_interval``)."""
 
@@ -425,24 +425,3 @@ def bootstrap_se(values: Sequence[float], clusters: Sequence | None = None, weig
         return NAN
     return float(np.std(bootstrap_means(data, clusters, n_boot, seed), ddof=1))
 
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm step-down adjusted p-values; NaN entries stay NaN and are not counted in m."""
-    p = np.asarray(p_values, dtype=np.float64)
-    adjusted = np.full(len(p), np.nan)
-    valid = np.flatnonzero(~np.isnan(p))
-    m = len(valid)
-    order = valid[np.argsort(p[valid], kind="stable")]
-    running = 0.0
-    for rank, index in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p[index]))
-        adjusted[index] = running
-    return adjusted.tolist()
-
-
-def is_significant(p_adjusted: float | None, low: float, high: float, alpha: float) -> bool:
-    """Adjusted p below ``alpha`` AND the interval excludes 0: a test and an interval that disagree never
-    make a claim."""
-    if p_adjusted is None or math.isnan(p_adjusted) or math.isnan(low) or math.isnan(high):
-        return False
-    return p_adjusted < alpha and (low > 0 or high < 0)
