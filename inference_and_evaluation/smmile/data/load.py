@@ -68,7 +68,6 @@ class Loaded:
     problems: list[Problem]  # kept problems, dataset order
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (problem_id, image_url) of dropped problems
     recovered: list[tuple[str, str]] = field(default_factory=list)  # images found in the missing-images folder
-    columns: list[str] = field(default_factory=list)
     fingerprint: str = ""
 
 
@@ -101,13 +100,13 @@ def refuse_output_in_dataset(output_dir: str | Path, dataset: str | None, augmen
                         f"folder {folder}; write the results elsewhere (e.g. --output-dir ../results)")
 
 
-def read_records(source: Source) -> tuple[list[str], list[dict]]:
-    """Column names and row dicts, images as {bytes, path} structs (never decoded here); an empty dataset is refused."""
+def read_records(source: Source) -> list[dict]:
+    """Every row of `iter_records`; an empty dataset is refused."""
     records = [record for batch in iter_records(source) for record in batch]
     if not records:
         raise UserError(f"dataset {source.ref} is empty: it has the SMMILE columns but no row; pass a dataset "
                         "with problems (--dataset PATH|ID, or `demo`)")
-    return list(records[0]), records
+    return records
 
 
 def _parquet_files(path: Path) -> list[Path]:
@@ -158,7 +157,8 @@ def _open_hub(source: Source):
 
 
 def iter_records(source: Source, batch_rows: int = 64) -> Iterator[list[dict]]:
-    """The rows of `read_records` in batches: the images of the whole dataset are never in memory together."""
+    """The row dicts (columns in the dataset's order) in batches, images as {bytes, path} structs (never decoded
+    here): the images of the whole dataset are never in memory together."""
     if source.kind == "hub":
         ds = _open_hub(source)
         for start in range(0, len(ds), batch_rows):
@@ -191,7 +191,7 @@ def fingerprint(problems: list[Problem]) -> str:
 
 def load_problems(dataset: str | None, revision: str | None = None, augmented: bool = False) -> list[Problem]:
     """Every problem of the dataset, missing images included (what stratify.py needs)."""
-    return group(read_records(resolve(dataset, revision, augmented))[1])
+    return group(read_records(resolve(dataset, revision, augmented)))
 
 
 def load_for_run(dataset: str | None, revision: str | None = None, *, augmented: bool = False,
@@ -199,9 +199,8 @@ def load_for_run(dataset: str | None, revision: str | None = None, *, augmented:
     """Problems a run processes: those with every image present (spec §1.4). With `recover_missing` (protocol
     `corrected`), a missing image is looked up in `image_dir` under the file name derived from its URL."""
     source = resolve(dataset, revision, augmented)
-    columns, records = read_records(source)
     kept, skipped, recovered = [], [], []
-    for p in group(records):
+    for p in group(read_records(source)):
         rows, missing = [], []
         for r in p.rows:
             lost = r.image is None and str(r.fields.get(DROPPED, "")).lower() != "true"  # not dropped by a variant
@@ -217,7 +216,7 @@ def load_for_run(dataset: str | None, revision: str | None = None, *, augmented:
             skipped.extend((p.problem_id, url) for url in missing)
         else:
             kept.append(Problem(p.problem_id, tuple(rows)))
-    return Loaded(source, kept, skipped, recovered, columns, fingerprint(kept))
+    return Loaded(source, kept, skipped, recovered, fingerprint(kept))
 
 
 def sanitized_name(url: str) -> str:

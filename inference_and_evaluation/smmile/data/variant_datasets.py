@@ -70,9 +70,9 @@ def _by_format(problems: list[Problem]) -> dict[str, list[str]]:
 
 def _load_source(dataset: str | None, revision: str | None, augmented: bool):
     source = resolve(dataset, revision, augmented)
-    columns, records = read_records(source)
+    records = read_records(source)
     problems = group(records)
-    return {**source.describe(), "fingerprint": fingerprint(problems)}, columns, problems
+    return {**source.describe(), "fingerprint": fingerprint(problems)}, list(records[0]), problems
 
 
 def check_out(dataset: str | None, out: Path, revision: str | None, augmented: bool) -> None:
