@@ -6,11 +6,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..report.workers import default_workers
 from ..report.figures_only import FiguresRequest, write_figures
-from ..plotting import SIZES
 from . import common as fd
-from .report import FIGURE_SIZE_HELP
+from .report import add_figure_flags, figure_flags
 
 INTERRUPTED = "interrupted: figure files already written are complete; run the same command again for the rest"
 
@@ -21,21 +19,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("results_dir", help="folder with result_*.csv (+ *_evaluationllm.json, model_stratification_*.json)")
     parser.add_argument("--out", help="figure folder (default: figures/ beside results_dir, i.e. the repository's "
                                       "figures/ for ../results)")
-    fd.add_resampling_flags(parser)
     parser.add_argument("--flags", nargs="*", help="stratification flags to plot (default: all)")
-    parser.add_argument("--formats", default="png,svg", help="comma-separated: png and/or svg")
-    parser.add_argument("--figure-size", choices=list(SIZES), default="page", help=FIGURE_SIZE_HELP)
-    parser.add_argument("--jobs", type=int, default=default_workers(), help="worker processes")
-    parser.add_argument("--force", action="store_true",
-                        help="write into an existing folder that an earlier `smmile figures` did not write")
+    add_figure_flags(parser, "smmile figures", "worker processes (1: draw in this process)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
-    request = FiguresRequest(a.results_dir, out=a.out, n_boot=a.n_boot, seed=a.seed, level=a.level, cluster=a.cluster,
-                             flags=None if a.flags is None else tuple(a.flags), formats=a.formats, jobs=a.jobs,
-                             force=a.force, figure_size=a.figure_size)
+    request = FiguresRequest(a.results_dir, out=a.out, flags=None if a.flags is None else tuple(a.flags),
+                             **figure_flags(a))
     return fd.guarded(lambda: figures(request), interrupted=INTERRUPTED)
 
 

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 
 from ..report.workers import default_workers
-from ..report.page import ReportRequest, run_report
+from ..report.page import FigureFlags, ReportRequest, run_report
 from ..plotting import SIZES
 from . import common as fd
 
@@ -47,15 +48,24 @@ def build_parser() -> argparse.ArgumentParser:
                              "answers the results do not have are refused and counted")
     parser.add_argument("--strict", action="store_true",
                         help="exit 2 when --reviews holds a review of an answer the results do not have")
-    fd.add_resampling_flags(parser, "interval level; significance is Holm-adjusted p < 1 - level with the "
-                                    "interval excluding 0")
+    add_figure_flags(parser, "smmile report", "worker processes for figures and thumbnails (1: draw in this process)",
+                     "interval level; significance is Holm-adjusted p < 1 - level with the interval excluding 0")
+    return parser
+
+
+def add_figure_flags(parser: argparse.ArgumentParser, command: str, jobs_help: str,
+                     level_help: str = "interval level") -> None:
+    """The flags of ``FigureFlags`` (``smmile report`` and ``smmile figures``)."""
+    fd.add_resampling_flags(parser, level_help)
     parser.add_argument("--formats", default="png,svg", help="figure formats, comma-separated: png and/or svg")
     parser.add_argument("--figure-size", choices=list(SIZES), default="page", help=FIGURE_SIZE_HELP)
-    parser.add_argument("--jobs", type=int, default=default_workers(),
-                        help="worker processes for figures and thumbnails (1: draw in this process)")
+    parser.add_argument("--jobs", type=int, default=default_workers(), help=jobs_help)
     parser.add_argument("--force", action="store_true",
-                        help="write into an existing folder that an earlier `smmile report` did not write")
-    return parser
+                        help=f"write into an existing folder that an earlier `{command}` did not write")
+
+
+def figure_flags(a: argparse.Namespace) -> dict:
+    return {f.name: getattr(a, f.name) for f in fields(FigureFlags)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,9 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     request = ReportRequest(
         results=tuple(a.results), out=a.out, plusplus=a.plusplus, datasets=tuple(a.dataset), revision=a.revision,
-        figures=a.figures, analyses=tuple(a.analyses), title=a.title, n_boot=a.n_boot, seed=a.seed, level=a.level,
-        cluster=a.cluster, formats=a.formats, jobs=a.jobs, force=a.force, figure_size=a.figure_size,
-        reviews=tuple(a.reviews), strict=a.strict)
+        figures=a.figures, analyses=tuple(a.analyses), title=a.title, reviews=tuple(a.reviews), strict=a.strict,
+        **figure_flags(a))
     return fd.guarded(lambda: report(request), interrupted=INTERRUPTED)
 
 

@@ -122,11 +122,7 @@ def log_name(result, task: str) -> str:
 def export_inspect(results_dir: str, out: str, *, force: bool = False) -> list[str]:
     """One ``.eval`` log per scored result of ``results_dir`` in ``out``; returns the paths written."""
     ilog = _inspect()[0]
-    if not os.path.isdir(results_dir):
-        raise UserError(f"results directory {results_dir} not found")
     groups = S.grouped(results_dir)
-    if not groups:
-        raise UserError(f"no scorable result files in {results_dir}")
     folder = os.fspath(fsguard.prepare_output_dir(out, OWNER, force=force))
     written = []
     with fsguard.OutputLock(folder, f"the inspect log folder {folder}"):

@@ -8,11 +8,11 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from smmile.scoring import metrics
+from smmile.errors import UserError
 from smmile.protocol.outputs import ALIASES
 from smmile.record.naming import question_column
+from smmile.scoring import metrics
 from smmile.scoring.scores import Record, load_records
-
 
 
 def scorer_name(metric: str) -> str:
@@ -48,11 +48,16 @@ def _text(value) -> str:
 
 
 def grouped(results_dir: str) -> list[list[Record]]:
-    """The scored records of ``results_dir`` grouped by result file (one group per result, in load order)."""
+    """The scored records of ``results_dir`` grouped by result file (one group per result, in load order); a
+    UserError when there is no such folder or no scorable result in it."""
+    if not os.path.isdir(results_dir):
+        raise UserError(f"results directory {results_dir} not found")
     groups: dict[str, list[Record]] = defaultdict(list)
     for record in load_records(results_dir):
         if record.result is not None and record.frame is not None:
             groups[os.fspath(record.result.csv)].append(record)
+    if not groups:
+        raise UserError(f"no scorable result files in {results_dir}")
     return list(groups.values())
 
 

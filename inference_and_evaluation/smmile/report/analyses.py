@@ -100,18 +100,21 @@ DIAGNOSTICS = (MODEL, METRIC, Col("gain from examples pp [CI]", "ci", "gain", "g
                Col("query image, 0-shot pp [CI]", "ci", "query_image_0shot", "query_image_0shot_ci_low",
                    "query_image_0shot_ci_high"),
                Col("not computed (missing runs)", "text", "not_computed"))
-LAYOUTS = {"summary": SUMMARY, "curve": CURVE, "diagnostics": DIAGNOSTICS, "averages": AVERAGES, "recency": RECENCY, "consistency": CONSISTENCY,
-           "rater_pairs": RATER_PAIRS, "judge_vs_humans": VERSUS, "em_vs_judge": VERSUS,
-           "judge_human_correlation": CORRELATION, "em_judge_correlation": CORRELATION, "inter_rater": INTER_RATER,
-           "judges": JUDGES, "reviews": JUDGES, "reviews_disputed": DISPUTED}
-TITLES = {"summary": "Paired differences", "curve": "Accuracy at each number of examples",
-          "diagnostics": "ICL diagnostics per model (A − B in pp; share = part of the gain from examples left)", "averages": "Mean over models", "recency": "Recency",
-          "consistency": "Consistency across orders", "rater_pairs": "Human raters, pairwise",
-          "judge_vs_humans": "Judge vs the human majority", "em_vs_judge": "Exact match vs judge",
-          "judge_human_correlation": "Judge vs humans across models",
-          "em_judge_correlation": "Exact match vs judge across models", "inter_rater": "Human raters",
-          "judges": "Judges of the jury: pairwise, Fleiss, vs exact match", "reviews": "Judge and exact match vs reviewers",
-          "reviews_disputed": "Disputed verdicts"}
+LAYOUTS = {  # a table's name in the JSON -> (its title, its columns)
+    "summary": ("Paired differences", SUMMARY), "averages": ("Mean over models", AVERAGES),
+    "curve": ("Accuracy at each number of examples", CURVE), "recency": ("Recency", RECENCY),
+    "diagnostics": ("ICL diagnostics per model (A − B in pp; share = part of the gain from examples left)",
+                    DIAGNOSTICS),
+    "consistency": ("Consistency across orders", CONSISTENCY), "rater_pairs": ("Human raters, pairwise", RATER_PAIRS),
+    "judge_vs_humans": ("Judge vs the human majority", VERSUS), "em_vs_judge": ("Exact match vs judge", VERSUS),
+    "judge_human_correlation": ("Judge vs humans across models", CORRELATION),
+    "inter_rater": ("Human raters", INTER_RATER),
+    "em_judge_correlation": ("Exact match vs judge across models", CORRELATION),
+    "judges": ("Judges of the jury: pairwise, Fleiss, vs exact match", JUDGES),
+    "reviews": ("Judge and exact match vs reviewers", JUDGES), "reviews_disputed": ("Disputed verdicts", DISPUTED)}
+VARIANT_TABLES = ("averages", "recency", "consistency", "curve", "diagnostics")  # beside a variant's summary
+AGREEMENT_TABLES = ("inter_rater", "rater_pairs", "judge_vs_humans", "judge_human_correlation", "em_vs_judge",
+                    "em_judge_correlation", "judges", "reviews", "reviews_disputed")  # smmile agreement's, in order
 
 
 @dataclass
@@ -181,8 +184,9 @@ def compact(columns: tuple, rows: list[dict]) -> tuple[tuple, str]:
 
 
 def typed_table(name: str, rows: list[dict], title: str | None = None) -> TableView:
-    columns, note = compact(present_columns(LAYOUTS[name], rows), rows)
-    return TableView(title or TITLES[name], columns, rows[:MAX_ROWS], len(rows), note)
+    default_title, layout = LAYOUTS[name]
+    columns, note = compact(present_columns(layout, rows), rows)
+    return TableView(title or default_title, columns, rows[:MAX_ROWS], len(rows), note)
 
 
 def variant_view(data: dict, path: str, relative: str) -> AnalysisView:
@@ -194,7 +198,7 @@ def variant_view(data: dict, path: str, relative: str) -> AnalysisView:
         rows = [r for r in summary if (r.get("variant"), r.get("reference")) == pair]
         view.tables.append(typed_table("summary", rows, f"{pair[0]} − {pair[1]}"))
     view.notes += [f"not computed (missing runs): {m}" for m in data.get("missing") or [] if isinstance(m, str)]
-    for name in ("averages", "recency", "consistency", "curve", "diagnostics"):
+    for name in VARIANT_TABLES:
         if is_records(data.get(name)):
             view.tables.append(typed_table(name, data[name]))
     view.notes = [n for n in (sets_note(data), settings_note(data)) if n] + view.notes + closing_notes(data, path)
@@ -204,12 +208,10 @@ def variant_view(data: dict, path: str, relative: str) -> AnalysisView:
 def agreement_view(data: dict, path: str, relative: str) -> AnalysisView:
     folder = os.path.dirname(relative)
     view = AnalysisView("agreement", "smmile agreement" + (f" ({folder})" if folder else ""), path, figure="dumbbell")
-    if isinstance(data.get("inter_rater"), dict):
-        view.tables.append(typed_table("inter_rater", [data["inter_rater"]]))
-    for name in ("rater_pairs", "judge_vs_humans", "judge_human_correlation", "em_vs_judge", "em_judge_correlation",
-                 "judges", "reviews", "reviews_disputed"):
-        if is_records(data.get(name)):
-            view.tables.append(typed_table(name, data[name]))
+    for name in AGREEMENT_TABLES:
+        rows = [data[name]] if isinstance(data.get(name), dict) else data.get(name)  # inter_rater: one row
+        if is_records(rows):
+            view.tables.append(typed_table(name, rows))
     humans = [r for r in data.get("judge_vs_humans") or [] if isinstance(r, dict) and r.get("scope") == "model"]
     view.summary = humans or [r for r in data.get("em_vs_judge") or [] if isinstance(r, dict)]
     view.notes = [n for n in (settings_note(data),) if n] + closing_notes(data, path)
@@ -273,8 +275,7 @@ def json_view(data, path: str, relative: str) -> AnalysisView:
         return AnalysisView(section_of(relative), relative, path, notes=[f"unreadable: {type(data).__name__}: {data}"])
     if isinstance(data, dict) and data.get("analysis") in ANALYSES:
         return variant_view(data, path, relative)
-    if isinstance(data, dict) and any(k in data for k in ("inter_rater", "em_vs_judge", "judge_vs_humans", "judges",
-                                                          "reviews")):
+    if isinstance(data, dict) and any(k in data for k in AGREEMENT_TABLES):
         return agreement_view(data, path, relative)
     return generic_view(data, path, relative)
 

@@ -50,9 +50,8 @@ class Strings:
         return list(self._index)
 
     def add(self, text) -> int:
-        if text is None or (isinstance(text, float) and text != text):
-            return -1
-        return self._index.setdefault(str(text), len(self._index))
+        text = _text(text)
+        return -1 if text is None else self._index.setdefault(text, len(self._index))
 
 
 def read_dataset(source) -> list:
@@ -137,25 +136,16 @@ class Images:
         return (self._uris.get(digest, "") for digest in self._index)
 
 
-def _upright(img, orientation):
-    """``img`` turned by its EXIF ``orientation`` as ``ImageRef.load`` turns it for the model."""
-    from PIL import Image
-
-    method = {2: Image.Transpose.FLIP_LEFT_RIGHT, 3: Image.Transpose.ROTATE_180, 4: Image.Transpose.FLIP_TOP_BOTTOM,
-              5: Image.Transpose.TRANSPOSE, 6: Image.Transpose.ROTATE_270, 7: Image.Transpose.TRANSVERSE,
-              8: Image.Transpose.ROTATE_90}.get(orientation)
-    return img.transpose(method) if method is not None else img
-
-
 def _jpeg(data: bytes, side: int, quality: int, **resample) -> tuple[bytes, tuple, str | None]:
-    """The image upright, on white, at most ``side`` pixels long, as JPEG; and the image's size and format."""
-    from PIL import Image
+    """The image upright (turned by its EXIF orientation as ``ImageRef.load`` turns it for the model), on white, at
+    most ``side`` pixels long, as JPEG; and the image's size and format."""
+    from PIL import Image, ImageOps
 
     with Image.open(io.BytesIO(data)) as img:
         size, fmt, orientation = img.size, img.format, img.getexif().get(ORIENTATION)
         img.draft("RGB", (side, side))
         img.thumbnail((side, side), **resample)
-        rgba = _upright(img, orientation).convert("RGBA")
+        rgba = (ImageOps.exif_transpose(img) if orientation is not None else img).convert("RGBA")
     flat = Image.new("RGB", rgba.size, (255, 255, 255))
     flat.paste(rgba, mask=rgba.getchannel("A"))
     buffer = io.BytesIO()
@@ -207,19 +197,17 @@ def remove_unnamed(full_dir: str, keep: set) -> None:
     for name in os.listdir(full_dir):
         stem, ext = os.path.splitext(name)
         if name not in keep and len(stem) == 32 and all(c in "0123456789abcdef" for c in stem) \
-                and ext in (*SHOWN_AS_IS.values(),):
+                and ext in SHOWN_AS_IS.values():
             os.remove(os.path.join(full_dir, name))
 
 
 # -- problems -----------------------------------------------------------------------------------------
 def flag_text(value) -> str | None:
     """A flag's value as a person reads it: yes / no for booleans, None (not shown) when unknown."""
-    if value is None or (isinstance(value, float) and value != value):
-        return None
-    if isinstance(value, bool) or str(value) in ("True", "False"):
-        return "yes" if str(value) == "True" else "no"
-    text = str(value).strip()
-    return None if text in ("", "None", "nan", "NaN") else text
+    text = _text(value) or ""
+    if text in ("True", "False"):
+        return "yes" if text == "True" else "no"
+    return None if text.strip() in ("", "None", "nan", "NaN") else text.strip()
 
 
 # -- answers ---------------------------------------------------------------------------------------------
@@ -228,17 +216,11 @@ QUESTION_COLUMNS = ("final_question", "original_question", "question")
 GOLD_COLUMNS = ("true_answer", "correct_answer")
 
 
-def _first_rows(frame, columns: list[str]) -> dict:
-    """problem_id -> {column: value} of its first row (missing columns -> None); {} without a frame (a judge JSON
-    without its CSV)."""
-    if frame is None:
-        return {}
-    ids = [str(i) for i in frame["problem_id"]]
-    values = [frame[c].tolist() if c in frame.columns else [None] * len(ids) for c in columns]
+def first_rows(frame) -> dict:
+    """problem_id -> its first row ({} without a frame: a judge JSON without its CSV)."""
     rows: dict = {}
-    for i, pid in enumerate(ids):
-        if pid not in rows:
-            rows[pid] = dict(zip(columns, (v[i] for v in values)))
+    for row in [] if frame is None else frame.to_dict("records"):
+        rows.setdefault(str(row["problem_id"]), row)
     return rows
 
 
@@ -252,24 +234,20 @@ def _text(value) -> str | None:
     return None if value is None or (isinstance(value, float) and value != value) else str(value)
 
 
-def asked(frame) -> dict:
+def asked(rows: dict) -> dict:
     """problem_id -> (question, gold answer) as the result file gives them (None where it has no column)."""
-    if frame is None:
-        return {}
-    qcol = next((c for c in QUESTION_COLUMNS if c in frame.columns), None)
-    gcol = next((c for c in GOLD_COLUMNS if c in frame.columns), None)
-    rows = _first_rows(frame, [c for c in (qcol, gcol) if c])
-    return {pid: (_text(row.get(qcol)) if qcol else None, _text(row.get(gcol)) if gcol else None)
-            for pid, row in rows.items()}
+    def first(row: dict, columns: tuple) -> str | None:
+        return _text(next((row[c] for c in columns if c in row), None))
+
+    return {pid: (first(row, QUESTION_COLUMNS), first(row, GOLD_COLUMNS)) for pid, row in rows.items()}
 
 
-def open_answers(frame, scores: dict, replies: dict, strings: Strings, jury: dict | None = None) -> dict:
+def open_answers(rows: dict | None, scores: dict, replies: dict, strings: Strings, jury: dict | None = None) -> dict:
     """problem_id -> [answer, exact match, judge, judge's reply] and, for a jury, [[vote (0/1/None), reply] per
-    member]."""
+    member]; ``rows`` None: the judge's problems without answers (a judge JSON without its CSV)."""
     em, llm = _scores(scores.get("EM")), _scores(scores.get("LLM"))
     out = {}
-    rows = _first_rows(frame, ["generated_answer"]) if frame is not None else dict.fromkeys(llm, {})
-    for pid, row in rows.items():
+    for pid, row in (dict.fromkeys(llm, {}) if rows is None else rows).items():
         reply, status = replies.get(pid, (None, None))
         judged = strings.add(reply if status in (None, "ok") else f"[{status}] {reply or ''}".strip())
         out[pid] = [strings.add(row.get("generated_answer")), em.get(pid), llm.get(pid), judged]
@@ -293,12 +271,12 @@ def mcqa_choice(letter, answer) -> tuple[str | None, str | None]:
     return letter, answer
 
 
-def mcqa_answers(frame, scores: dict, strings: Strings) -> dict:
-    letter_column = next((c for c in ("selected_option", "extracted_answer") if c in frame.columns), "selected_option")
+def mcqa_answers(rows: dict, scores: dict, strings: Strings) -> dict:
     correct = _scores(scores.get("MCQA"))
     out = {}
-    for pid, row in _first_rows(frame, [letter_column, "generated_answer"]).items():
-        letter, option = mcqa_choice(row[letter_column], row["generated_answer"])
+    for pid, row in rows.items():
+        letter = row.get("selected_option", row.get("extracted_answer"))
+        letter, option = mcqa_choice(letter, row.get("generated_answer"))
         out[pid] = [strings.add(letter), strings.add(option), correct.get(pid)]
     return out
 
@@ -327,14 +305,14 @@ def result_entries(rset, set_index: int, models: dict, strings: Strings, problem
     results, answers, from_csv, prompts = [], {}, {}, {}
     for source in sorted(by_source):
         record, scores = by_source[source]
-        fmt = record.result.fmt
+        fmt, rows = record.result.fmt, first_rows(record.frame)
         if fmt == "mcqa":
-            found, judges = mcqa_answers(record.frame, scores, strings), []
+            found, judges = mcqa_answers(rows, scores, strings), []
         else:
-            found = open_answers(record.frame, scores, record.result.replies, strings,
+            found = open_answers(None if record.frame is None else rows, scores, record.result.replies, strings,
                                  record.result.jury if "LLM" in scores else None)
             judges = (record.result.judges() or [UNRECORDED_JUDGE]) if "LLM" in scores else []
-        for pid, pair in asked(record.frame).items():
+        for pid, pair in asked(rows).items():
             from_csv.setdefault(pid, pair)
         index = len(results)
         models.setdefault(record.model, len(models))

@@ -97,13 +97,16 @@ def _label_order(labels: list, counts: dict) -> list:
         return sorted(labels, key=lambda label: (-counts.get(label, 0), str(label)))
 
 
+def interval_entries(rset):
+    """Every stratum's interval entry of the folder (``strat_ci``: kind -> key -> flag -> label -> entry)."""
+    return (entry for by_key in rset.strat_ci.values() for by_flag in by_key.values()
+            for by_label in by_flag.values() for entry in by_label.values())
+
+
 def counted_in_rows(rset) -> bool:
     """A SMMILE++ folder whose strata have no clustered interval (neither stratify's ``_ci.json`` nor a
     dataset): they count result rows, so they have neither an interval nor a small-stratum mark."""
-    if not rset.permuted:
-        return False
-    return not any(str(entry.get("method", "")).startswith("cluster") for by_key in rset.strat_ci.values()
-                   for by_flag in by_key.values() for by_label in by_flag.values() for entry in by_label.values())
+    return rset.permuted and not any(str(e.get("method", "")).startswith("cluster") for e in interval_entries(rset))
 
 
 NO_LABEL = {"None": "not recorded", "nan": "not recorded", "": "not recorded"}  # as stratify.py keys a missing value
@@ -260,9 +263,8 @@ def agreement_spec(view) -> dict | None:
 
 
 def plan(data, out: str, formats=plotting.FORMATS, size: str = "page") -> list[tuple[Figure, dict]]:
-    """Every figure of the report, heatmaps first (the longest to draw), drawn at ``size`` (``plotting.SIZES``)."""
-    if size not in plotting.SIZES:
-        raise ValueError(f"figure size {size!r}: one of {', '.join(plotting.SIZES)}")
+    """Every figure of the report, heatmaps first (the longest to draw), drawn at ``size`` (``plotting.SIZES``, which
+    ``plotting.draw`` checks)."""
     level = data.settings.level
     planned = [job for rset in data.sets for job in strata_jobs(rset)]
     for rset in data.sets:

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from smmile import fsguard, plotting
 from smmile.errors import UserError
 from smmile.report import build, figures, workers
-from smmile.report.page import Stages, formats_from
-from smmile.scoring import statistics
-from smmile.scoring.estimates import check_resampling
+from smmile.report.page import FigureFlags, Stages
 
 log = logging.getLogger(__name__)
 
@@ -19,20 +17,12 @@ OWNER = "smmile figures"
 
 
 @dataclass(frozen=True)
-class FiguresRequest:
+class FiguresRequest(FigureFlags):
     """The flags of ``smmile figures`` (``smmile.cli.figures``)."""
 
     results_dir: str
     out: str | None = None
-    n_boot: int = statistics.DEFAULT_N_BOOT
-    seed: int = 0
-    level: float = statistics.DEFAULT_LEVEL
-    cluster: str = "auto"
     flags: tuple[str, ...] | None = None
-    formats: str = "png,svg"
-    jobs: int = field(default_factory=workers.default_workers)
-    force: bool = False
-    figure_size: str = "page"  # plotting.SIZES
 
 
 def default_out(results_dir: str) -> str:
@@ -47,14 +37,12 @@ def wanted(planned, flags) -> list:
 
 
 def make_figures(req: FiguresRequest, stage, warnings: list) -> list[str]:
-    check_resampling(req.n_boot, req.level)
-    formats = formats_from(req.formats)
+    settings, formats = req.checked()
     out = req.out or default_out(req.results_dir)
     if not os.path.isdir(req.results_dir):
         raise UserError(f"results directory {req.results_dir} not found")
     fsguard.check_output_dir(out, OWNER, req.force)  # the repository's figures/ (only a .gitkeep) counts as empty
     stage(f"statistics for {req.results_dir} ({req.n_boot} resamples)")
-    settings = build.Settings(req.n_boot, req.seed, req.level, req.cluster)
     data = build.ReportData("", settings, warnings=warnings)
     data.sets.append(build.gather_set(None, req.results_dir, 0, settings, warnings, set()))
     planned = wanted(figures.plan(data, os.path.abspath(out), formats, size=req.figure_size), req.flags)

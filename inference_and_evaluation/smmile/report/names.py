@@ -11,7 +11,6 @@ from smmile.identity import display, key_for_scoring, learn  # model names: kept
 from smmile.scoring import tables
 from smmile.record.run_record import MODES  # 0-shot, ICL
 from smmile.scoring.metrics import METRICS as METRIC_TABLE
-from smmile.scoring.metrics import get_metric
 
 METRICS = tuple(METRIC_TABLE)  # LLM, EM, MCQA: the tables' column order (smmile.scoring.metrics)
 BASELINES = tables.PRIORITY_MODELS
@@ -50,10 +49,7 @@ def flag(name: str) -> str:
 
 
 def metric(name: str) -> str:
-    try:
-        return get_metric(name).display
-    except ValueError:
-        return str(name)
+    return METRIC_TABLE[name].display if name in METRIC_TABLE else str(name)
 
 
 def rater(label) -> str:

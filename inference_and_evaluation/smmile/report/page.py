@@ -11,7 +11,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from smmile import fsguard
+from smmile import fsguard, logs
 from smmile.analysis.result_sets import parse_spec
 from smmile import plotting
 from smmile.errors import MissingDependency, UserError
@@ -30,8 +30,27 @@ PAGE_NAME = "index.html"
 DATA_NAME = "report_data.json"
 
 
+@dataclass(frozen=True, kw_only=True)
+class FigureFlags:
+    """The flags ``smmile report`` and ``smmile figures`` share: resampling, and the figures' files and workers."""
+
+    n_boot: int = statistics.DEFAULT_N_BOOT
+    seed: int = 0
+    level: float = statistics.DEFAULT_LEVEL
+    cluster: str = "auto"
+    formats: str = "png,svg"
+    figure_size: str = "page"  # plotting.SIZES: page (as the page shows them), paper (one column), slide (16:9)
+    jobs: int = field(default_factory=workers.default_workers)
+    force: bool = False
+
+    def checked(self) -> tuple[build.Settings, tuple[str, ...]]:
+        """The resampling settings and the figure formats; a UserError for a value out of range."""
+        check_resampling(self.n_boot, self.level)
+        return build.Settings(self.n_boot, self.seed, self.level, self.cluster), formats_from(self.formats)
+
+
 @dataclass(frozen=True)
-class ReportRequest:
+class ReportRequest(FigureFlags):
     """The flags of ``smmile report`` (``smmile.cli.report``); ``results``: ``[LABEL=]PATH``, the first is the
     reference; ``datasets``: ``[LABEL=]DATASET``."""
 
@@ -43,14 +62,6 @@ class ReportRequest:
     figures: str | None = None
     analyses: tuple[str, ...] = ()
     title: str | None = None
-    n_boot: int = statistics.DEFAULT_N_BOOT
-    seed: int = 0
-    level: float = statistics.DEFAULT_LEVEL
-    cluster: str = "auto"
-    formats: str = "png,svg"
-    jobs: int = field(default_factory=workers.default_workers)
-    force: bool = False
-    figure_size: str = "page"  # plotting.SIZES: page (as the page shows them), paper (one column), slide (16:9)
     reviews: tuple[str, ...] = ()  # reviews.json files (smmile-reviews/1): re-scored accuracies, disputed verdicts
     strict: bool = False  # a review of an answer the results do not have: exit 2 (else refused and counted)
 
@@ -151,8 +162,7 @@ def write_page(path: str, text: str, images) -> None:
 
 
 def write_report(req: ReportRequest, stage) -> tuple[str, list]:
-    check_resampling(req.n_boot, req.level)
-    settings, formats = build.Settings(req.n_boot, req.seed, req.level, req.cluster), formats_from(req.formats)
+    settings, formats = req.checked()
     specs = [(label, str(path)) for label, path in map(parse_spec, req.results)]
     specs += [("SMMILE++", req.plusplus)] if req.plusplus else []
     out = os.path.abspath(req.out)  # the output folders are checked before any work (nothing is created yet)
@@ -161,8 +171,9 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
     if req.figures:
         fsguard.check_output_dir(fig_dir, OWNER, req.force)
     stage(f"statistics for {len(specs)} results folder(s) ({settings.n_boot} resamples)")
-    for path in req.reviews:  # an unreadable reviews file: one line, exit 2, before any work
-        read_reviews([path])
+    with logs.silenced():  # an unreadable reviews file: one line, exit 2, before any work (its warnings: later)
+        for path in req.reviews:
+            read_reviews([path])
     data = build.gather(specs, req.analyses, settings, req.title)
     data.reviews_html = sections.reviews_section(data, list(req.reviews), req.strict)
     sources, datasets, said = (load_datasets(data.sets, req, stage, data.warnings) if req.datasets

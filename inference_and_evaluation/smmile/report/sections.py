@@ -8,10 +8,11 @@ import math
 import os
 from urllib.parse import urlencode
 
+from smmile import logs
 from smmile.analysis import reviews as rv
 from smmile.record import original
 from smmile.report import analyses, build, manifests, names
-from smmile.report.html import anchor, details, esc, figure, fmt_ci, fmt_number, fmt_p, table, typed_table
+from smmile.report.html import DASH, anchor, details, esc, figure, fmt_ci, fmt_number, fmt_p, table, typed_table
 from smmile.scoring import stats_run
 
 
@@ -70,7 +71,7 @@ def jury_ties(rset, source: str, metric: str) -> int:
 
 def _estimate_cell(rset, cell, best) -> str:
     if cell is None or math.isnan(cell["accuracy"]):
-        return '<td class="missing">–</td>'
+        return DASH
     source = cell["source"]
     status = manifests.summary(rset.runs[source])["status"] if source in rset.runs else manifests.NO_MANIFEST
     failures, marker = _failures_note(cell)
@@ -137,14 +138,20 @@ def main_section(data, rset, figs, page_dir: str) -> str:
 
 
 # -- ICL gain ------------------------------------------------------------------------------------------
+def difference_cell(row, tip: str, below: str = "") -> str:
+    """A paired difference with its interval, shaded when significant (blue gain, orange loss)."""
+    cls = (' class="up"' if row["difference"] > 0 else ' class="down"') if row.get("significant") else ""
+    tip += f"; {row.get('p_method', 'test')} p = {fmt_p(row.get('p_value'))}"
+    return (f'<td{cls} title="{esc(tip)}">{row["difference"]:+.2f} {fmt_ci(row["ci_low"], row["ci_high"], True)}'
+            f"{below}</td>")
+
+
 def _gain_cell(row) -> str:
     if row is None:
-        return '<td class="missing">–</td><td class="missing">–</td>'
-    cls = (' class="up"' if row["difference"] > 0 else ' class="down"') if row.get("significant") else ""
+        return DASH + DASH
     tip = (f"n = {row.get('n_pairs')} paired rows ({row.get('n_problems')} problems); ICL {row['accuracy_a']:.2f} vs "
-           f"0-shot {row['accuracy_b']:.2f}; {row.get('p_method', 'test')} p = {fmt_p(row.get('p_value'))}")
-    return (f'<td{cls} title="{esc(tip)}">{row["difference"]:+.2f} {fmt_ci(row["ci_low"], row["ci_high"], True)}</td>'
-            f"<td>{fmt_p(row.get('p_adjusted', row.get('p_holm')))}</td>")
+           f"0-shot {row['accuracy_b']:.2f}")
+    return difference_cell(row, tip) + f"<td>{fmt_p(row.get('p_adjusted', row.get('p_holm')))}</td>"
 
 
 def gain_section(data, rset, figs, page_dir: str) -> str:
@@ -233,20 +240,17 @@ def runs_section(rset) -> str:
 # -- folders side by side ---------------------------------------------------------------------------
 def _estimate(row) -> str:
     if row is None or math.isnan(row["accuracy"]):
-        return '<td class="missing">–</td>'
+        return DASH
     return f'<td class="num">{row["accuracy"]:.2f} {fmt_ci(row["ci_low"], row["ci_high"])}</td>'
 
 
 def _change(row) -> str:
     if row is None:
-        return '<td class="missing">–</td>'
-    cls = (' class="up"' if row["difference"] > 0 else ' class="down"') if row.get("significant") else ""
+        return DASH
     n = row.get("n_problems", row.get("n_clusters"))
     tip = (f"{n} shared base problems, {row.get('n_pairs', row.get('n'))} paired rows; on those rows "
-           f"{row.get('reference_set')} {row['accuracy_reference']:.2f} vs {row.get('set')} {row['accuracy_variant']:.2f}; "
-           f"{row.get('p_method', 'test')} p = {fmt_p(row.get('p_value'))}")
-    return (f'<td{cls} title="{esc(tip)}">{row["difference"]:+.2f} {fmt_ci(row["ci_low"], row["ci_high"], True)}'
-            f'<br><span class="ci">n = {esc(n)}</span></td>')
+           f"{row.get('reference_set')} {row['accuracy_reference']:.2f} vs {row.get('set')} {row['accuracy_variant']:.2f}")
+    return difference_cell(row, tip, f'<br><span class="ci">n = {esc(n)}</span>')
 
 
 def metric_table(data, metric: str) -> str:
@@ -340,10 +344,9 @@ def reviews_section(data, paths, strict: bool = False) -> str:
     answers no results folder has are refused and counted (``strict``: a UserError)."""
     if not paths:
         return ""
-    said: list[str] = []
-    reviews = rv.read_reviews(paths, said.append)
     records = [r for rset in data.sets for r in rset.records]
-    reviews = rv.screen(reviews, records, said.append, strict)
+    with logs.kept_warnings(shown=False) as said:  # said with the page's other warnings
+        reviews = rv.screen(rv.read_reviews(paths), records, strict)
     data.warnings += said
     parts = ['<h2 id="reviews">Reviewed answers</h2>',
              f'<p class="note">{len(reviews)} review(s) from {len(paths)} file(s). '
@@ -352,7 +355,8 @@ def reviews_section(data, paths, strict: bool = False) -> str:
              "gold flags and ties leave the judge's verdict). The main table is unchanged."
              + "".join(f" {esc(s.removeprefix('warning: '))}." for s in said) + "</p>"]
     for rset in data.sets:
-        cells = rv.review_table(reviews, rset.records)
+        with logs.silenced():  # the page leaves fractional scores out without a word
+            cells = rv.review_table(reviews, rset.records)
         rows = []
         for record in (r for r in rset.records if r.metric == "LLM"):
             found = rv.rescored(record, cells, data.settings.level)

@@ -12,9 +12,10 @@ from smmile.report import figures, names
 from smmile.report.build import strat_flags
 from smmile.report.html import anchor, details, esc, figure, table
 from smmile.scoring import statistics, stratify
+from smmile.scoring.metrics import metrics_for
 
 ROWS_WARNING = "strata are counted in rows, not base problems"  # build.load_stratification's warning
-METRIC_OF_KIND = {"em": "EM", "llm": "LLM"}
+METRIC_OF_KIND = {m.name.lower(): m.name for m in metrics_for("open")}  # stratify.py's --eval_type: em, llm
 
 
 # -- SMMILE++ strata from the result rows ---------------------------------------------------------------
@@ -108,8 +109,7 @@ METHODS = {"Wilson": "Wilson on the problems",
 
 
 def _methods(rset) -> str:
-    found = {entry.get("method") for by_key in rset.strat_ci.values() for by_flag in by_key.values()
-             for by_label in by_flag.values() for entry in by_label.values()}
+    found = {entry.get("method") for entry in figures.interval_entries(rset)}
     return "; ".join(dict.fromkeys(METHODS.get(m, str(m)) for m in sorted(found, key=str)))
 
 
