@@ -88,14 +88,18 @@ def resolve(dataset: str | None, revision: str | None = None, augmented: bool = 
     raise UserError(f"dataset {dataset!r} is not an existing path, 'demo', 'augmented' or a hub id (owner/name)")
 
 
+def local_folder(dataset: str | None, augmented: bool = False) -> Path | None:
+    """The folder of a local ``dataset`` (a path or ``demo``), None for a hub id (``resolve``'s one line for
+    anything else)."""
+    source = resolve(dataset, augmented=augmented)
+    return None if source.kind == "hub" else Path(source.ref)
+
+
 def refuse_output_in_dataset(output_dir: str | Path, dataset: str | None, augmented: bool = False) -> None:
     """An output folder equal to, or inside, the local dataset folder read is refused (one line, exit 2)."""
-    if dataset in (None, "", "smmile", "augmented") or (isinstance(dataset, str) and dataset.count("/") == 1
-                                                          and not Path(dataset).expanduser().exists()):
-        return  # a hub id: nothing on disk to protect (nor a demo to build just for this check)
-    folder = Path(resolve(dataset, augmented=augmented).ref)
+    folder = local_folder(dataset, augmented)
     out = Path(output_dir).expanduser().resolve()
-    if folder.is_dir() and out.is_relative_to(folder.resolve()):
+    if folder is not None and folder.is_dir() and out.is_relative_to(folder.resolve()):
         raise UserError(f"--output-dir {output_dir} is {'the' if out == folder.resolve() else 'inside the'} dataset "
                         f"folder {folder}; write the results elsewhere (e.g. --output-dir ../results)")
 

@@ -15,7 +15,7 @@ from ..fsguard import read_json
 from ..protocol.options import RECORDED
 from ..protocol.problem import Problem
 from .demo import DEMO_INFO, DEMO_OWNER
-from .load import fingerprint, read_records, resolve
+from .load import fingerprint, local_folder, read_records, resolve
 from .parquet import check_dataset_dir, problems_to_records, write_dataset
 from .schema import MANIFEST, group
 from .variants import VARIANTS, DROPS, OPTION_VARIANTS, canonical_kind, check_params, label, transform
@@ -75,12 +75,12 @@ def _load_source(dataset: str | None, revision: str | None, augmented: bool):
     return {**source.describe(), "fingerprint": fingerprint(problems)}, list(records[0]), problems
 
 
-def check_out(dataset: str | None, out: Path, revision: str | None, augmented: bool) -> None:
+def check_out(dataset: str | None, out: Path, augmented: bool) -> None:
     """``out`` may be neither the local source dataset, nor inside it, nor hold it (the variant replaces it whole)."""
-    source = resolve(dataset, revision, augmented)
-    if source.kind == "hub":
+    folder = local_folder(dataset, augmented)
+    if folder is None:
         return
-    src, dst = Path(source.ref).resolve(), Path(out).expanduser().resolve()
+    src, dst = folder.resolve(), Path(out).expanduser().resolve()
     where = "the source dataset" if dst == src else "inside the source dataset" if src in dst.parents else \
         "a folder holding the source dataset" if dst in src.parents else None
     if where:
@@ -93,7 +93,7 @@ def write_variant(dataset: str | None, kind: str, out: str | os.PathLike, seed: 
     an earlier variant, or with `force` any allowed folder; never the source or a folder in or around it) are
     checked before anything is read."""
     kind = check_params(kind, **params)
-    check_out(dataset, Path(out), revision, augmented)
+    check_out(dataset, Path(out), augmented)
     check_dataset_dir(Path(out), OWNER, force)
     source, columns, problems = _load_source(dataset, revision, augmented)
     return _write(problems, columns, source, kind, seed, Path(out), force, **params)
@@ -125,24 +125,11 @@ def noisy_output_dir(output_dir: str | os.PathLike, kind: str) -> Path:
     return Path(f"{os.fspath(output_dir)}_{canonical_kind(kind)}")
 
 
-def _folder(dataset, augmented: bool = False) -> Path | None:
-    """The local folder of ``dataset`` (a path or ``demo``), None for a hub id or nothing."""
-    if not dataset or not isinstance(dataset, (str, os.PathLike)):
-        return None
-    try:
-        source = resolve(os.fspath(dataset), augmented=augmented)
-    except UserError:
-        return None
-    return None if source.kind == "hub" else Path(source.ref)
-
-
-def read_manifest(dataset, augmented: bool = False) -> tuple[dict, str] | None:
-    """The checked ``variant_manifest.json`` of a local ``dataset`` and its sha256; None where there is none. One
-    line (``UserError``) where it is not one this command writes: a link, not a file, not UTF-8 JSON, not an object,
-    or a kind that is not a variant's name."""
-    folder = _folder(dataset, augmented)
-    path = folder / MANIFEST if folder else None
-    if path is None or not (path.exists() or path.is_symlink()):
+def _read_manifest(path: Path) -> tuple[dict, str] | None:
+    """The checked ``variant_manifest.json`` at ``path`` and its sha256; None where there is none. One line
+    (``UserError``) where it is not one this command writes: a link, not a file, not UTF-8 JSON, not an object, or
+    a kind that is not a variant's name."""
+    if not (path.exists() or path.is_symlink()):
         return None
 
     def bad(why: str) -> UserError:
@@ -168,9 +155,12 @@ def read_manifest(dataset, augmented: bool = False) -> tuple[dict, str] | None:
 def variant_identity(dataset, augmented: bool = False) -> dict | None:
     """What a run records of its dataset's variant (``dataset.variant`` in its manifest, read by the analyses): kind,
     transform, parameters, seed, source fingerprint, manifest hash and counts; the demo's SMMILE++ is ``permute``."""
-    read = read_manifest(dataset, augmented)
+    try:
+        folder = local_folder(os.fspath(dataset), augmented) if isinstance(dataset, (str, os.PathLike)) else None
+    except UserError:  # no such dataset: the loader says so
+        folder = None
+    read = _read_manifest(folder / MANIFEST) if folder else None
     if read is None:
-        folder = _folder(dataset, augmented)
         kind = (read_json(folder / DEMO_INFO) or {}).get("variant") if folder else None
         return {"kind": kind, "transform": kind, "generator": DEMO_OWNER} if kind == "permute" else None
     info, sha = read
