@@ -168,7 +168,9 @@ def test_textonly_open_script_prompts(keys, tmp_path, problems):
     expected = set()
     for p in problems:
         shots = "".join(f"{e.question} {e.answer}\n" for e in p.examples)
-        expected.add(T.TEXTONLY_OPEN_ICL_HEAD + shots + T.TEXTONLY_OPEN_ICL_TAIL.format(q=p.query.question))
+        expected.add("You are an expert medical question-answering system. Here are some examples of questions and "
+                     f'associated answers: \n{shots}Your task is to provide an answer to the following question: '
+                     f'"{p.query.question}".')
     for body in bodies:
         assert body["model"] == "llama3.3" and "options" not in body  # server defaults
         assert len(body["messages"]) == 1 and body["messages"][0]["role"] == "user"
@@ -190,7 +192,8 @@ def test_textonly_mcqa_followup_turn(keys, tmp_path, problems):
     for msgs in followups:
         assert [m["role"] for m in msgs] == ["user", "assistant", "user"]
         assert msgs[1]["content"] == "1 2 3" and msgs[2]["content"] == T.TEXTONLY_FOLLOW_UP
-        assert msgs[0]["content"].startswith(T.TEXTONLY2_ICL_HEAD)
+        assert msgs[0]["content"].startswith("You are an expert medical question-answering system. Here are some "
+                                             "examples of questions and associated answers: \n\nQuestion: ")
     out = rows(tmp_path / "result_llama33textonly_ICL_mcqa.csv")
     assert out[0]["full_response"] == f"1 2 3\n\nUser: {T.TEXTONLY_FOLLOW_UP}\n\nAssistant: <answer>A</answer>"
     assert out[0]["selected_option"] == "A"

@@ -47,20 +47,14 @@ _E4_LETTER_RE = re.compile(r"\b([A-J])\b")
 
 
 def _after_assistant_marker(response: str) -> str | None:
-    """Text after the last assistant marker (ties: the earlier marker), cut at the first user marker; None when
-    no assistant marker occurs."""
-    best_pos, best_marker = -1, None
-    for marker in ASSISTANT_MARKERS:
-        pos = response.rfind(marker)
-        if pos > best_pos:
-            best_pos, best_marker = pos, marker
-    if best_marker is None:
+    """Text after the last assistant marker (no two markers can start at one position), cut at the first user
+    marker (in marker order); None when no assistant marker occurs."""
+    pos, marker = max((response.rfind(m), m) for m in ASSISTANT_MARKERS)
+    if pos == -1:
         return None
-    text = response[best_pos + len(best_marker):].strip()
-    for marker in USER_MARKERS:
-        if marker in text:
-            return text[: text.index(marker)].strip()
-    return text
+    text = response[pos + len(marker):].strip()
+    cut = next((m for m in USER_MARKERS if m in text), None)
+    return text if cut is None else text[: text.index(cut)].strip()
 
 
 def _from_tag(text: str) -> str | None:

@@ -39,16 +39,6 @@ API_SYSTEM = "You are a highly skilled physician and an excellent writer."
 _EXPERT = "You are an expert medical question-answering system. "
 _EXAMPLES = "Here are some examples of questions and associated answers: \n"
 _TASK = "Your task is to provide an answer to the following "
-TEXTONLY_OPEN_0SHOT = _EXPERT + _TASK + 'question: "{q}".'
-TEXTONLY_OPEN_ICL_HEAD = _EXPERT + _EXAMPLES
-TEXTONLY_OPEN_ICL_ITEM = "{q} {a}\n"
-TEXTONLY_OPEN_ICL_TAIL = _TASK + 'question: "{q}".'
-TEXTONLY2_0SHOT_MCQA = _EXPERT + _TASK + "multiple-choice question: \n\n"
-TEXTONLY2_0SHOT_OPEN = _EXPERT + _TASK + "question: \n\n"
-TEXTONLY2_ICL_HEAD = _EXPERT + _EXAMPLES + "\n"
-TEXTONLY2_ICL_ITEM = "Question: {q}\nAnswer: {a}\n\n"
-TEXTONLY2_ICL_MCQA = "Now, your task is to provide an answer to the following multiple-choice question: \n\n"
-TEXTONLY2_ICL_OPEN = "Now, your task is to provide an answer to the following question: \n\n"
 TEXTONLY_FOLLOW_UP = ("Based on your analysis above, what is your final answer? Please respond with just the letter "
                       "(A, B, C, etc.) of the correct option. Format your answer as: <answer>X</answer> where X is the "
                       "letter.")
@@ -75,17 +65,16 @@ def medr1_prompt(problem: Problem, mode: str, fmt: str, lines: list[str]) -> str
 
 def textonly_open_prompt(problem: Problem, mode: str) -> str:
     """§3.9: the open-only text-only script's prompt."""
-    q = problem.query.question
+    task = f'{_TASK}question: "{problem.query.question}".'
     if mode != "ICL":
-        return TEXTONLY_OPEN_0SHOT.format(q=q)
-    body = "".join(TEXTONLY_OPEN_ICL_ITEM.format(q=r.question, a=r.answer) for r in problem.examples)
-    return TEXTONLY_OPEN_ICL_HEAD + body + TEXTONLY_OPEN_ICL_TAIL.format(q=q)
+        return _EXPERT + task
+    return _EXPERT + _EXAMPLES + "".join(f"{r.question} {r.answer}\n" for r in problem.examples) + task
 
 
 def textonly_mcqa_prompt(problem: Problem, mode: str, fmt: str, target: str) -> str:
     """§3.10: the _mcqa text-only script's prompt (both formats); `target`: the question or Template A."""
-    mcqa = fmt == "mcqa"
+    ask = f"{'multiple-choice question' if fmt == 'mcqa' else 'question'}: \n\n{target}"
     if mode != "ICL":
-        return (TEXTONLY2_0SHOT_MCQA if mcqa else TEXTONLY2_0SHOT_OPEN) + target
-    body = "".join(TEXTONLY2_ICL_ITEM.format(q=r.question, a=r.answer) for r in problem.examples)
-    return TEXTONLY2_ICL_HEAD + body + (TEXTONLY2_ICL_MCQA if mcqa else TEXTONLY2_ICL_OPEN) + target
+        return _EXPERT + _TASK + ask
+    shots = "".join(f"Question: {r.question}\nAnswer: {r.answer}\n\n" for r in problem.examples)
+    return f"{_EXPERT}{_EXAMPLES}\n{shots}Now, your task is to provide an answer to the following {ask}"
