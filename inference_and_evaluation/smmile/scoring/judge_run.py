@@ -229,16 +229,15 @@ def checked_settings(settings: JudgeSettings) -> JudgeSettings:
 
 def build_backend(settings: JudgeSettings):
     """A missing SDK or key is a one-line UserError here, before work."""
-    from smmile.models.presets_api import BACKENDS
-    from smmile.models.registry import load_symbol
+    from smmile.generation import RunSettings
+    from smmile.models.registry import build_backend as build
 
-    cls = load_symbol(BACKENDS[settings.backend])
-    transport = {"api_model": settings.model, "base_url": settings.base_url, "concurrency": settings.concurrency,
-                 "max_retries": settings.retries, "timeout": settings.timeout,
-                 "max_consecutive_failures": settings.max_consecutive_failures,
-                 "batch": settings.batch or None, "poll_interval": settings.poll_interval, "price": settings.price,
-                 "allow_key_for_host": list(settings.allow_key_for_host) or None}
-    backend = cls(settings={k: v for k, v in transport.items() if v is not None}, generation=GenerationSettings())
+    transport = RunSettings(api_model=settings.model, base_url=settings.base_url, concurrency=settings.concurrency,
+                            max_retries=settings.retries, timeout=settings.timeout,
+                            max_consecutive_failures=settings.max_consecutive_failures, batch=settings.batch or None,
+                            poll_interval=settings.poll_interval, price=settings.price,
+                            allow_key_for_host=settings.allow_key_for_host)
+    backend = build(settings.backend, settings=transport, generation=GenerationSettings())
     backend.unit = "judge requests"
     return backend
 
