@@ -20,14 +20,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "inference_and_evaluation")]
 
 from api_server import ForkedFakeApi  # noqa: E402
+from smmile.generation import GenerationSettings, RunSettings  # noqa: E402
 from smmile.models.api.openai_backend import OpenAICompatibleBackend  # noqa: E402
 from smmile.models.api.request import ChatRequest  # noqa: E402
 
 
 def run(n: int, limit: int, latency: float, concurrency: str) -> dict:
     with ForkedFakeApi(latency=latency, limit=limit, limit_retry_after="1") as api:
-        backend = OpenAICompatibleBackend(settings={"base_url": api.url + "/v1", "api_model": "fake",
-                                                    "concurrency": concurrency, "max_retries": 10})
+        backend = OpenAICompatibleBackend(settings=RunSettings(base_url=api.url + "/v1", api_model="fake",
+                                                               concurrency=concurrency, max_retries=10),
+                                          generation=GenerationSettings())
         work = [(i, ChatRequest([{"role": "user", "content": f"question {i}"}], max_tokens=8)) for i in range(n)]
         answered: list = []
         t0 = time.monotonic()

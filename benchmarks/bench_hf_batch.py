@@ -25,13 +25,14 @@ PRESETS = {"qwen2_5_vl": "qwen3B", "qwen2_vl": "MedVLM-R1", "mllama": "llama32_v
 
 
 def timed_run(arch: str, batch: int, tokens: int, out: Path, dataset: str):
+    from smmile.generation import GenerationSettings, RunSettings
     from smmile.runner.run import RunSpec, run
 
     import tiny_models
 
     spec = RunSpec(model=PRESETS[arch], mode="ICL", fmt="open", dataset=dataset, output_dir=out, quiet=True,
                    model_path=str(tiny_models.cached(arch)), batch_size=batch,
-                   settings={"max_new_tokens": tokens, "dtype": "float32"})
+                   settings=RunSettings(dtype="float32"), generation=GenerationSettings(max_new_tokens=tokens))
     t0 = time.perf_counter()
     result = run(spec)
     seconds = time.perf_counter() - t0

@@ -30,13 +30,14 @@ PRESETS = {"qwen2_5_vl": "qwen3B", "llava": "llava_7b", "gemma3": "medgemma_4b",
 def timed_run(arch: str, out: Path, dataset: str, tokens: int, workers: int | None,
               gpus: float | None = None, address: str | None = None) -> tuple[float, bytes]:
     import tiny_models
+    from smmile.generation import GenerationSettings, RunSettings
     from smmile.runner.ray_engine import RaySettings
     from smmile.runner.run import RunSpec, run
 
     engine = {"engine": "ray", "ray": RaySettings(address, workers, gpus)} if workers else {}
     spec = RunSpec(model=PRESETS[arch], mode="ICL", fmt="open", dataset=dataset, output_dir=out, quiet=True,
-                   model_path=str(tiny_models.cached(arch)), settings={"max_new_tokens": tokens, "dtype": "float32"},
-                   **engine)
+                   model_path=str(tiny_models.cached(arch)), settings=RunSettings(dtype="float32"),
+                   generation=GenerationSettings(max_new_tokens=tokens), **engine)
     t0 = time.perf_counter()
     result = run(spec)
     seconds = time.perf_counter() - t0

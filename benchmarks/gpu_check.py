@@ -95,12 +95,13 @@ def checkpoint(arch: str, root: Path, tiny: bool) -> Path:
 def one_run(model: str, out, *, batch, dtype, tokens, dataset, model_path=None, backend=None):
     """The demo problems in ICL through `model` (a preset with `model_path`, or `hf:`/`vllm:<path>`): the result,
     seconds, output tokens and the manifest's backend entry."""
+    from smmile.generation import GenerationSettings, RunSettings
     from smmile.runner.run import RunSpec, run
 
     spec = RunSpec(model=model, mode="ICL", fmt="open", dataset=dataset, output_dir=out, quiet=True,
                    model_path=model_path, batch_size=batch, backend=backend,
-                   settings={"max_new_tokens": tokens, "dtype": dtype, "max_model_len": 16384,
-                             "enforce_eager": True, "gpu_memory_utilization": 0.6})
+                   settings=RunSettings(dtype=dtype, max_model_len=16384, enforce_eager=True, gpu_memory_utilization=0.6),
+                   generation=GenerationSettings(max_new_tokens=tokens))
     t0 = time.perf_counter()
     result = run(spec)
     seconds = time.perf_counter() - t0

@@ -16,6 +16,7 @@ pytest.importorskip("transformers")
 tiny_models = pytest.importorskip("tiny_models")
 
 from smmile.cli import main as smmile  # noqa: E402
+from smmile.generation import GenerationSettings  # noqa: E402
 from smmile.models import registry  # noqa: E402
 from smmile.runner.run import RunSpec, run  # noqa: E402
 from test_anymodel_runs import local_tag  # noqa: E402
@@ -39,7 +40,7 @@ def runs(tmp_path_factory) -> Path:
     for label, dataset in datasets.items():
         spec = RunSpec(model="llava_7b", mode="ICL", fmt="open", dataset=dataset, open_suffix=False,
                        output_dir=root / "res" / label, model_path=str(model),
-                       settings={"max_new_tokens": 4}, quiet=True)
+                       generation=GenerationSettings(max_new_tokens=4), quiet=True)
         assert run(spec).exit_code == 0
         baseline = RunSpec(model="random", mode="ICL", fmt="open", dataset=dataset, open_suffix=False,
                            output_dir=root / "res" / label, quiet=True)

@@ -96,11 +96,12 @@ def test_images_reach_the_model(arch, tmp_path):
 
     from smmile.data.load import load_for_run
     from smmile.models.hf.probe import Layout, inverted
+    from smmile.generation import RunSettings
     from smmile.runner.run import RunSpec, Runner
 
     dataset = str(tiny_models.demo_subset(4))
     runner = Runner(RunSpec(model=f"hf:{tg.cached(arch)}", mode="ICL", dataset=dataset, output_dir=tmp_path,
-                            settings={"dtype": "float32"}))
+                            settings=RunSettings(dtype="float32")))
     item = max(runner.plan(load_for_run(dataset)), key=lambda it: len(it.problem.rows))
     req = runner.family.request(item)
     backend = runner.build_backend()

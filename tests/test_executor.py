@@ -3,11 +3,12 @@ run the rest through a backend, append records of the runner's journal format.""
 
 import json
 
+from smmile.models import base
 from smmile.models.base import Response
 from smmile.runner.executor import RESPONSES_FORMAT, Executor, Journal, Work
 
 
-class Backend:
+class Backend(base.Backend):
     """generate(work, on_done) as every backend has it; answers by `rule(request)`; `stop_after` mimics a
     backend that stops launching requests (circuit breaker, --max-cost)."""
 
@@ -69,7 +70,7 @@ def test_the_backend_gets_the_planned_item_back(tmp_path):
 
     item, seen = Item(), []
 
-    class Echo:
+    class Echo(base.Backend):
         def generate(self, work, on_done):
             for it, request in work:
                 seen.append(it)

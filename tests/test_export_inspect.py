@@ -133,12 +133,13 @@ def test_tiny_model_run_reads_back_with_its_scores(tmp_path, ilog):
     """A tiny random-weight LLaVA through the HF backend, open and MCQA: every sample's scores are smmile's."""
     pytest.importorskip("transformers")
     tiny_models = pytest.importorskip("tiny_models")
+    from smmile.generation import GenerationSettings
     from smmile.runner.run import RunSpec, run
 
     res, model, data = tmp_path / "res", tiny_models.cached("llava"), tiny_models.demo_subset()
     for fmt in ("open", "mcqa"):
         assert run(RunSpec(model="llava_7b", fmt=fmt, dataset=str(data), output_dir=res, model_path=str(model),
-                           settings={"max_new_tokens": 4}, quiet=True)).exit_code == 0
+                           generation=GenerationSettings(max_new_tokens=4), quiet=True)).exit_code == 0
     assert cli.main(["export", "inspect", str(res), "--out", str(tmp_path / "logs")]) == 0
     logs = _logs(ilog, tmp_path / "logs")
     assert len(logs) == 2 and _check_against_published(res, logs) == 2 * len(load_problems(str(data)))

@@ -12,6 +12,7 @@ import tiny_models  # noqa: E402
 from smmile.data.load import load_problems  # noqa: E402
 from smmile.models import registry  # noqa: E402
 from smmile.protocol.items import Item, Rngs  # noqa: E402
+from smmile.generation import GenerationSettings, RunSettings  # noqa: E402
 from smmile.runner.run import RunSpec, Runner, run  # noqa: E402
 from test_hf_frontdoors import model_path  # noqa: E402
 
@@ -26,7 +27,7 @@ PRESETS = {"qwen2_5_vl": "qwen3B", "qwen2_vl": "MedVLM-R1", "mllama": "llama32_v
 def _spec(arch: str, out: Path, batch: int, fmt: str = "open", n: int = 6, **settings) -> RunSpec:
     return RunSpec(model=PRESETS[arch], mode="ICL", fmt=fmt, dataset=str(tiny_models.demo_subset(n)),
                    output_dir=out, model_path=str(model_path(arch)), batch_size=batch, quiet=True,
-                   settings={"max_new_tokens": 6, "dtype": "float32", **settings})
+                   settings=RunSettings(dtype="float32", **settings), generation=GenerationSettings(max_new_tokens=6))
 
 
 @pytest.mark.parametrize("arch", list(PRESETS))
@@ -79,4 +80,4 @@ def test_batch_window_sorts_by_size_and_keeps_order():
     batches = list(_windows(work, 2))
     assert [[i for i, _ in b] for b in batches] == [[1, 3], [4, 2], [0, 6], [7, 5]]
     assert [[i for i, _ in b] for b in _windows(work, 1)] == [[i] for i in range(8)]
-    assert registry.get("qwen3B").settings["attn_implementation"] == "flash_attention_2"
+    assert registry.get("qwen3B").settings.attn_implementation == "flash_attention_2"

@@ -14,6 +14,7 @@ pytest.importorskip("transformers")
 
 import tiny_models  # noqa: E402
 from smmile.cli import local_models as cli  # noqa: E402
+from smmile.generation import GenerationSettings, RunSettings  # noqa: E402
 from smmile.runner.run import RunSpec, Runner  # noqa: E402
 from test_hf_frontdoors import flags, model_path  # noqa: E402
 from test_hf_vllm import FakeVLLM  # noqa: E402
@@ -40,7 +41,8 @@ def requested(monkeypatch):
 
 
 def _backend(arch: str, protocol: str, **settings):
-    spec = RunSpec(model=ARCHS[arch], protocol=protocol, model_path=str(model_path(arch)), settings=settings)
+    spec = RunSpec(model=ARCHS[arch], protocol=protocol, model_path=str(model_path(arch)),
+                   settings=RunSettings(**settings))
     return Runner(spec).build_backend()
 
 
@@ -101,7 +103,7 @@ def test_smmile_run_has_the_flag():
 
     p = argparse.ArgumentParser()
     cli.add_local_model_flags(p)
-    assert cli.local_model_settings(p.parse_args(["--image-backend", "pil"]))["image_backend"] == "pil"
+    assert RunSettings.from_flags(p.parse_args(["--image-backend", "pil"])).image_backend == "pil"
 
 
 @pytest.mark.parametrize("arch,preset,pinned", [("llava", "llava_7b", True), ("gemma3", "medgemma_4b", True),
@@ -112,7 +114,7 @@ def test_vllm_gets_the_backend_where_it_can(arch, preset, pinned, monkeypatch, t
     monkeypatch.setitem(sys.modules, "vllm", fake)
     spec = RunSpec(model=preset, mode="0-shot", dataset=str(tiny_models.demo_subset(4)), output_dir=tmp_path,
                    model_path=str(model_path(arch)), backend="vllm_backend:VLLMBackend", quiet=True,
-                   settings={"max_new_tokens": 2, "dtype": "float32"})
+                   settings=RunSettings(dtype="float32"), generation=GenerationSettings(max_new_tokens=2))
     from smmile.runner.run import run
 
     run(spec)

@@ -33,11 +33,9 @@ def problem() -> Problem:
     return Problem("p1", tuple(Row("p1", i, Q, a, _png(*size, c)) for i, (a, c, size) in enumerate(rows)))
 
 
-def family(preset: str, **kw):
+def family(preset: str, protocol: str = "paper"):
     p = registry.get(preset)
-    cls = registry.load_symbol(p.family)
-    settings = {k: v for k, v in {**p.settings, **kw}.items() if k in getattr(cls, "SETTINGS", ())}
-    return cls(**p.family_args, **settings)
+    return registry.build_family(p, p.settings, protocol)
 
 
 def planned(preset: str, mode="ICL", fmt="open", **kw):
@@ -210,7 +208,7 @@ def test_presets_and_settings():
                                   ("llavanext_7b", "llava-hf/llava-v1.6-mistral-7b-hf", "float16"),
                                   ("llavamed", "microsoft/llava-med-v1.5-mistral-7b", "float16")]:
         p = registry.get(name)
-        assert (p.model_id, p.settings["dtype"], family(name).generation.max_new_tokens) == (model_id, dtype, 512)
+        assert (p.model_id, p.settings.dtype, family(name).generation.max_new_tokens) == (model_id, dtype, 512)
     assert family("qwen3B").gen_kwargs() == {"max_new_tokens": 512}
     assert family("llama32_vision_90b").gen_kwargs() == {"max_new_tokens": 512, "do_sample": False}
 

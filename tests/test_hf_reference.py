@@ -11,6 +11,7 @@ import functools
 import json
 import os
 import types
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -49,9 +50,7 @@ def reference_problem(case: str) -> Problem:
 def family(arch: str, protocol: str):
     preset, extra, _ = ARCHS[arch]
     p = registry.get(preset)
-    cls = registry.load_symbol(p.family)
-    settings = {k: v for k, v in {**p.settings, **extra, "protocol": protocol}.items() if k in cls.SETTINGS}
-    return cls(**p.family_args, **settings)
+    return registry.build_family(p, replace(p.settings, **extra), protocol)
 
 
 @functools.lru_cache(maxsize=None)

@@ -87,7 +87,7 @@ def test_one_call_same_prompts_explicit_sampling(fake_vllm, tmp_path):
     assert engine["limit_mm_per_prompt"]["image"] == 11  # the demo's 10-example problem
     # the same rendered prompts as the HF backend
     runner = Runner(cli.spec_for(cli._llava_parser("x", mcqa_script=True, llava=True).parse_args(args), "llava_7b",
-                                 "mcqa", dataset=str(tiny_models.demo_subset(4)), extra={"script": "mcqa"}))
+                                 "mcqa", dataset=str(tiny_models.demo_subset(4)), script="mcqa"))
     from smmile.data.load import load_for_run
 
     items = runner.plan(load_for_run(str(tiny_models.demo_subset(4))))

@@ -8,7 +8,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from smmile.models.base import Response
+from smmile.models.base import Backend, Response
 from smmile.cli import judge as judge_cli
 from smmile.scoring import judge, judge_run
 from smmile.runner.executor import Executor
@@ -63,7 +63,7 @@ def test_requests_carry_the_protocols_options():
     assert (fixed.temperature, fixed.seed, fixed.max_tokens) == (0.0, 5, 2)
 
 
-class FakeBackend:
+class FakeBackend(Backend):
     """The Backend interface the judge uses (generate(work, on_done), endpoint()), answering by a rule."""
 
     def __init__(self, rule):

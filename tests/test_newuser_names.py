@@ -16,6 +16,7 @@ pytest.importorskip("transformers")
 import tiny_generic as tg  # noqa: E402
 import tiny_models  # noqa: E402
 from smmile import cli  # noqa: E402
+from smmile.generation import RunSettings  # noqa: E402
 from smmile.runner.run import Runner, RunSpec  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -68,17 +69,17 @@ def test_a_copy_of_the_presets_weights_keeps_the_papers_name_and_records_the_rev
     copy.mkdir(parents=True)
     for name, data in WEIGHTS.items():
         (copy / name).write_bytes(data)
-    runner = Runner(RunSpec(model="qwen3B", model_path=str(copy), settings={"cache_dir": str(cache)}))
+    runner = Runner(RunSpec(model="qwen3B", model_path=str(copy), settings=RunSettings(cache_dir=str(cache))))
     assert (runner.preset.identity.key, runner.preset.identity.display) == ("qwen3B", "Qwen2.5-VL-3B")
     assert runner.checkpoint == {"hub_id": "Qwen/Qwen2.5-VL-3B-Instruct", "revision": "66285546d2b8",
                                  "recognised_by": "weights sha256"}
 
     (copy / "model-00002-of-00002.safetensors").write_bytes(b"\x03" * 32)  # fine-tuned: same size, other bytes
-    runner = Runner(RunSpec(model="qwen3B", model_path=str(copy), settings={"cache_dir": str(cache)}))
+    runner = Runner(RunSpec(model="qwen3B", model_path=str(copy), settings=RunSettings(cache_dir=str(cache))))
     assert runner.checkpoint is None and runner.preset.identity.key == f"qwen3b-{short(copy)}"
     other = Runner(RunSpec(model="qwen7B", model_path=str(cache / "models--Qwen--Qwen2.5-VL-3B-Instruct" /
                                                               "snapshots" / "66285546d2b8"),
-                           settings={"cache_dir": str(cache)}))
+                           settings=RunSettings(cache_dir=str(cache))))
     assert other.checkpoint is None and other.preset.identity.key != "qwen7B"  # the 3B's weights are not the 7B
 
 

@@ -212,14 +212,14 @@ print("ray" in sys.modules, file=sys.stderr)
 def _front_door_flags(*argv: str):
     import argparse
 
-    from smmile.cli.local_models import add_local_flags, engine_fields, settings_from
+    from smmile.cli.local_models import add_local_flags, engine_fields, spec_for
 
     p = argparse.ArgumentParser()
     p.add_argument("--inference_mode", default="ICL")
     add_local_flags(p, output_dir=True)
     a = p.parse_args(list(argv))
-    settings = settings_from(a)
-    return engine_fields(a, settings, vllm=a.backend == "vllm"), settings
+    fields = engine_fields(a, spec_for(a, "qwen3B", "open").settings, vllm=a.backend == "vllm")
+    return fields, fields.pop("settings").as_dict()
 
 
 def test_front_door_engine_flags():

@@ -14,7 +14,7 @@ import pytest
 from smmile.data.load import load_problems
 from smmile.data.parquet import problems_to_records, write_dataset
 from smmile.errors import UserError
-from smmile.generation import GenerationSettings, resolve_generation
+from smmile.generation import GenerationSettings, RunSettings
 from smmile.models import registry
 from smmile.models.base import Backend, Response, resolve_settings
 from smmile.runner.run import RunSpec, Runner, run
@@ -127,18 +127,18 @@ def test_the_request_is_part_of_the_key(tmp_path, four_problems, data, monkeypat
 
 def test_generation_settings_are_typed_resolved_once_and_keyed(tmp_path, four_problems, data):
     spec = RunSpec(model="counting-chat", fmt="open", dataset=str(data), output_dir=tmp_path / "o", quiet=True,
-                   settings={"max_tokens": 64, "seed": 3, "concurrency": 2})
+                   settings=RunSettings(concurrency=2), generation=GenerationSettings(max_new_tokens=64, seed=3))
     runner = Runner(spec)
     assert runner.generation == GenerationSettings(max_new_tokens=64, temperature=0.0, seed=3)
-    assert runner.settings == {"concurrency": 2}
+    assert runner.settings == RunSettings(concurrency=2)
     assert runner.family.request(runner.plan(runner_load(runner))[0]).max_tokens == 64
     result = runner.run()
     manifest = json.loads(result.csv_path.with_name(result.csv_path.stem + ".manifest.json").read_text())
     assert manifest["generation"]["max_new_tokens"] == 64 and manifest["generation"]["seed"] == 3
     assert manifest["journal"]["format"] == 2
-    run(replace(spec, settings={"max_tokens": 64, "seed": 3, "concurrency": 5}))  # transport only: same keys
+    run(replace(spec, settings=RunSettings(concurrency=5)))  # transport only: same keys
     assert len(CALLS) == 4
-    run(replace(spec, settings={"max_tokens": 64, "seed": 4}))  # a generation setting: new keys
+    run(replace(spec, settings=RunSettings(), generation=GenerationSettings(max_new_tokens=64, seed=4)))  # new keys
     assert len(CALLS) == 8
 
 
@@ -149,12 +149,13 @@ def runner_load(runner):
 
 
 def test_resolution_precedence_flags_over_preset_over_family():
-    preset = registry.Preset("p", "p", "api.chat_family:ApiChatFamily", "x:y", settings={"max_tokens": 100, "dtype": "a"})
-    spec = RunSpec(model="p", settings={"temperature": 0.5, "dtype": "b"})
+    preset = registry.Preset("p", "p", "api.chat_family:ApiChatFamily", "x:y", settings=RunSettings(dtype="a"),
+                             generation=GenerationSettings(max_new_tokens=100))
+    spec = RunSpec(model="p", settings=RunSettings(dtype="b"), generation=GenerationSettings(temperature=0.5))
     settings, gen = resolve_settings(preset, spec, GenerationSettings(max_new_tokens=512, temperature=0.0))
-    assert settings == {"dtype": "b"}
+    assert settings == RunSettings(dtype="b")
     assert gen == GenerationSettings(max_new_tokens=100, temperature=0.5)
-    assert resolve_generation(GenerationSettings(), {"stop": ["x"]}).stop == ("x",)
+    assert GenerationSettings(stop=("x",)).over(GenerationSettings()).stop == ("x",)
 
 
 def test_a_journal_of_the_earlier_format_is_refused_in_one_line(tmp_path, data):

@@ -151,5 +151,6 @@ def test_good_api_flags_still_parse():
     p = common.parser("t")
     api_models.add_api_flags(p)
     args = p.parse_args(["--max-retries", "0", "--max-cost", "0", "--price", "2.5:10", "--timeout", "0.5"])
-    assert api_models.api_settings(args) == {"max_retries": 0, "max_cost": 0.0, "price": "2.5:10", "timeout": 0.5}
+    assert api_models.run_settings(args).as_dict() == {"max_retries": 0, "max_cost": 0.0, "price": "2.5:10",
+                                                       "timeout": 0.5}
     assert p.parse_args(["--price", "3"]).price == "3"

@@ -1,18 +1,43 @@
-"""Generation settings: one typed object per run, recorded in the manifest and the journal key. A field left
-`None` is not sent (the backend, server or checkpoint keeps its default, as the original scripts did for what they
-did not pass). Precedence: a command-line flag, the preset, the family's faithful default."""
+"""The settings of a run, typed, from the command line to the backend: `GenerationSettings` (what can change an
+answer's text; in the manifest and the journal key) and `RunSettings` (how the model is loaded or the server
+reached). A field left `None` is not set: the layer below decides, and at the bottom the backend, server or
+checkpoint keeps its default, as the original scripts did for what they did not pass. Precedence: a command-line
+flag, the preset, the family's faithful default."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Mapping
+from typing import Any
 
-# flag spellings that mean a GenerationSettings field (the API scripts' `max_tokens` is `max_new_tokens`)
-ALIASES = {"max_tokens": "max_new_tokens"}
+MAX_NEW_TOKENS = 512  # the original scripts' generation budget (local models, GPT-4o, Claude)
+
+
+def _set(obj) -> dict[str, Any]:
+    """The fields of a settings object that are set (not None, not an empty tuple), in field order."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj) if getattr(obj, f.name) not in (None, ())}
+
+
+class _Layer:
+    def over(self, base):
+        """`base` with every field this layer sets in its place."""
+        return replace(base, **_set(self))
+
+    @classmethod
+    def from_flags(cls, flags, **aliases: str):
+        """The fields a parsed command line (an argparse namespace) sets, read by their names (`aliases`: field
+        name -> another flag name read when the field's own flag is not set)."""
+        values = {}
+        for f in fields(cls):
+            value = getattr(flags, f.name, None)
+            if value is None and f.name in aliases:
+                value = getattr(flags, aliases[f.name], None)
+            if value is not None:
+                values[f.name] = tuple(value) if isinstance(value, list) else value
+        return cls(**values)
 
 
 @dataclass(frozen=True)
-class GenerationSettings:
+class GenerationSettings(_Layer):
     max_new_tokens: int | None = None
     do_sample: bool | None = None  # None: the checkpoint's generation_config decides (HF / vLLM)
     temperature: float | None = None
@@ -34,30 +59,43 @@ class GenerationSettings:
 
     def sent(self) -> dict[str, Any]:
         """Only the fields that are set (what a backend passes on)."""
-        return {k: v for k, v in self.as_dict().items() if v is not None and v != []}
-
-    def merged(self, overrides: Mapping[str, Any] | None) -> "GenerationSettings":
-        """A copy with every non-None override applied (unknown keys are ignored: they are not generation)."""
-        values = {}
-        for key, value in (overrides or {}).items():
-            key = ALIASES.get(key, key)
-            if key in _FIELDS and value is not None:
-                values[key] = tuple(value) if key == "stop" else value
-        return replace(self, **values) if values else self
+        return {k: list(v) if k == "stop" else v for k, v in _set(self).items()}
 
 
-_FIELDS = {f.name for f in fields(GenerationSettings)}
+@dataclass(frozen=True)
+class RunSettings(_Layer):
+    """How a run loads its model (local backends) or reaches its server (API backends); what a run sets is in its
+    manifest, and the fields of neither `ApiBackend.RUN_ONLY` are in its journal key."""
 
+    # local models (transformers, vLLM) and the families' script choice
+    dtype: str | None = None
+    device_map: str | None = None
+    attn_implementation: str | None = None
+    cache_dir: str | None = None
+    model_revision: str | None = None
+    image_backend: str | None = None
+    tensor_parallel_size: int | None = None
+    max_model_len: int | None = None  # vLLM engine arguments (library callers, benchmarks/gpu_check.py)
+    gpu_memory_utilization: float | None = None
+    enforce_eager: bool | None = None
+    script: str | None = None  # LLaVA / LLaVA-Med: "open" (the open-only script) or "mcqa" (the _mcqa one)
+    score_options: bool | None = None  # --score-options
+    # API and server models
+    api_model: str | None = None
+    base_url: str | None = None
+    concurrency: int | str | None = None
+    max_retries: int | None = None
+    timeout: float | None = None
+    max_consecutive_failures: int | None = None
+    max_cost: float | None = None
+    price: str | None = None
+    prices: str | None = None
+    allow_key_for_host: tuple[str, ...] = ()
+    batch: bool | None = None
+    poll_interval: float | None = None
+    batch_deployment: str | None = None
+    deadline: float | None = None
 
-def resolve_generation(family_default: GenerationSettings, *layers: Mapping[str, Any] | None) -> GenerationSettings:
-    """The run's settings: the family's faithful default, then each layer (preset, then flags) on top."""
-    gen = family_default
-    for layer in layers:
-        gen = gen.merged(layer)
-    return gen
-
-
-def split_settings(settings: Mapping[str, Any]) -> tuple[dict, dict]:
-    """(generation part, everything else: loading, transport, family options) of a settings mapping."""
-    keys = _FIELDS | set(ALIASES)
-    return {k: v for k, v in settings.items() if k in keys}, {k: v for k, v in settings.items() if k not in keys}
+    def as_dict(self) -> dict[str, Any]:
+        """The fields that are set, tuples as lists (the manifest's `settings`)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in _set(self).items()}

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import UserError
+from ..generation import MAX_NEW_TOKENS, GenerationSettings, RunSettings
 from ..runner.run import RunSpec, parse_shard, run
 from . import common as fd
-
-API_FLAGS = ("concurrency", "max_retries", "timeout", "max_cost", "price", "base_url", "api_model",
-             "max_image_side", "max_tokens", "max_consecutive_failures", "allow_key_for_host", "dry_run", "batch",
-             "poll_interval", "prices", "batch_deployment", "deadline")
 
 
 def add_api_flags(p: argparse.ArgumentParser) -> None:
@@ -126,19 +124,19 @@ def poll_interval(text: str) -> float:
     return value
 
 
-def api_settings(args: argparse.Namespace) -> dict:
-    """The API flags that were given, as RunSpec.settings. A --base-url carrying credentials is refused here,
-    before anything (manifest, report, journal) could write it."""
+def run_settings(args: argparse.Namespace) -> RunSettings:
+    """The settings flags that were given (each read by its field's name). A --base-url carrying credentials is
+    refused here, before anything (manifest, report, journal) could write it; --deadline implies --batch."""
     from ..models.api.secrets import url_has_credentials
 
-    if getattr(args, "base_url", None) and url_has_credentials(args.base_url):
+    settings = RunSettings.from_flags(args)
+    if settings.base_url and url_has_credentials(settings.base_url):
         raise UserError("--base-url must not carry credentials (user:password@ or ?query); API keys come from the "
                         "environment only")
-    batch = getattr(args, "batch", None) or getattr(args, "deadline", None) is not None
-    if getattr(args, "poll_interval", None) is not None and not batch:
+    batch = settings.batch or settings.deadline is not None
+    if settings.poll_interval is not None and not batch:
         raise UserError("--poll-interval is for --batch runs only (it sets how often their batches are checked)")
-    settings = {k: getattr(args, k) for k in API_FLAGS if getattr(args, k, None) is not None}
-    return {**settings, "batch": True} if batch else settings
+    return replace(settings, batch=True) if batch else settings
 
 
 def openai_provider() -> str:
@@ -148,24 +146,16 @@ def openai_provider() -> str:
 
 
 def dry_run(spec: RunSpec) -> int:
-    """--dry-run: plan the run as `run(spec)` would, and print what the requests it would send cost; send
-    nothing, write nothing."""
-    from ..data.load import load_for_run
+    """--dry-run: plan the run with the runner's own planning (`Runner.prepare`), and print what the requests it
+    would send cost; send nothing, write nothing."""
     from ..models import registry
     from ..models.api.backend import ApiBackend
-    from ..runner.executor import Executor, Work
     from ..runner.run import Runner
 
     runner = Runner(spec)
-    if not issubclass(registry.load_symbol(spec.backend or runner.preset.backend), ApiBackend):
+    if not issubclass(registry.backend_class(runner.backend_path), ApiBackend):
         raise UserError("--dry-run estimates API requests only; this backend runs a local model")
-    loaded = load_for_run(spec.dataset, spec.revision, augmented=spec.augmented, image_dir=spec.image_dir,
-                          recover_missing=spec.protocol == "corrected")
-    items = runner.plan(loaded)
-    requests = {it.index: runner.family.request(it) for it in items}
-    keys = runner.keys(items, requests)
-    executor = Executor(runner.journal, {keys[it.index]: Work(requests[it.index], {}, it) for it in items},
-                        empty_is_answer=True)
+    _, items, _, executor = runner.prepare()
     backend = runner.build_backend()
     print(format_estimate(backend.estimate([executor.work[k].request for k in executor.pending]),
                           planned=len(items), unit="problems"))
@@ -221,7 +211,8 @@ def _go(p, argv, preset: str, *, open_suffix=True, summary=None, backend=None):
         spec = RunSpec(model=preset, mode=a.inference_mode, fmt=getattr(a, "task_format", "open"), dataset=dataset,
                        revision=a.revision, augmented=augmented, output_dir=out, protocol=a.protocol,
                        open_suffix=open_suffix, image_dir=Path(a.image_dir), shard=parse_shard(a.shard),
-                       backend=backend(a) if callable(backend) else backend, settings=api_settings(a), summary=summary)
+                       backend=backend(a) if callable(backend) else backend, settings=run_settings(a),
+                       generation=GenerationSettings.from_flags(a, max_new_tokens="max_tokens"), summary=summary)
         return dry_run(spec) if a.dry_run else run(spec).exit_code
 
     return fd.guarded(go, interrupted=fd.INTERRUPTED_RUN)
@@ -245,9 +236,7 @@ def openai_main(argv: list[str] | None = None) -> int:
     _fixed_output(p)
 
     def backend(a) -> str:
-        from ..models.presets_api import BACKENDS
-
-        return BACKENDS[openai_provider() if a.provider == "auto" else a.provider]
+        return openai_provider() if a.provider == "auto" else a.provider
 
     return _go(p, argv, "gpt-4o", backend=backend)
 
@@ -275,5 +264,6 @@ def textonly_main(argv: list[str] | None = None) -> int:
 def textonly_mcqa_main(argv: list[str] | None = None) -> int:
     p = _textonly_parser("Llama 3.3 text-only baseline via ollama, open or MCQA (with the follow-up turn when no "
                          "letter can be extracted).", ("open", "mcqa"), "mcqa")
-    p.add_argument("--max_new_tokens", type=int, default=512, help="accepted and unused, as in the original")
+    p.add_argument("--max_new_tokens", dest="unused_max_new_tokens", metavar="MAX_NEW_TOKENS", type=int,
+                   default=MAX_NEW_TOKENS, help="accepted and unused, as in the original")
     return _go(p, argv, "llama33textonly_mcqa", summary=("llama33textonly", "llama33textonly"))

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from ..data.variant_datasets import refuse_dropped_images
 from ..errors import UserError
+from ..generation import MAX_NEW_TOKENS, GenerationSettings, RunSettings
 from ..models.hf import preflight
 from ..models.hf.processor import IMAGE_BACKENDS
-from ..models.presets_hf import HF, LLAVA_MODELS
+from ..models.presets_hf import LLAVA_MODELS
 from ..protocol.items import Rngs
 from ..runner.run import RunSpec, parse_shard, run
 from . import common as fd
+from .api_models import run_settings
 
-VLLM = "vllm_backend:VLLMBackend"
 MODES = ["0-shot", "ICL"]
 FORMATS = ["open", "mcqa"]
 LLAVA_NAMES = list(LLAVA_MODELS)  # the --model_name choices of the LLaVA scripts (spec §3.5)
@@ -35,7 +37,7 @@ def add_local_flags(p: argparse.ArgumentParser, *, qwen_pixels: bool = False, vl
         g.add_argument("--output-dir", default="../results",
                        help="the original wrote to ../results (../results_augmented with --dataset augmented)")
     if max_new_tokens:
-        g.add_argument("--max-new-tokens", type=int, default=512, help="generation length limit (original: 512)")
+        g.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS, help="generation length limit (original: 512)")
     g.add_argument("--model-revision", default=None,
                    help="hub revision (commit, tag, branch) of the model; the resolved commit goes in the manifest")
     g.add_argument("--dtype", default=None, help="bfloat16 | float16 | float32 | auto (default: the original's)")
@@ -56,22 +58,11 @@ def add_local_flags(p: argparse.ArgumentParser, *, qwen_pixels: bool = False, vl
         g.add_argument("--tensor-parallel-size", type=int, default=1, help="vLLM tensor parallelism")
 
 
-def settings_from(a: argparse.Namespace) -> dict:
-    keys = ("dtype", "device_map", "attn_implementation", "min_pixels", "max_pixels", "hf_cache_dir", "model_revision",
-            "image_backend")
-    out = {("cache_dir" if k == "hf_cache_dir" else k): getattr(a, k) for k in keys if getattr(a, k, None) is not None}
-    out["max_new_tokens"] = a.max_new_tokens
-    if getattr(a, "backend", "hf") == "vllm":
-        out["tensor_parallel_size"] = a.tensor_parallel_size
-    return out
-
-
 def preflight_checks(a: argparse.Namespace, script: str) -> None:
     """Before any work: the GPU flag exported as CUDA_VISIBLE_DEVICES (as the originals did), a variant the script
     cannot represent, the libraries, the --model-path folder, and CUDA where the original required it (on this
     machine; with --engine ray, in the cluster)."""
-    if a.gpu_devices:
-        os.environ["CUDA_VISIBLE_DEVICES"] = a.gpu_devices
+    export_gpu_devices(a)
     refuse_dropped_images(getattr(a, "dataset", None), script)
     preflight.require_stack(script)
     preflight.check_model_path(a.model_path)
@@ -82,16 +73,15 @@ def preflight_checks(a: argparse.Namespace, script: str) -> None:
 
 
 def spec_for(a: argparse.Namespace, model: str, fmt: str, *, dataset=None, augmented_flag=False, open_suffix=True,
-             summary=None, extra: dict | None = None) -> RunSpec:
+             summary=None, script: str | None = None) -> RunSpec:
     dataset, augmented, out = fd.dataset_and_output(dataset, a.output_dir, augmented_flag)
-    settings = {**settings_from(a), **(extra or {})}
     vllm = getattr(a, "backend", "hf") == "vllm"
+    settings = replace(run_settings(a), script=script, tensor_parallel_size=a.tensor_parallel_size if vllm else None)
     return RunSpec(model=model, mode=a.inference_mode, fmt=fmt, dataset=dataset, revision=a.revision,
                    augmented=augmented, output_dir=out, protocol=a.protocol, open_suffix=open_suffix,
                    model_path=a.model_path, image_dir=Path(getattr(a, "image_dir", "../missing_images")),
-                   shard=parse_shard(a.shard), batch_size=a.batch_size,
-                   backend=VLLM if vllm else None, settings=settings, summary=summary,
-                   **engine_fields(a, settings, vllm=vllm))
+                   shard=parse_shard(a.shard), batch_size=a.batch_size, backend="vllm" if vllm else None,
+                   generation=GenerationSettings.from_flags(a), summary=summary, **engine_fields(a, settings, vllm))
 
 
 def _common(p, *, mode_default="ICL", fmt_default="open", fmt=True) -> None:
@@ -107,7 +97,7 @@ def qwen_main(argv: list[str] | None = None) -> int:
                    help="'all' anywhere runs 3B, 7B, 32B, 72B in order, sharing one random stream")
     p.add_argument("--output-dir", default="../results", help=fd.OUTPUT_HELP)
     p.add_argument("--gpu_devices", default="0,1", help="exported as CUDA_VISIBLE_DEVICES")
-    p.add_argument("--hf_cache_dir", default=None, help=CACHE_HELP)
+    p.add_argument("--hf_cache_dir", dest="cache_dir", metavar="HF_CACHE_DIR", default=None, help=CACHE_HELP)
     fd.add_dataset_flag(p)
     add_local_flags(p, qwen_pixels=True)
 
@@ -131,7 +121,7 @@ def _fixed_dir_main(argv, *, script: str, description: str, model: str, mode_def
     p.add_argument("--image_dir", default="../missing_images", help="folder of manually downloaded images "
                    "(the original's recovery had no effect; used under --protocol corrected)")
     p.add_argument("--gpu_devices", default=gpu_default, help="exported as CUDA_VISIBLE_DEVICES")
-    p.add_argument("--hf_cache_dir", default=None, help=CACHE_HELP)
+    p.add_argument("--hf_cache_dir", dest="cache_dir", metavar="HF_CACHE_DIR", default=None, help=CACHE_HELP)
     add_local_flags(p, qwen_pixels=qwen_pixels, vllm=vllm, output_dir=True)
 
     def go() -> int:
@@ -169,7 +159,7 @@ def _llava_parser(description: str, *, mcqa_script: bool, llava: bool) -> argpar
         p.add_argument("--model_name", required=True, choices=LLAVA_NAMES, help="which LLaVA checkpoint (spec §3.5)")
     p.add_argument("--output-dir", default="../results", help=fd.OUTPUT_HELP)
     p.add_argument("--gpu-devices", default="0", help="exported as CUDA_VISIBLE_DEVICES")
-    p.add_argument("--hf_cache_dir", default=None, help=CACHE_HELP)
+    p.add_argument("--hf_cache_dir", dest="cache_dir", metavar="HF_CACHE_DIR", default=None, help=CACHE_HELP)
     if mcqa_script:
         p.add_argument("--max_new_tokens", "--max-new-tokens", dest="max_new_tokens", type=int, default=512,
                        help="generation budget per problem (the original's flag)")
@@ -206,7 +196,7 @@ def _llava_main(argv, *, script: str, description: str, mcqa_script: bool, llava
             a.output_dir = str(noisy_output_dir(a.output_dir + ("_augmented" if augmented else ""), a.noisy))
         summary = (model, "LLaVA-Med" if llavamed else model) if mcqa_script else None
         spec = spec_for(a, model, fmt, dataset=dataset, augmented_flag=bool(getattr(a, "augmented", None)),
-                        open_suffix=mcqa_script, summary=summary, extra={"script": "mcqa" if mcqa_script else "open"})
+                        open_suffix=mcqa_script, summary=summary, script="mcqa" if mcqa_script else "open")
         return run(spec).exit_code
 
     return fd.guarded(go)
@@ -233,9 +223,6 @@ def llavamed_mcqa_main(argv: list[str] | None = None) -> int:
 
 
 # `smmile run`
-LOCAL_BACKENDS = {"hf": HF, "vllm": VLLM}
-
-
 def add_local_model_flags(p: argparse.ArgumentParser) -> None:
     """Local-model settings for `smmile run` (unset = the preset's, i.e. the original's)."""
     g = p.add_argument_group("local models (transformers / vLLM; --backend hf|vllm)")
@@ -253,18 +240,15 @@ def add_local_model_flags(p: argparse.ArgumentParser) -> None:
                    help="accepted as the front doors take it: smmile run never requires a GPU (runs on CPU without)")
     g.add_argument("--gpu-devices", default=None, help="exported as CUDA_VISIBLE_DEVICES, as the front doors' "
                    "--gpu_devices (unset: left as it is)")
-    g.add_argument("--hf-cache-dir", default=None, help=CACHE_HELP)
+    g.add_argument("--hf-cache-dir", dest="cache_dir", metavar="HF_CACHE_DIR", default=None, help=CACHE_HELP)
     g.add_argument("--script", choices=["open", "mcqa"], default=None,
                    help="LLaVA / LLaVA-Med: behave as the open-only script or the _mcqa script (default open)")
 
 
-def local_model_settings(a: argparse.Namespace) -> dict:
-    """`smmile run`'s local-model settings from its flags; --gpu-devices exported at once, as the front doors do."""
-    keys = ("max_new_tokens", "dtype", "device_map", "attn_implementation", "min_pixels", "max_pixels",
-            "tensor_parallel_size", "script", "model_revision", "image_backend", "hf_cache_dir")
-    if a.gpu_devices:  # as the front doors (preflight_checks): before any model or CUDA context
+def export_gpu_devices(a: argparse.Namespace) -> None:
+    """The GPU flag exported as CUDA_VISIBLE_DEVICES, as the originals did: before any model or CUDA context."""
+    if a.gpu_devices:
         os.environ["CUDA_VISIBLE_DEVICES"] = a.gpu_devices
-    return {("cache_dir" if k == "hf_cache_dir" else k): getattr(a, k) for k in keys if getattr(a, k, None) is not None}
 
 
 def add_engine_flags(p: argparse.ArgumentParser) -> None:
@@ -285,27 +269,27 @@ def add_engine_flags(p: argparse.ArgumentParser) -> None:
                         "Default: 1 where the cluster has GPUs, else 0")
 
 
-def engine_fields(a: argparse.Namespace, settings: dict, vllm: bool) -> dict:
-    """RunSpec's engine fields from the flags. With vLLM, --gpus-per-worker G is tensor parallelism G inside each
-    worker (set in `settings`, so it is keyed and recorded as --tensor-parallel-size G would be)."""
+def engine_fields(a: argparse.Namespace, settings: RunSettings, vllm: bool) -> dict:
+    """RunSpec's settings and engine fields from the flags. With vLLM, --gpus-per-worker G is tensor parallelism G
+    inside each worker (set in `settings`, so it is keyed and recorded as --tensor-parallel-size G would be)."""
     ray_flags = {"--ray-address": a.ray_address, "--workers": a.workers, "--gpus-per-worker": a.gpus_per_worker,
                  "--num-cpus": a.num_cpus}
     if a.engine != "ray":
         given = [flag for flag, value in ray_flags.items() if value is not None]
         if given:
             raise UserError(f"{', '.join(given)} only apply with --engine ray")
-        return {}
+        return {"settings": settings}
     from ..runner.ray_engine import RaySettings
 
     gpus = a.gpus_per_worker
     if vllm and gpus is not None and gpus >= 1:
         if gpus != int(gpus):
             raise UserError(f"--gpus-per-worker {gpus:g}: vLLM needs whole GPUs (tensor parallelism)")
-        tp = settings.get("tensor_parallel_size")
+        tp = settings.tensor_parallel_size
         if tp not in (None, 1, int(gpus)):
             raise UserError(f"--tensor-parallel-size {tp} and --gpus-per-worker {gpus:g} disagree: with --engine "
                             "ray, each worker's tensor parallelism is its GPU count")
         if gpus > 1:
-            settings["tensor_parallel_size"] = int(gpus)
-    return {"engine": "ray", "ray": RaySettings(address=a.ray_address, workers=a.workers or 1,
+            settings = replace(settings, tensor_parallel_size=int(gpus))
+    return {"settings": settings, "engine": "ray", "ray": RaySettings(address=a.ray_address, workers=a.workers or 1,
                                                 gpus_per_worker=gpus, num_cpus=a.num_cpus)}

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UserError
+from ..generation import GenerationSettings
 from ..models import presets_api, registry
 from ..runner.run import RunSpec, parse_shard, run
 from . import api_models
 from . import common as fd
-from .api_models import add_api_flags, api_settings
-from .local_models import LOCAL_BACKENDS, add_engine_flags, add_local_model_flags, engine_fields, local_model_settings
+from .api_models import add_api_flags, run_settings
+from .local_models import add_engine_flags, add_local_model_flags, engine_fields, export_gpu_devices
 
 
 def build_parser():
@@ -27,8 +28,8 @@ def build_parser():
     fd.add_dataset_flag(p)
     p.add_argument("--output-dir", "--output_dir", dest="output_dir", default="../results", help=fd.OUTPUT_HELP)
     p.add_argument("--backend", default=None, help="override the preset's backend, as module:Class or a short name "
-                   "(azure, openai, openai-compatible, anthropic, ollama); with openai-compatible, --model may "
-                   "name any model the server at --base-url serves")
+                   f"({', '.join(registry.BACKENDS)}); with openai-compatible, --model may name any model the server "
+                   "at --base-url serves")
     p.add_argument("--no-open-suffix", action="store_true",
                    help="name open results result_<tag>_<mode>.csv, as the original open-only scripts did")
     fd.add_run_flags(p)
@@ -42,7 +43,7 @@ def build_parser():
     g.add_argument("--seed", type=int, default=None, help="sampling seed sent to the backend")
     g.add_argument("--stop", action="append", default=None, metavar="TEXT",
                    help="stop generating at this text (repeatable)")
-    g.add_argument("--score-options", action="store_true",
+    g.add_argument("--score-options", action="store_true", default=None,
                    help="MCQA with a transformers model (hf:<id>, a local preset): score each option letter by the "
                         "model's probability after the prompt instead of generating; the answer is the most probable "
                         "letter, the probabilities are journaled (docs/analyses.md §5)")
@@ -58,9 +59,6 @@ def _bool(text: str) -> bool:
     return text.lower() in ("true", "yes", "1")
 
 
-GENERATION_FLAGS = ("temperature", "top_p", "top_k", "do_sample", "repetition_penalty", "seed", "stop")
-
-
 def main(argv: list[str] | None = None) -> int:
     def go() -> int:
         args = build_parser().parse_args(argv)
@@ -68,21 +66,20 @@ def main(argv: list[str] | None = None) -> int:
             raise UserError(f"--backend is not used with --model {args.model.split(':')[0]}:<id> "
                             "(the prefix names the backend: hf: transformers, vllm: vLLM)")
         dataset, augmented, out = fd.dataset_and_output(args.dataset, args.output_dir)
-        settings = {**api_settings(args), **local_model_settings(args),
-                    **{k: getattr(args, k) for k in GENERATION_FLAGS if getattr(args, k) is not None},
-                    **({"score_options": True} if args.score_options else {})}
+        settings = run_settings(args)
+        export_gpu_devices(args)
         vllm = args.model.startswith("vllm:") or args.backend == "vllm"
         spec = RunSpec(model=args.model, mode=args.inference_mode, fmt=args.task_format, dataset=dataset,
                        revision=args.revision, augmented=augmented, output_dir=out, protocol=args.protocol,
                        open_suffix=not args.no_open_suffix, model_path=args.model_path,
                        image_dir=Path(args.image_dir), shard=parse_shard(args.shard), batch_size=args.batch_size,
-                       backend=LOCAL_BACKENDS.get(args.backend) or presets_api.backend_path(args.backend)
-                       or _preset_backend(args.model),
-                       settings=settings, **engine_fields(args, settings, vllm))
+                       backend=args.backend or _preset_backend(args.model),
+                       generation=GenerationSettings.from_flags(args, max_new_tokens="max_tokens"),
+                       **engine_fields(args, settings, vllm))
         if args.score_options:
             _can_score_options(spec)
         if args.backend == "openai-compatible":
-            presets_api.served_model(args.model)  # any model the server serves, tagged by its name
+            registry.served_model(args.model)  # any model the server serves, tagged by its name
         return api_models.dry_run(spec) if args.dry_run else run(spec).exit_code
 
     return fd.guarded(go, interrupted=fd.INTERRUPTED_RUN)
@@ -92,8 +89,8 @@ def _can_score_options(spec: RunSpec) -> None:
     """--score-options: MCQA only, with a backend that can score options (the transformers backends)."""
     if spec.fmt != "mcqa":
         raise UserError("--score-options scores MCQA options: the open format has none (add --task_format mcqa)")
-    path = spec.backend or registry.get(spec.model).backend
-    if not getattr(registry.load_symbol(path), "SCORES_OPTIONS", False):
+    path = registry.backend_path(spec.backend) or registry.get(spec.model).backend
+    if not registry.backend_class(path).SCORES_OPTIONS:
         raise UserError(f"--score-options: the backend of {spec.model} ({path}) cannot score options; only the "
                         "transformers backend can (--model hf:<id or folder>, or a local preset with --backend hf)")
 
@@ -102,5 +99,5 @@ def _preset_backend(model: str) -> str | None:
     """`--model gpt-4o` without --backend picks Azure or OpenAI as inference_openai.py does."""
     preset = registry.PRESETS.get(model)
     if preset is not None and preset.backend == presets_api.BACKENDS["azure"]:
-        return presets_api.BACKENDS[api_models.openai_provider()]
+        return api_models.openai_provider()
     return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..generation import GenerationSettings, resolve_generation, split_settings
+from ..generation import GenerationSettings, RunSettings
 from ..protocol.items import Item, Rngs
 from ..protocol.options import options_text, shuffled_options
 from ..protocol.outputs import OutputSpec, derive_row, failed_row, output_spec
@@ -28,33 +28,45 @@ OnDone = Callable[[Item, Response], None]
 
 
 def resolve_settings(preset, spec, family_default: GenerationSettings | None = None
-                     ) -> tuple[dict, GenerationSettings]:
-    """(loading/transport/family settings, generation settings), merged in this one place: flags (`spec.settings`)
-    over the preset over the family's faithful generation default."""
-    gen_preset, rest_preset = split_settings(preset.settings if preset else {})
-    gen_flags, rest_flags = split_settings(spec.settings if spec else {})
-    generation = resolve_generation(family_default or GenerationSettings(), gen_preset, gen_flags)
-    return {**rest_preset, **rest_flags}, generation
+                     ) -> tuple[RunSettings, GenerationSettings]:
+    """(loading/transport settings, generation settings), resolved in this one place: the flags' (`spec`) over
+    the preset's over the family's faithful generation default."""
+    settings, generation = RunSettings(), family_default or GenerationSettings()
+    for layer in (preset, spec):
+        if layer is not None:
+            settings, generation = layer.settings.over(settings), layer.generation.over(generation)
+    return settings, generation
 
 
 class Backend:
     """Runs requests. `generate` must call `on_done` once per item, as each completes. `settings` and `generation`
-    come resolved from the runner; a backend built on its own (tests, tools) resolves them the same way."""
+    come resolved from the runner; a backend built on its own (tests, tools) resolves them the same way. The
+    optional hooks are declared here, doing nothing."""
 
     name = "backend"
     info: dict | None = None  # what `describe` records, for a backend that completes it as it runs
+    RUN_ONLY: tuple[str, ...] = ()  # settings that change how requests are sent, not what: not in the journal key
+    SCORES_OPTIONS = False  # `--score-options`: can score MCQA option letters instead of generating
+    note: Callable[[str], None] | None = None  # set by the runner: one-line messages that go with the progress
+    progress_detail: Callable[[], str] | None = None  # what the progress line shows besides the counts
 
-    def __init__(self, preset=None, spec=None, settings: dict | None = None,
+    def __init__(self, preset=None, spec=None, settings: RunSettings | None = None,
                  generation: GenerationSettings | None = None):
         self.preset, self.spec = preset, spec
         if settings is None or generation is None:
             resolved, resolved_gen = resolve_settings(preset, spec)
             settings = resolved if settings is None else settings
             generation = resolved_gen if generation is None else generation
-        self.settings, self.generation = dict(settings), generation
+        self.settings, self.generation = settings, generation
 
     def generate(self, work: list[tuple[Item, Any]], on_done: OnDone) -> None:
         raise NotImplementedError
+
+    def count_journaled(self, records: list[dict]) -> None:
+        """Called by the executor, before `generate`, with every record of the output's journal."""
+
+    def bind_journal(self, journal, keys: dict[int, str]) -> None:
+        """Called by the executor, before `generate`: its journal and each work item's key (by id(item))."""
 
     def describe(self) -> dict:
         """Settings recorded in the manifest (never secrets)."""
@@ -68,6 +80,7 @@ class Family:
     """How one original script prompts its model; its rows come from its output spec (`protocol.outputs`)."""
 
     name = "family"
+    SETTINGS: tuple[str, ...] = ()  # the `RunSettings` fields (and "protocol") its constructor takes
     output_key = "api"  # the original script whose output spec derives the rows
     protocol = "paper"
     mcqa_template = "A"  # key of MCQA_TEMPLATES

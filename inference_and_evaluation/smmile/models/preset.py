@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
+from ..generation import GenerationSettings, RunSettings
 from ..identity import ModelIdentity, identity_for_tag
 
 PACKAGE = "smmile.models."
@@ -49,7 +50,8 @@ class Preset:
     backend: str  # the default Backend: a Lazy, or a "module:Class" text (--backend)
     model_id: str = ""  # hub id / API model / deployment
     family_args: dict = field(default_factory=dict)
-    settings: dict = field(default_factory=dict)  # dtype, max_new_tokens, attention, ...
+    settings: RunSettings = RunSettings()  # what the original script loaded the model with (dtype, attention)
+    generation: GenerationSettings = GenerationSettings()  # over the family's (`Family.GENERATION`)
     notes: str = ""
     # names in scoring and reports; None = the paper's identity of `tag` (smmile.identity.PAPER_MODELS)
     identity: ModelIdentity | None = None
@@ -58,11 +60,3 @@ class Preset:
         if self.identity is None:
             object.__setattr__(self, "identity", identity_for_tag(self.tag, self.model_id))
 
-
-PRESETS: dict[str, Preset] = {}
-MAKERS: dict = {}  # model-name prefix ("hf:") -> function making the preset of such a name on first use
-
-
-def register(*presets: Preset) -> None:
-    for p in presets:
-        PRESETS[p.name] = p

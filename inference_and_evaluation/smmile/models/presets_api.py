@@ -1,9 +1,8 @@
-"""API and server presets (spec §3.9-§3.13, §8). Imported by the registry; imports no SDK."""
+"""API and server presets (spec §3.9-§3.13, §8), and the API backends by name. Imports no SDK."""
 
 from __future__ import annotations
 
-from ..identity import model_token
-from .preset import PRESETS, Lazy, Preset, register
+from .preset import Lazy, Preset
 
 CHAT = Lazy("smmile.models.api.chat_family", "ApiChatFamily")
 TEXTONLY = Lazy("smmile.models.api.textonly_family", "TextOnlyFamily")
@@ -18,7 +17,7 @@ BACKENDS = {
     "ollama": Lazy("smmile.models.api.ollama_backend", "OllamaBackend"),
 }
 
-register(
+PRESETS = (
     Preset("gpt-4o", "gpt-4o", CHAT, BACKENDS["azure"], "gpt-4o",
            family_args={"answer_role": "protocol", "answer_as_parts": True, "options": {"logprobs": True}},
            notes="GPT-4o via Azure OpenAI (deployment gpt-4o); ICL answers as system turns under --protocol paper"),
@@ -30,18 +29,3 @@ register(
            family_args={"script": "mcqa"}, notes="Llama 3.3 text-only baseline via ollama (_mcqa script prompts)"),
 )
 
-
-def backend_path(name: str | None) -> str | None:
-    return BACKENDS.get(name, name) if name else name
-
-
-def served_model(model: str) -> Preset:
-    """A preset for a model the paper never ran, served behind an OpenAI-compatible API (`--model NAME`)."""
-    if model in PRESETS:
-        return PRESETS[model]
-    preset = Preset(model, model_token(model), CHAT, BACKENDS["openai-compatible"], model,
-                    family_args={"answer_role": "assistant"},
-                    notes="served model: GPT-4o/Claude chat layout (system prompt, text before image), "
-                          "ICL answers as assistant turns, temperature 0, max_tokens 512, Template A + E2")
-    register(preset)
-    return preset

@@ -71,11 +71,11 @@ class VLLMBackend(Backend):
             raise UserError(f"{preset.name} runs on transformers only (vLLM's Mllama support is unreliable)")
         check_model_path(spec.model_path if spec else None)
         self.path = str((spec.model_path if spec else None) or preset.model_id)
-        self.tp = int(self.settings.get("tensor_parallel_size", 1))
+        self.tp = int(self.settings.tensor_parallel_size or 1)
         self.llm = None
         self.calls: list[dict] = []  # what was sent: engine arguments, sampling parameters, prompt count
         self.info = {"backend": self.name, "model_path": self.path, "tensor_parallel_size": self.tp,
-                     "dtype": self.settings.get("dtype"), "calls": self.calls}
+                     "dtype": self.settings.dtype, "calls": self.calls}
 
     def _vllm(self):
         try:
@@ -108,7 +108,7 @@ class VLLMBackend(Backend):
         from .hf.compat import mm_processor_backend_passes_through
         from .hf.processor import requested_image_backend
 
-        requested = requested_image_backend(self.settings.get("image_backend"), getattr(self.spec, "protocol", "paper"))
+        requested = requested_image_backend(self.settings.image_backend, getattr(self.spec, "protocol", "paper"))
         kwargs, note = {}, "vLLM's default (torchvision where installed)"
         if requested != "auto":
             if hasattr(processor, "video_processor") or not mm_processor_backend_passes_through():
@@ -124,12 +124,12 @@ class VLLMBackend(Backend):
     def engine_kwargs(self, max_images: int) -> dict:
         kwargs = {"model": self.path, "tensor_parallel_size": self.tp,
                   "limit_mm_per_prompt": {"image": max(1, max_images)},
-                  "dtype": self.settings.get("dtype", "auto"), "seed": 42}
+                  "dtype": self.settings.dtype or "auto", "seed": 42}
         for key in ("max_model_len", "gpu_memory_utilization", "enforce_eager"):
-            if self.settings.get(key) is not None:
-                kwargs[key] = self.settings[key]
-        if self.settings.get("cache_dir"):
-            kwargs["download_dir"] = self.settings["cache_dir"]
+            if getattr(self.settings, key) is not None:
+                kwargs[key] = getattr(self.settings, key)
+        if self.settings.cache_dir:
+            kwargs["download_dir"] = self.settings.cache_dir
         return kwargs
 
     def _engine(self, vllm, engine: dict):

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable
 
 from ..appendlog import AppendLog
-from ..models.base import Response
+from ..models.base import Backend, Response
 from ..protocol.problem import ImageRef
 
 # Record format of the runner's journals: 2 = backend responses + planned items (rows derived when written).
@@ -101,7 +101,7 @@ class Executor:
     def pending(self) -> list[str]:
         return [k for k in self.work if k not in self.records]
 
-    def run(self, backend, on_record: Callable[[dict], None] | None = None) -> dict[str, dict]:
+    def run(self, backend: Backend, on_record: Callable[[dict], None] | None = None) -> dict[str, dict]:
         """Records by key of every planned key answered, before or now (not those of a backend that stopped early)."""
         pending = self.pending
         by_item = {id(self.work[k].item): k for k in pending}
@@ -121,11 +121,8 @@ class Executor:
 
         try:
             if pending:
-                if hasattr(backend, "count_journaled"):
-                    backend.count_journaled(self.journaled)
-                bind = getattr(backend, "bind_journal", None)  # --batch: custom_ids are keys, batches journaled
-                if bind is not None:
-                    bind(self.journal, by_item)
+                backend.count_journaled(self.journaled)  # --max-cost counts what the journal's records cost
+                backend.bind_journal(self.journal, by_item)  # --batch: custom_ids are keys, batches journaled
                 backend.generate([(self.work[k].item, self.work[k].request) for k in pending], on_done)
         finally:
             if self.journal is not None:

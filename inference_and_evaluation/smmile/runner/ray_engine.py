@@ -52,33 +52,30 @@ def _ray():
     return ray
 
 
-class RayEngine:
+class RayEngine(Backend):
     """A backend to the Executor; the backend named by `backend_path` runs in `ray.workers` Ray actors."""
 
     name = "ray"
 
-    def __init__(self, backend_path: str, preset, spec, settings: dict, generation, ray: RaySettings):
+    def __init__(self, backend_path: str, preset, spec, settings, generation, ray: RaySettings):
         from ..models.api.backend import ApiBackend
         from ..models.baselines import BaselineBackend
         from ..models.vllm_backend import VLLMBackend  # imports no vLLM
 
-        self.cls = registry.load_symbol(backend_path)
+        super().__init__(preset, spec, settings, generation)
+        self.cls = registry.backend_class(backend_path)
         if issubclass(self.cls, ApiBackend):
             raise UserError("--engine ray runs local models and baselines; an API model scales with --concurrency")
         self.ray_settings = ray
         self.needs_gpu = not issubclass(self.cls, BaselineBackend)
         self.vllm = issubclass(self.cls, VLLMBackend)  # its throughput comes from many prompts per call
         # built here to check flags and paths before Ray starts (its model is never loaded on the driver)
-        self.local: Backend = self.cls(preset, spec, settings, generation)
+        self.local: Backend = registry.build_backend(backend_path, preset, spec, settings, generation)
         self.args = (backend_path, preset, spec, settings, generation)
         self.batch_size = max(1, int(getattr(spec, "batch_size", 1) or 1))
         self.info: dict = {**self.local.describe(), "engine": {"name": "ray", "workers": ray.workers}}
         self.connected = False  # whether this engine called ray.init (and so shuts its connection down)
         self.cluster: dict = {}
-
-    def describe(self) -> dict:
-        """The backend entry as the last worker reported it, plus `engine`."""
-        return self.info
 
     def close(self) -> None:
         if self.connected:
@@ -196,7 +193,7 @@ class Worker:
         if self.mistake:  # refused before the model loads
             return
         (backend_path, *args), self.work, self.lead = pickle.loads(ray.get(shipped[0]))
-        self.backend: Backend = registry.load_symbol(backend_path)(*args)
+        self.backend: Backend = registry.build_backend(backend_path, *args)
         self.every_call = isinstance(self.backend, VLLMBackend)
 
     def __call__(self, batch: dict) -> dict:

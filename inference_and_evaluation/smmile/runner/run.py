@@ -8,7 +8,7 @@ import json
 import logging
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +17,7 @@ from ..data.load import Loaded, load_for_run, refuse_output_in_dataset, verify_i
 from ..data.variant_datasets import refuse_dropped_images, refuse_imageless
 from ..environment import command_line, git_revision, package_versions, version
 from ..errors import UserError
+from ..generation import GenerationSettings, RunSettings
 from ..identity import checkpoint_identity, checkpoint_origin
 from ..models import registry
 from ..models.base import Backend, Family, Response, resolve_settings
@@ -51,8 +52,9 @@ class RunSpec:
     image_dir: Path | None = None
     shard: tuple[int, int] | None = None  # (i, N), 1 <= i <= N
     batch_size: int = 1
-    backend: str | None = None  # override the preset's backend ("module:Class")
-    settings: dict = field(default_factory=dict)  # backend/family overrides (recorded in the manifest)
+    backend: str | None = None  # override the preset's backend: a short name (`registry.BACKENDS`) or "module:Class"
+    settings: RunSettings = RunSettings()  # over the preset's (recorded in the manifest)
+    generation: GenerationSettings = GenerationSettings()  # over the preset's and the family's
     summary: tuple[str, str] | None = None  # (file token, display) for accuracy_summary_*.txt
     quiet: bool = False
     engine: str = "local"  # "ray": the backend runs in Ray actors (runner/ray_engine.py); answers are the same
@@ -95,16 +97,15 @@ class Runner:
         self.preset = registry.get(spec.model)
         # --model-path: the preset's own checkpoint (by hub snapshot or weights: `checkpoint`), or another one
         self.checkpoint = spec.model_path and checkpoint_origin(spec.model_path, self.preset.model_id,
-                                                                spec.settings.get("cache_dir"))
+                                                                spec.settings.cache_dir)
         if spec.model_path and not self.checkpoint:
             self.preset = replace(self.preset, identity=checkpoint_identity(spec.model_path, self.preset.identity))
         self.rngs = rngs or Rngs()
-        family_cls = registry.load_symbol(self.preset.family)
+        self.backend_path = registry.backend_path(spec.backend) or self.preset.backend
+        family_default = registry.load_symbol(self.preset.family).GENERATION
         # the one place where preset and flags meet: loading/transport settings and the typed generation settings
-        self.settings, self.generation = resolve_settings(self.preset, spec, family_cls.GENERATION)
-        accepted = getattr(family_cls, "SETTINGS", ())
-        family_settings = {k: v for k, v in {**self.settings, "protocol": spec.protocol}.items() if k in accepted}
-        self.family: Family = family_cls(**self.preset.family_args, **family_settings)
+        self.settings, self.generation = resolve_settings(self.preset, spec, family_default)
+        self.family: Family = registry.build_family(self.preset, self.settings, spec.protocol)
         self.family.generation = self.generation
         self.stem = result_stem(self.preset.tag, spec.mode, spec.fmt, spec.open_suffix)
         if spec.shard:
@@ -129,24 +130,22 @@ class Runner:
     def run_identity(self) -> dict:
         """What, besides the problem and its request, can change an answer (not how requests are sent)."""
         s = self.spec
-        run_only = getattr(registry.load_symbol(s.backend or self.preset.backend), "RUN_ONLY", ())
+        run_only = registry.backend_class(self.backend_path).RUN_ONLY
         return {"model": self.preset.name, "model_id": self.preset.model_id, "model_path": s.model_path,
-                "backend": s.backend or self.preset.backend, "protocol": s.protocol,
-                "generation": self.generation.as_dict(),
-                "settings": {k: v for k, v in self.settings.items() if k not in run_only}}
+                "backend": self.backend_path, "protocol": s.protocol, "generation": self.generation.as_dict(),
+                "settings": {k: v for k, v in self.settings.as_dict().items() if k not in run_only}}
 
     def keys(self, items: list[Item], requests: dict[int, object]) -> dict[int, str]:
         return {it.index: digest({"run": self.run_identity, "problem_id": it.problem_id, "item": it.fingerprint(),
                                   "request": requests[it.index]}) for it in items}
 
     def build_backend(self) -> Backend:
-        path = self.spec.backend or self.preset.backend
+        args = (self.backend_path, self.preset, self.spec, self.settings, self.generation)
         if self.spec.engine == "ray":  # the same backend, built once in each Ray worker
             from .ray_engine import RayEngine, RaySettings
 
-            return RayEngine(path, self.preset, self.spec, self.settings, self.generation,
-                             self.spec.ray or RaySettings())
-        return registry.load_symbol(path)(self.preset, self.spec, self.settings, self.generation)
+            return RayEngine(*args, self.spec.ray or RaySettings())
+        return registry.build_backend(*args)
 
     def execute(self, executor: Executor) -> None:
         """Run what `executor` has pending; each response is journaled as it completes."""
@@ -154,9 +153,8 @@ class Runner:
         self.backend_info = backend.describe()
         pending = len(executor.pending)
         bar = Progress(total=len(self._items), done=len(self._items) - pending, desc=self.stem,
-                       detail=getattr(backend, "progress_detail", None))
-        if hasattr(backend, "note"):
-            backend.note = bar.note  # an API backend's one-line messages (rate limits, budget) go with the progress
+                       detail=backend.progress_detail)
+        backend.note = bar.note  # a backend's one-line messages (rate limits, budget) go with the progress
         hint = CrawlHint(self.generation.max_new_tokens)
         try:
             executor.run(backend, lambda record: (bar.update(record["status"] == "error"), hint.check()))
@@ -181,19 +179,26 @@ class Runner:
         with OutputLock(self.csv_path, f"{self.csv_path}"):
             return self._run()
 
-    def _run(self) -> RunResult:
-        t0 = time.time()
+    def prepare(self) -> tuple[Loaded, list[Item], dict[int, str], Executor]:
+        """What a run does before a model loads (and all `--dry-run` does): load the data, plan every problem,
+        render and key its request; the executor knows what the journal already has."""
         s = self.spec
         loaded = load_for_run(s.dataset, s.revision, augmented=s.augmented, image_dir=s.image_dir,
                               recover_missing=s.protocol == "corrected")
         if not loaded.problems:
             raise UserError(f"no problem left to run in {loaded.source.ref} (all skipped for missing images)")
-        refuse_imageless(loaded.problems, s.mode, self.family.output_key, loaded.source.ref)  # before a model loads
+        refuse_imageless(loaded.problems, s.mode, self.family.output_key, loaded.source.ref)
         self._items = items = self.plan(loaded)
         requests = {it.index: self.family.request(it) for it in items}
         keys = self.keys(items, requests)
         executor = Executor(self.journal, {keys[it.index]: Work(requests[it.index], planned_record(it), it)
                                            for it in items}, empty_is_answer=True)
+        return loaded, items, keys, executor
+
+    def _run(self) -> RunResult:
+        t0 = time.time()
+        s = self.spec
+        loaded, items, keys, executor = self.prepare()
         self._note_other_settings(executor, len(items))
         pending = [executor.work[k].item for k in executor.pending]
         verify_images([it.problem for it in pending])
@@ -223,7 +228,7 @@ class Runner:
         if not other:
             return
         before = read_json(self.manifest_path) or {}
-        now = {**self.generation.as_dict(), **self.settings}
+        now = {**self.generation.as_dict(), **self.settings.as_dict()}
         was = {**(before.get("generation") or {}), **(before.get("settings") or {})}
         changed = ", ".join(f"{k} {was[k]!r} (now {now.get(k)!r})" for k in sorted(was)
                             if k != "batch_size" and was[k] != now.get(k)) or "another configuration or prompt"
@@ -288,14 +293,14 @@ class Runner:
                         "skipped_missing_images": [{"problem_id": p, "image_url": u} for p, u in loaded.skipped],
                         "recovered_images": [{"problem_id": p, "image_url": u} for p, u in loaded.recovered]},
             "model": {"preset": self.preset.name, "model_id": self.preset.model_id, "model_path": s.model_path,
-                      "tag": self.preset.tag, "family": self.preset.family, "backend": s.backend or self.preset.backend,
+                      "tag": self.preset.tag, "family": self.preset.family, "backend": self.backend_path,
                       "identity": asdict(self.preset.identity),  # --model-path: the preset's checkpoint or None
                       **({"checkpoint": self.checkpoint or None} if s.model_path else {}),
                       **({"revision": self.checkpoint["revision"]} if self.checkpoint else {})},
             "inference_mode": s.mode, "task_format": s.fmt, "protocol": s.protocol,
             "seeds": {"python_random": SEED, "numpy_legacy": SEED},
             "generation": self.generation.as_dict(),
-            "settings": {**self.settings, "batch_size": s.batch_size}, "backend": self.backend_info,
+            "settings": {**self.settings.as_dict(), "batch_size": s.batch_size}, "backend": self.backend_info,
             "shard": {"index": s.shard[0], "count": s.shard[1], "indices": [it.index for it in items],
                       "problem_ids": [it.problem_id for it in items]} if s.shard else None,
             "counts": {"rows": len(items), "computed_this_run": computed, "failed": len(failures)},

@@ -6,6 +6,7 @@ import inspect
 import os
 
 from ...errors import UserError
+from ...generation import MAX_NEW_TOKENS
 from .accounting import anthropic_image_tokens
 from .backend import ApiBackend, NoContent
 from .request import ChatRequest, Encoded, import_sdk
@@ -21,7 +22,7 @@ class AnthropicBackend(ApiBackend):
     limits = {"request_bytes": 32 * 1024 * 1024, "image_b64_bytes": 5 * 1024 * 1024,
               "image_side": 8000, "image_side_many": 2000}
     default_max_image_side = 1568  # larger images are resized server-side anyway
-    default_max_tokens = 512  # the Messages API requires max_tokens
+    default_max_tokens = MAX_NEW_TOKENS  # the Messages API requires max_tokens
 
     def client_args(self) -> dict:
         return self.keyed_args("ANTHROPIC_API_KEY", ("api.anthropic.com",), "ANTHROPIC_BASE_URL")

@@ -26,7 +26,7 @@ from .egress import Egress, fmt_host, is_loopback, one_line, refusal, scheme_ok
 from .secrets import Scrubber, host_of, key_may_go_to, public_url
 
 log = logging.getLogger(__name__)
-DEFAULTS = {"max_retries": 5, "timeout": 120.0, "max_consecutive_failures": 8}
+DEFAULTS = {"max_retries": 5, "timeout": 120.0, "max_consecutive_failures": 8}  # of these RunSettings fields
 
 
 class NoContent(Exception):
@@ -39,7 +39,7 @@ class ApiBackend(Backend):
     sdk: str | None = None  # the official SDK package, checked when the backend is built
     # settings that change how requests are sent, not what is asked: not part of the journal key
     RUN_ONLY = ("concurrency", "max_retries", "timeout", "max_cost", "base_url", "price", "max_consecutive_failures",
-                "allow_key_for_host", "dry_run", "batch", "poll_interval", "prices", "batch_deployment", "deadline")
+                "allow_key_for_host", "batch", "poll_interval", "prices", "batch_deployment", "deadline")
     limits: dict = {}  # request_bytes, image_b64_bytes, image_side, image_side_many (over 20 images)
     unit = "problems"  # what one work item is, in messages ("judge requests" for the judge)
     default_max_image_side: int | None = None  # corrected protocol only
@@ -48,27 +48,25 @@ class ApiBackend(Backend):
 
     def __init__(self, preset=None, spec=None, settings=None, generation=None):
         super().__init__(preset, spec, settings, generation)
-        s = self.settings = {**DEFAULTS, **self.settings}
-        self.model = s.get("api_model") or (preset.model_id if preset else "")
-        self.base_url = s.get("base_url")
-        level = s.get("concurrency") or self.default_concurrency
+        s = self.settings
+        self.model = s.api_model or (preset.model_id if preset else "")
+        self.base_url = s.base_url
+        level = s.concurrency or self.default_concurrency
         self.concurrency = level if level == "auto" else max(1, int(level))
         self.limiter = Limiter(None if level == "auto" else self.concurrency, note=self._note)
         self.fatal: str | None = None  # why the run stopped at once (a refused key, a very long Retry-After)
-        self.timeout = float(s["timeout"])
-        self.policy = RetryPolicy(max_retries=int(s["max_retries"]))
+        self.timeout = float(self.setting("timeout"))
+        self.policy = RetryPolicy(max_retries=int(self.setting("max_retries")))
         corrected = getattr(spec, "protocol", "paper") == "corrected"
         self.max_image_side = (self.generation.max_image_side or self.default_max_image_side) if corrected else None
         self.check_limits = corrected
-        max_cost = s.get("max_cost")
-        self.meter = CostMeter(price_for(self.model, s.get("price"), s.get("prices")),
-                               None if max_cost is None else float(max_cost))
-        if s.get("prices"):
-            self.meter.prices_date = f"{table(s['prices']).date} ({s['prices']})"
+        self.meter = CostMeter(price_for(self.model, s.price, s.prices), None if s.max_cost is None else float(s.max_cost))
+        if s.prices:
+            self.meter.prices_date = f"{table(s.prices).date} ({s.prices})"
         self.scrub = Scrubber()
         self.egress: Egress | None = None  # set with the key (keyed_args): where every request may go
         # a server that is down fails every request after all retries: stop instead of burning the run
-        self.breaker = max(1, int(s["max_consecutive_failures"]))
+        self.breaker = max(1, int(self.setting("max_consecutive_failures")))
         self.unreachable_streak = 0
         self.last_failure: str | None = None
         self.stats = {"retries": 0, "failed_problems": 0, "downscaled_images": 0, "not_sent_too_large": 0,
@@ -76,10 +74,15 @@ class ApiBackend(Backend):
         if self.sdk:
             import_sdk(self.sdk, f"the {self.provider} backend")  # a missing SDK fails before any work
         self._client_args = self.client_args()  # so does a missing key
-        if s.get("batch"):
+        if s.batch:
             from .batch import supported
 
             supported(self)  # --batch on a backend without a batch API: refused before any work
+
+    def setting(self, name: str):
+        """A transport setting, or its default (`DEFAULTS`) where the run sets none."""
+        value = getattr(self.settings, name)
+        return DEFAULTS[name] if value is None else value
 
     def client_args(self) -> dict:
         return {}
@@ -91,7 +94,7 @@ class ApiBackend(Backend):
         if not key:
             raise UserError(f"{var} environment variable not set")
         self.scrub.add(key)
-        allowed = self.settings.get("allow_key_for_host") or ()
+        allowed = self.settings.allow_key_for_host
         named = os.environ.get(named_by)
         if not key_may_go_to(self.base_url, official, allowed, named):
             raise UserError(f"{var} is sent only to {official[0].lstrip('.')}, not to {public_url(self.base_url)}: "
@@ -192,8 +195,6 @@ class ApiBackend(Backend):
 
     def _note(self, text: str) -> None:
         (self.note or log.warning)(text)
-
-    note = None  # set by the runner to its progress' line writer: messages go with the progress
 
     batch_run = None  # the BatchRun of --batch: its progress is batches, not requests in flight
 
@@ -383,7 +384,7 @@ class ApiBackend(Backend):
             self._generate(work, on_done)
 
     def _generate(self, work, on_done) -> None:
-        if self.settings.get("batch"):
+        if self.settings.batch:
             from .batch import BatchRun
 
             return BatchRun(self, work, on_done).run()

@@ -58,7 +58,7 @@ class BatchRun:
         self.backend, self.on_done = backend, on_done
         self.api = provider_api(backend)
         self.ledger = Ledger(backend.journal)
-        self.poll_interval = float(backend.settings.get("poll_interval") or POLL_INTERVAL)
+        self.poll_interval = float(backend.settings.poll_interval or POLL_INTERVAL)
         self.max_requests, self.max_bytes = LIMITS[backend.name]
         self.pending: dict[str, tuple[Any, Any, str]] = {}  # custom_id -> (item, request, key)
         for i, (item, req) in enumerate(work):
@@ -69,7 +69,7 @@ class BatchRun:
         self.attempts: dict[str, int] = {}
         self.deferred: list[str] = []  # not submitted yet: over --max-cost while batches were in flight
         self.quota_failures = 0
-        deadline = backend.settings.get("deadline")  # --deadline: seconds from now
+        deadline = backend.settings.deadline  # --deadline: seconds from now
         self.deadline = None if deadline is None else time.monotonic() + float(deadline)
         self.margin = 0.0 if deadline is None else max(2 * self.poll_interval, 0.1 * float(deadline))
         self.hurry = False  # the deadline is near: no more batches, the stragglers go synchronously

@@ -28,18 +28,16 @@ def journal_of(ledger: Path) -> SimpleNamespace:
 
 def backend_for(record: dict, allow: tuple[str, ...] = ()):
     """The backend a ledger record's batch was submitted with (provider, endpoint, model)."""
+    from ...generation import GenerationSettings, RunSettings
     from .. import registry
     from ..presets_api import BACKENDS
 
     name = record.get("provider")
     if name not in BACKENDS:
         raise UserError(f"the ledger names an unknown provider {name!r}")
-    settings = {"base_url": record.get("endpoint") if name != "azure-openai" else None, "api_model": record.get("model"),
-                "allow_key_for_host": allow, "batch": True}
-    from ..base import GenerationSettings
-
-    return registry.load_symbol(BACKENDS[name])(settings={k: v for k, v in settings.items() if v},
-                                                generation=GenerationSettings())
+    settings = RunSettings(base_url=record.get("endpoint") or None if name != "azure-openai" else None,
+                           api_model=record.get("model") or None, allow_key_for_host=tuple(allow), batch=True)
+    return registry.build_backend(name, settings=settings, generation=GenerationSettings())
 
 
 def rows(folder: Path, allow: tuple[str, ...] = ()) -> list[dict]:

@@ -73,7 +73,7 @@ class OpenAIBatches:
         else:
             self.client, self.url = openai.OpenAI(**args), "/v1/chat/completions"
         self.sdk, self.backend = openai, backend
-        self.deployment = backend.settings.get("batch_deployment") if self.azure else None
+        self.deployment = backend.settings.batch_deployment if self.azure else None
         if self.azure and not self.deployment:
             log.warning("Azure OpenAI runs batches on a Global Batch or Data Zone Batch deployment only: sending to "
                         "deployment %r; name yours with --batch-deployment NAME", backend.model)

@@ -6,7 +6,7 @@ The canonical conversation; the scripts differ in layout only (system prompt, te
 
 from __future__ import annotations
 
-from ...generation import GenerationSettings
+from ...generation import MAX_NEW_TOKENS, GenerationSettings
 from ...protocol.conversation import MessageStyle, build_conversation, render_messages
 from ...protocol.items import Item
 from ...protocol.templates import API_SYSTEM
@@ -20,7 +20,7 @@ class ApiChatFamily(Family):
     name = "api-chat"
     mcqa_template = "A"
     SETTINGS = ("protocol",)
-    GENERATION = GenerationSettings(max_new_tokens=512, temperature=0.0)
+    GENERATION = GenerationSettings(max_new_tokens=MAX_NEW_TOKENS, temperature=0.0)
 
     def __init__(self, answer_role: str = "assistant", answer_as_parts: bool = False, options: dict | None = None,
                  protocol: str = "paper"):

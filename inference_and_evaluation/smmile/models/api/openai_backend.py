@@ -107,7 +107,7 @@ class AzureOpenAIBackend(OpenAIChatBackend):
                             "OpenAI instead (--provider openai)")
         self.scrub.add(key)
         self.base_url = endpoint
-        allowed = {host_of(endpoint), *(h.lower() for h in self.settings.get("allow_key_for_host") or ())}
+        allowed = {host_of(endpoint), *(h.lower() for h in self.settings.allow_key_for_host)}
         self.guard("AZURE_OPENAI_API_KEY", allowed.__contains__, endpoint)
         return {"api_key": key, "azure_endpoint": endpoint,
                 "api_version": os.environ.get("AZURE_OPENAI_API_VERSION") or AZURE_API_VERSION}

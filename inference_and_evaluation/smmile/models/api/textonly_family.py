@@ -19,7 +19,6 @@ class TextOnlyFamily(Family):
     name = "llama33textonly"
     output_key = "llama33textonly"
     mcqa_template = "A"
-    SETTINGS = ()
     GENERATION = GenerationSettings()  # nothing passed: the server's defaults, as the original
 
     def __init__(self, script: str = "open"):

@@ -83,11 +83,12 @@ class HFBackend(Backend):
         preflight.check_model_path(spec.model_path if spec else None)
         self.path = (spec.model_path if spec else None) or preset.model_id
         self.batch_size = max(1, int(getattr(spec, "batch_size", 1) or 1))
-        self.dtype = DTYPES.get(str(self.settings.get("dtype", "auto")), self.settings.get("dtype"))
-        explicit = bool(spec and "attn_implementation" in spec.settings)
-        self.attn, why = choose_attention(self.settings.get("attn_implementation"), explicit)
+        dtype = self.settings.dtype or "auto"
+        self.dtype = DTYPES.get(dtype, dtype)
+        explicit = bool(spec and spec.settings.attn_implementation)
+        self.attn, why = choose_attention(self.settings.attn_implementation, explicit)
         say(f"attention implementation: {self.attn} ({why})")
-        self.device_map = self.settings.get("device_map", "auto")
+        self.device_map = "auto" if self.settings.device_map is None else self.settings.device_map
         self.model = self.processor = None
         self.info = {"backend": self.name, "model_path": str(self.path), "dtype": self.dtype,
                      "attn_implementation": self.attn, "attn_reason": why, "device_map": self.device_map,
@@ -118,15 +119,14 @@ class HFBackend(Backend):
         """--image-backend, else the protocol's default (paper: the PIL processors the paper's versions used)."""
         from .processor import requested_image_backend
 
-        return requested_image_backend(self.settings.get("image_backend"), getattr(self.spec, "protocol", "paper"))
+        return requested_image_backend(self.settings.image_backend, getattr(self.spec, "protocol", "paper"))
 
     def _load(self) -> None:
         import torch
 
         from . import processor as proc_mod
 
-        hub = {k: self.settings[s] for k, s in (("cache_dir", "cache_dir"), ("revision", "model_revision"))
-               if self.settings.get(s)}
+        hub = {k: v for k, v in (("cache_dir", self.settings.cache_dir), ("revision", self.settings.model_revision)) if v}
         requested = self.image_backend()
         self.processor = proc_mod.load_processor(self.path, image_backend=requested,
                                                  min_pixels=self.generation.min_pixels,
@@ -142,7 +142,7 @@ class HFBackend(Backend):
         self.model = self.model_class(**hub).from_pretrained(self.path, **kwargs).eval()
         if self.device_map in (None, "", "none") and torch.cuda.is_available():
             self.model.to("cuda")
-        self.info.update(model_class=type(self.model).__name__, model_revision=self.settings.get("model_revision"),
+        self.info.update(model_class=type(self.model).__name__, model_revision=self.settings.model_revision,
                          model_commit=getattr(self.model.config, "_commit_hash", None))  # resolved hub commit
 
     def model_class(self, **hub):
@@ -173,7 +173,7 @@ class HFBackend(Backend):
             inputs = self.encode(reqs)
         except Exception as exc:  # noqa: BLE001 - recorded as the problem's error, as the originals did
             return self._fail(batch, exc, "input", on_done)
-        scoring = bool(self.settings.get("score_options"))
+        scoring = bool(self.settings.score_options)
         try:
             out = self._score(inputs, batch) if scoring else self._generate(inputs, reqs[0].gen)
         except Exception as exc:  # noqa: BLE001

@@ -3,7 +3,7 @@ its output spec's (`protocol.outputs`, named by `output_key`)."""
 
 from __future__ import annotations
 
-from ...generation import GenerationSettings
+from ...generation import MAX_NEW_TOKENS, GenerationSettings
 from ...protocol.conversation import MessageStyle, build_conversation, render_messages, user_images
 from ...protocol.items import Item, Rngs
 from ...protocol.options import medr1_letter, medr1_options
@@ -24,7 +24,7 @@ def hf_generate_kwargs(generation: GenerationSettings) -> dict:
 
 class LocalFamily(Family):
     SETTINGS = ("protocol",)
-    GENERATION = GenerationSettings(max_new_tokens=512, do_sample=False)
+    GENERATION = GenerationSettings(max_new_tokens=MAX_NEW_TOKENS, do_sample=False)
     style = MessageStyle()
     extra_generate_kwargs: dict = {}  # generate() arguments of the original that are not generation settings
     pinned_rgb = DROP_ALPHA  # how the paper's pinned processor made images RGB (imageprep)
@@ -59,7 +59,7 @@ class QwenFamily(LocalFamily):  # spec §3.1
     output_key = "qwen"
     mcqa_template = "A"
 
-    GENERATION = GenerationSettings(max_new_tokens=512)  # the rest from the checkpoint's generation_config
+    GENERATION = GenerationSettings(max_new_tokens=MAX_NEW_TOKENS)  # the rest from the checkpoint's generation_config
 
     def image_step(self):
         return super().image_step() if self.corrected else qwen_4_51_step
@@ -98,7 +98,7 @@ class MedR1Family(LocalFamily):  # spec §3.3
             item.correct = medr1_letter(lines, item.problem.query.answer)
         item.target = medr1_prompt(item.problem, item.mode, item.fmt, lines)
 
-    GENERATION = GenerationSettings(max_new_tokens=512, do_sample=False, temperature=1)
+    GENERATION = GenerationSettings(max_new_tokens=MAX_NEW_TOKENS, do_sample=False, temperature=1)
     extra_generate_kwargs = {"num_return_sequences": 1, "pad_token_id": PAD_FROM_TOKENIZER, "use_cache": True}
 
     def request(self, item: Item) -> HFRequest:

@@ -8,7 +8,7 @@ from the capability probe (`probe.py`); names from the model id or folder name (
 
 from __future__ import annotations
 
-from ...generation import GenerationSettings
+from ...generation import MAX_NEW_TOKENS, GenerationSettings
 from ...protocol.conversation import MessageStyle, build_conversation, render_messages, user_images
 from ...protocol.items import Item
 from ...protocol.problem import Problem
@@ -49,7 +49,7 @@ class GenericFamily(Family):
     name = "generic-chat"
     output_key = "generic"
     SETTINGS = ("protocol",)
-    GENERATION = GenerationSettings(max_new_tokens=512, do_sample=False)
+    GENERATION = GenerationSettings(max_new_tokens=MAX_NEW_TOKENS, do_sample=False)
 
     def __init__(self, protocol: str = "paper", **_):
         self.protocol = protocol
