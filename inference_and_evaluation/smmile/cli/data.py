@@ -9,7 +9,7 @@ from ..data.variant_datasets import variant_summary, write_variant
 from ..data.demos import EMBEDS, POLICIES
 from ..data.image_variants import FILLS
 from ..data.label_variants import LABEL_VARIANTS
-from ..data.variants import VARIANTS, NOISY_FLAGS
+from ..data.variants import NOISY_FLAGS, PARAMS, VARIANTS
 from . import common as fd
 
 FORCE_HELP = ("write into a non-empty folder smmile did not make (files of the same names are replaced, nothing "
@@ -73,10 +73,9 @@ def main(argv: list[str] | None = None) -> int:
             for name, path in make_demo(args.out or demo_root(), seed=args.seed, force=args.force).items():
                 print(f"{name}: {path}")
         else:
+            params = {name: getattr(args, name) for names in PARAMS.values() for name in names}  # --k, --fill, ...
             out = write_variant(args.dataset, args.kind, Path(args.out), seed=args.seed, revision=args.revision,
-                                augmented=args.augmented, force=args.force, k=args.k, fraction=args.fraction,
-                                draw=args.draw, fill=args.fill, policy=args.policy, index=args.index,
-                                encoder=args.encoder, embed=args.embed)
+                                augmented=args.augmented, force=args.force, **params)
             print(variant_summary(out, args.seed))
         return 0
 

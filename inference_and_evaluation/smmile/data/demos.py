@@ -19,11 +19,10 @@ from dataclasses import replace
 from ..errors import UserError
 from ..protocol.options import RECORDED
 from ..protocol.problem import Problem, Row
-from .schema import base_id
+from .schema import SPECIALITY_COLUMN, base_id
 
 POLICIES = ("experts", "random", "retrieved-last", "retrieved-first", "leave-one-out")
 EMBEDS = ("image", "text", "both")
-SPECIALITY_COLUMN = "speciality"
 
 
 def check_demo_params(policy=None, k=None, index=None, encoder=None, embed=None) -> None:

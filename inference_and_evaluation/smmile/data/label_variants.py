@@ -20,10 +20,9 @@ import re
 from dataclasses import replace
 
 from ..protocol.problem import Problem
-from .schema import base_id
+from .schema import FORMAT_COLUMN, SPECIALITY_COLUMN, base_id
 
 LABEL_VARIANTS = ("flip-answers", "random-labels", "unrelated-labels", "no-answers")
-FORMAT_COLUMN, SPECIALITY_COLUMN = "flag_answer_format", "speciality"
 BINARY = {"yes": "no", "no": "yes"}
 _PUNCT = re.compile(r"[\W_]+")
 

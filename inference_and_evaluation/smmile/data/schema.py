@@ -17,6 +17,7 @@ FLAG_VOCABULARY = {
     "flag_rarity": ["common", "uncommon", "None"],
     "flag_difficulty_llms": ["hard", "medium"],
 }
+SPECIALITY_COLUMN, FORMAT_COLUMN = "speciality", "flag_answer_format"  # the strata variants draw within
 SPECIALITIES = ["dermatology", "radiology", "other", "pathology", "ophthalmology", "surgery"]
 MANIFEST = "variant_manifest.json"  # beside the parquet files of a variant dataset: how it was made
 DROPPED = "image_dropped"  # column marking an image removed on purpose by a diagnostic variant (value "true")

@@ -17,7 +17,7 @@ from ..protocol.problem import Problem
 from .demo import DEMO_INFO, DEMO_OWNER
 from .load import fingerprint, local_folder, read_records, resolve
 from .parquet import check_dataset_dir, problems_to_records, write_dataset
-from .schema import MANIFEST, group
+from .schema import FORMAT_COLUMN, MANIFEST, group
 from .variants import VARIANTS, DROPS, OPTION_VARIANTS, canonical_kind, check_params, label, transform
 
 OWNER = "smmile data variant"
@@ -64,7 +64,7 @@ def _by_format(problems: list[Problem]) -> dict[str, list[str]]:
     """Problem ids per answer format (the analyses split by it)."""
     out: dict[str, list[str]] = {}
     for p in problems:
-        out.setdefault(str(p.query.fields.get("flag_answer_format")), []).append(p.problem_id)
+        out.setdefault(str(p.query.fields.get(FORMAT_COLUMN)), []).append(p.problem_id)
     return out
 
 
