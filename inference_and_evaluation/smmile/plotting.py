@@ -136,21 +136,6 @@ def _legend_below(fig, handles, ncol: int | None = None) -> None:
                    frameon=False)
 
 
-def _row_panels(plt, labels: list[str], panels: list[str], rows_height: float):
-    """(figure, its axes, label -> row): one panel per name in ``panels``, sharing the rows ``labels``."""
-    fig, axes = plt.subplots(1, len(panels), squeeze=False, sharey=True, layout="constrained",
-                             figsize=(_width(2.4 + 3.0 * len(panels)), rows_height + 2.2))
-    return fig, axes[0], {label: i for i, label in enumerate(labels)}
-
-
-def _label_rows(fig, axes, labels: list[str], panels: list[str], xlabel: str, title: str) -> None:
-    for ax, panel in zip(axes, panels):
-        ax.set(title=panel, xlabel=xlabel)
-        ax.grid(axis="x", alpha=0.3)
-    axes[0].set(yticks=range(len(labels)), yticklabels=labels, ylim=(len(labels) - 0.5, -0.5))
-    _suptitle(fig, title)
-
-
 def bars_figure(rows: list[dict], series: list[str], title: str, ylabel: str, n_baselines: int = 0,
                 ci_label: str = "95% CI"):
     """``rows``: ``[{"label", "values": {series: [estimate, low, high]}}]`` in display order; the first
@@ -200,9 +185,11 @@ def forest_figure(rows: list[dict], labels: list[str], panels: list[str], title:
     from matplotlib.lines import Line2D
 
     series = list(series) or [None]
-    fig, axes, y = _row_panels(plt, labels, panels, 0.32 * len(labels) * len(series) ** 0.5)
+    fig, axes = plt.subplots(1, len(panels), squeeze=False, sharey=True, layout="constrained",
+                             figsize=(_width(2.4 + 3.0 * len(panels)), 0.32 * len(labels) * len(series) ** 0.5 + 2.2))
+    y = {label: i for i, label in enumerate(labels)}
     step = 0.6 / len(series)
-    for ax, panel in zip(axes, panels):
+    for ax, panel in zip(axes[0], panels):
         for r in (r for r in rows if r["panel"] == panel):
             k = series.index(r.get("series")) if r.get("series") in series else 0
             colour, marker = SERIES_COLOURS[k % 6], SERIES_MARKERS[k % 6]
@@ -215,7 +202,10 @@ def forest_figure(rows: list[dict], labels: list[str], panels: list[str], title:
             ax.errorbar(r["estimate"], yy, xerr=xerr, fmt=marker, color=colour, ms=6, capsize=2.5, lw=1.1,
                         mfc=colour if r.get("significant") else "white", mew=1.3)
         ax.axvline(0, color="#444444", lw=0.8)
-    _label_rows(fig, axes, labels, panels, xlabel, title)
+        ax.set(title=panel, xlabel=xlabel)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0][0].set(yticks=range(len(labels)), yticklabels=labels, ylim=(len(labels) - 0.5, -0.5))
+    _suptitle(fig, title)
     handles = [Line2D([], [], color=SERIES_COLOURS[k % 6], marker=SERIES_MARKERS[k % 6], lw=1.1, label=s)
                for k, s in enumerate(series) if s is not None and len(series) > 1]
     handles += [Line2D([], [], color="#333333", marker="o", lw=1.1, label=f"filled: {significance}"),
@@ -227,15 +217,17 @@ def forest_figure(rows: list[dict], labels: list[str], panels: list[str], title:
 
 
 def dumbbell_figure(rows: list[dict], labels: list[str], panels: list[str], series: list[str], title: str,
-                    xlabel: str, interval: bool = True, xlim: tuple | None = (0, 100)):
+                    xlabel: str, interval: bool = True):
     """``rows``: ``[{"label", "panel", "values": {series: [estimate, low, high]}}]``: each series' estimate with
-    its interval, joined by a grey line; ``xlim`` fixes the axis (accuracies: 0-100, so that panels compare)."""
+    its interval, joined by a grey line, on an axis of 0-100 (accuracies, so that panels compare)."""
     plt = pyplot()
     from matplotlib.lines import Line2D
 
-    fig, axes, y = _row_panels(plt, labels, panels, 0.36 * len(labels))
+    fig, axes = plt.subplots(1, len(panels), squeeze=False, sharey=True, layout="constrained",
+                             figsize=(_width(2.4 + 3.0 * len(panels)), 0.36 * len(labels) + 2.2))
+    y = {label: i for i, label in enumerate(labels)}
     step = 0.5 / max(1, len(series))
-    for ax, panel in zip(axes, panels):
+    for ax, panel in zip(axes[0], panels):
         for r in (r for r in rows if r["panel"] == panel):
             est = [r["values"][s][0] for s in series if s in r["values"]]
             if len(est) > 1:
@@ -247,9 +239,11 @@ def dumbbell_figure(rows: list[dict], labels: list[str], panels: list[str], seri
                 yy = y[r["label"]] + (k - (len(series) - 1) / 2) * step
                 ax.plot([lo, hi], [yy, yy], color=SERIES_COLOURS[k % 6], lw=1.1, zorder=2)
                 ax.plot([e], [yy], marker=SERIES_MARKERS[k % 6], color=SERIES_COLOURS[k % 6], ms=6.5, zorder=3)
-        if xlim:
-            ax.set_xlim(*xlim)
-    _label_rows(fig, axes, labels, panels, xlabel, title)
+        ax.set(title=panel, xlabel=xlabel)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_xlim(0, 100)
+    axes[0][0].set(yticks=range(len(labels)), yticklabels=labels, ylim=(len(labels) - 0.5, -0.5))
+    _suptitle(fig, title)
     handles = [Line2D([], [], color=SERIES_COLOURS[k % 6], marker=SERIES_MARKERS[k % 6], lw=1.1,
                       label=f"{s} (line: 95% CI)" if interval else s) for k, s in enumerate(series)]
     handles.append(Line2D([], [], color="#bbbbbb", lw=3, label="difference"))

@@ -32,10 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dataset", action="append", default=[], metavar="[LABEL=]DATASET",
                         help="dataset of the results (hub id, local path, demo): adds the images, ICL examples, flags "
                              "and MCQA options to the problem explorer (without it the explorer shows what the result "
-                             "files hold). Without "
-                             "LABEL it serves every folder (SMMILE++ folders get its SMMILE++ counterpart: "
-                             "demo -> demo-plusplus, smmile -> smmile/SMMILE-plusplus; any other value is used as it is); "
-                             "repeatable")
+                             "files hold). Without LABEL it serves every folder (SMMILE++ folders get its SMMILE++ "
+                             "counterpart: demo -> demo-plusplus, smmile -> smmile/SMMILE-plusplus; any other value "
+                             "is used as it is); repeatable")
     parser.add_argument("--revision", help="dataset revision (hub) for --dataset")
     parser.add_argument("--out", default="report", help="output folder for index.html")
     parser.add_argument("--figures", help="figure folder (default: <out>/figures)")

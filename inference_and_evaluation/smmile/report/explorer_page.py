@@ -10,7 +10,7 @@ import gzip
 import json
 from typing import Iterator
 
-from smmile.report.html import asset, esc
+from smmile.report.html import esc
 
 
 def data_json(payload: dict) -> str:
@@ -106,7 +106,3 @@ def section(payload: dict, images_slot: str) -> str:
             '<span id="ex-page"></span> <button type="button" data-step="1">next</button></div>'
             '<div id="zoom"><img alt="enlarged image"><div class="zcap"></div></div>'
             f'<script type="application/json" id="explorer-data">{data}</script></section>')
-
-
-def script() -> str:
-    return f"<script>\n{asset('explorer.js')}</script>"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import namedtuple
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 StoredImage = namedtuple("StoredImage", "digest")  # an image as the explorer keeps it (the bytes stay in the dataset)
 
@@ -60,16 +59,15 @@ def _parts(content, images: list) -> list:
 
 
 def rendered(request, layout=None) -> tuple[list | None, str]:
-    """(messages, note) of a family's request: chat messages, a pre-rendered prompt with its images (LLaVA-Med),
-    or nothing (a baseline)."""
+    """(messages, note) of a recorded request (``stored``): chat messages, a pre-rendered prompt with its images
+    (LLaVA-Med), or nothing (a baseline: its text)."""
     from smmile.models.hf.generic import RENDER
 
     if isinstance(request, str):
         return None, "a baseline: no model is asked; its answer was drawn from the examples when the run was planned"
-    images = list(getattr(request, "images", None) or []) if not callable(getattr(request, "images", None)) else []
-    messages = getattr(request, "messages", None)
-    note = ""
-    if messages and layout is not None and getattr(request, "render", None) == RENDER:
+    request = request if isinstance(request, dict) else {}
+    images, messages, note = list(request.get("images") or []), request.get("messages"), ""
+    if messages and layout is not None and request.get("render") == RENDER:
         messages = layout.apply(messages)
         changes = (["the system prompt opens the first user turn"] if layout.system == "first-user-turn" else []) + \
             (["the examples and the query are one user turn"] if layout.examples == "one-turn" else [])
@@ -78,7 +76,7 @@ def rendered(request, layout=None) -> tuple[list | None, str]:
                 "; ".join(changes)
     if messages:
         return [(str(m.get("role", "")), _parts(m.get("content"), images)) for m in messages], note
-    prompt = getattr(request, "prompt", None)
+    prompt = request.get("prompt")
     if isinstance(prompt, str):
         return [("prompt", [prompt] + [("image", ref) for ref in images])], \
             "one pre-rendered prompt; its image tokens take the images below, in order"
@@ -92,13 +90,6 @@ def stored(obj):
             return StoredImage(bytes.fromhex(obj["image_sha256"]))
         return {k: stored(v) for k, v in obj.items()}
     return [stored(v) for v in obj] if isinstance(obj, list) else obj
-
-
-def as_sent(request):
-    """The request a journal record holds, with the attributes ``rendered`` reads (a baseline's: its text)."""
-    if not isinstance(request, dict):
-        return request
-    return SimpleNamespace(**{k: v for k, v in stored(request).items() if k != "__type__"})
 
 
 def run_prompts(result, problems: dict) -> dict:
@@ -115,6 +106,6 @@ def run_prompts(result, problems: dict) -> dict:
         messages, note = None, ""
         problem = problems.get(pid)
         if "request" in rec and problem is not None and problem.query.answer == it.get("true_answer"):
-            messages, note = rendered(as_sent(rec["request"]), run_layout(rec, manifest))
+            messages, note = rendered(stored(rec["request"]), run_layout(rec, manifest))
         out[pid] = Prompt(messages, str(it.get("target") or ""), options, note)
     return out

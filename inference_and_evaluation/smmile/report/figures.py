@@ -31,12 +31,10 @@ def _pct_level(level: float) -> str:
 
 def _n_text(rows: list[dict], clustered: bool) -> str:
     """``n = 111 problems`` or, for SMMILE++, ``n = 1038 rows, 86 base problems`` (ranges when they vary)."""
-    def span(values):
-        return _span({int(v) for v in values if v is not None})
-
     if clustered:
-        return f"n = {span(r.get('n_rows') for r in rows)} rows, {span(r.get('n_problems') for r in rows)} base problems"
-    return f"n = {span(r.get('n_problems', r.get('n_rows')) for r in rows)} problems"
+        rows_n, problems_n = _span(r.get("n_rows") for r in rows), _span(r.get("n_problems") for r in rows)
+        return f"n = {rows_n} rows, {problems_n} base problems"
+    return f"n = {_span(r.get('n_problems', r.get('n_rows')) for r in rows)} problems"
 
 
 def heatmap_panels(panels: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
@@ -76,11 +74,17 @@ def accuracy_jobs(rset, level: float) -> list[tuple[Figure, str, dict]]:
     return found
 
 
+def _paired(row: dict) -> dict:
+    """A forest row's estimate, interval (nan where there is none) and significance from a paired difference."""
+    low, high = (float("nan") if row.get(k) is None else row[k] for k in ("ci_low", "ci_high"))
+    return {"estimate": row["difference"], "low": low, "high": high, "significant": bool(row.get("significant"))}
+
+
 def gain_jobs(rset, level: float) -> list[tuple[Figure, str, dict]]:
     if not rset.gains:
         return []
-    rows = [{"label": names.display(g["model_a"]), "panel": names.metric(g["metric"]), "estimate": g["difference"],
-             "low": g["ci_low"], "high": g["ci_high"], "significant": bool(g.get("significant"))} for g in rset.gains]
+    rows = [{"label": names.display(g["model_a"]), "panel": names.metric(g["metric"]), **_paired(g)}
+            for g in rset.gains]
     models = [names.display(m) for m in rset.models() if any(g["model_a"] == m for g in rset.gains)]
     panels = [names.metric(m) for m in names.METRICS if any(g["metric"] == m for g in rset.gains)]
     title = f"ICL − 0-shot per model, paired {_pct_level(level)} CI ({rset.label})"
@@ -135,8 +139,9 @@ def strata_panel(rset, kind: str, flag: str, mode: str, models: list[str]) -> di
             "entries": [[cell(m, l) for l in labels] for m in models]}
 
 
-def _span(values: set) -> str:
-    values = sorted(v for v in values if v is not None)
+def _span(values) -> str:
+    """The counts (None left out) as ``n`` or ``low–high``; ``?`` without any."""
+    values = sorted({int(v) for v in values if v is not None})
     return "?" if not values else str(values[0]) if values[0] == values[-1] else f"{values[0]}–{values[-1]}"
 
 
@@ -200,9 +205,7 @@ def sets_jobs(data) -> list[tuple[Figure, str, dict]]:
             for lab, series in zip(labels[1:], later):
                 c = changes.get((lab, model, mode))
                 row = {"label": names.display(model), "panel": mode, "series": series}
-                rows.append({**row, "missing": True} if c is None else
-                            {**row, "estimate": c["difference"], "low": c["ci_low"], "high": c["ci_high"],
-                             "significant": bool(c.get("significant"))})
+                rows.append({**row, "missing": True} if c is None else {**row, **_paired(c)})
         title = (f"{names.metric(metric)}: {' and '.join(later)} (pp), paired by base problem, "
                  f"{_pct_level(level)} CI as in the table")
         spec = {"rows": rows, "labels": [names.display(m) for m in models], "panels": modes,
@@ -234,11 +237,8 @@ def forest_spec(view, level: float) -> dict | None:
         return None
     pairs = list(dict.fromkeys(f"{r.get('variant')} − {r.get('reference')}" for r in rows))
     panel = lambda r: f"{names.metric(r.get('metric'))}, {r.get('mode')}"  # noqa: E731
-    nan = float("nan")
-    return {"rows": [{"label": names.display(r["model"]), "panel": panel(r), "series": f"{r.get('variant')} − {r.get('reference')}",
-                      "estimate": r["difference"], "low": r.get("ci_low") if r.get("ci_low") is not None else nan,
-                      "high": r.get("ci_high") if r.get("ci_high") is not None else nan,
-                      "significant": bool(r.get("significant"))} for r in rows],
+    return {"rows": [{"label": names.display(r["model"]), "panel": panel(r),
+                      "series": f"{r.get('variant')} − {r.get('reference')}", **_paired(r)} for r in rows],
             "labels": _models_in(rows), "panels": list(dict.fromkeys(panel(r) for r in rows)),
             "series": pairs if len(pairs) > 1 else [], "xlabel": "difference (pp)",
             "title": f"{dict(SECTIONS).get(view.section, view.section)}: difference (pp), paired "

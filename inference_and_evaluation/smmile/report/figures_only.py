@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from smmile import fsguard, plotting
 from smmile.errors import UserError
 from smmile.report import build, figures, workers
-from smmile.report.page import FigureFlags, Stages
+from smmile.report.page import FigureFlags, stages
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def write_figures(req: FiguresRequest) -> tuple[list[str], int]:
     """The files written and the exit status: 0 when every input was drawn, 1 when some were skipped (each
     named on stderr) or nothing was."""
     warnings: list[str] = []
-    written = make_figures(req, Stages("smmile figures"), warnings)
+    written = make_figures(req, stages("smmile figures"), warnings)
     for warning in warnings:
         log.warning(f"warning: {warning}")
     if not written:

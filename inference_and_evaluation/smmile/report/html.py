@@ -109,13 +109,9 @@ def typed_cell(column, row: dict) -> str:
         return f'<td class="text">{"yes" if value in (True, "True", "true", 1) else "no"}</td>'
     if fmt == "text" or not is_number(value):
         return f'<td class="text">{esc(value)}</td>'
-    text = {"int": lambda v: f"{v:.0f}", "pct": lambda v: f"{v:.1f}", "signed": lambda v: f"{v:+.2f}",
-            "p": fmt_p, "coef": lambda v: f"{v:.3f}"}.get(fmt, _auto)(value)
-    return f'<td class="num">{text}</td>'
-
-
-def _auto(value) -> str:
-    return str(value) if isinstance(value, int) else f"{value:.4g}"
+    number = {"int": lambda v: f"{v:.0f}", "pct": lambda v: f"{v:.1f}", "signed": lambda v: f"{v:+.2f}", "p": fmt_p,
+              "coef": lambda v: f"{v:.3f}"}.get(fmt, lambda v: str(v) if isinstance(v, int) else f"{v:.4g}")  # auto
+    return f'<td class="num">{number(value)}</td>'
 
 
 def typed_table(columns, rows: list[dict]) -> str:

@@ -66,14 +66,10 @@ class ReportRequest(FigureFlags):
     strict: bool = False  # a review of an answer the results do not have: exit 2 (else refused and counted)
 
 
-class Stages:
-    """Stage lines on the log while a command works (``[  3.2 s] figures: 42 to draw on 2 workers``)."""
-
-    def __init__(self, command: str):
-        self.command, self.started = command, time.monotonic()
-
-    def __call__(self, text: str) -> None:
-        log.info(f"{self.command} [{time.monotonic() - self.started:6.1f} s] {text}")
+def stages(command: str):
+    """A function that logs stage lines while ``command`` works (``[  3.2 s] figures: 42 to draw on 2 workers``)."""
+    started = time.monotonic()
+    return lambda text: log.info(f"{command} [{time.monotonic() - started:6.1f} s] {text}")
 
 
 def formats_from(text: str) -> tuple[str, ...]:
@@ -146,8 +142,8 @@ def render(data, figs, page_dir: str) -> str:
     body.append(sections.analyses_section(data, figs, page_dir))
     body.append(explorer_page.section(data.explorer, IMAGES_SLOT))
     body += [sections.runs_section(s) for s in data.sets]
-    return html.page(data.title, sections.header(data), nav(data), "".join(body), explorer_page.script(),
-                     html.asset("explorer.css"))
+    return html.page(data.title, sections.header(data), nav(data), "".join(body),
+                     f"<script>\n{html.asset('explorer.js')}</script>", html.asset("explorer.css"))
 
 
 def write_page(path: str, text: str, images) -> None:
@@ -166,10 +162,10 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
     specs = [(label, str(path)) for label, path in map(parse_spec, req.results)]
     specs += [("SMMILE++", req.plusplus)] if req.plusplus else []
     out = os.path.abspath(req.out)  # the output folders are checked before any work (nothing is created yet)
-    fsguard.check_output_dir(out, OWNER, req.force)
     fig_dir = os.path.abspath(req.figures) if req.figures else os.path.join(out, "figures")
-    if req.figures:
-        fsguard.check_output_dir(fig_dir, OWNER, req.force)
+    folders = [out, fig_dir] if req.figures else [out]  # the default <out>/figures is part of <out>
+    for folder in folders:
+        fsguard.check_output_dir(folder, OWNER, req.force)
     stage(f"statistics for {len(specs)} results folder(s) ({settings.n_boot} resamples)")
     with logs.silenced():  # an unreadable reviews file: one line, exit 2, before any work (its warnings: later)
         for path in req.reviews:
@@ -185,9 +181,8 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
     if datasets is not None and any(datasets):  # strata without stratify's exports: from the records
         strata.from_records(data, datasets)
         strata.cluster_by_rows(data, datasets)
-    fsguard.prepare_output_dir(out, OWNER, req.force)
-    if req.figures:
-        fsguard.prepare_output_dir(fig_dir, OWNER, req.force)
+    for folder in folders:
+        fsguard.prepare_output_dir(folder, OWNER, req.force)
     planned = figures.plan(data, fig_dir, formats, size=req.figure_size)
     if planned:  # matplotlib imported once here, so the forked workers start with it
         try:
@@ -219,7 +214,7 @@ def write_report(req: ReportRequest, stage) -> tuple[str, list]:
 def run_report(req: ReportRequest) -> str:
     """Write the report and return the page's path; its warnings (inputs skipped, figures left out) go to the
     log and on the page: a warning does not stop a ``set -e`` script (issue #20)."""
-    page_path, warnings = write_report(req, Stages("smmile report"))
+    page_path, warnings = write_report(req, stages("smmile report"))
     for warning in warnings:
         log.warning(f"warning: {warning}")
     return page_path

@@ -46,6 +46,13 @@ def markers_note(models) -> str:
     return '<ol class="markers">' + "".join(f"<li>{esc(m)} {esc(note)}</li>" for m, note in found) + "</ol>"
 
 
+def model_head(groups: list[tuple[str, list[str]]]) -> list[str]:
+    """A table's two header rows: ``Model``, then each group's name over its columns' names."""
+    return ['<tr><th class="name" rowspan="2">Model</th>' + "".join(
+                f'<th colspan="{len(columns)}">{esc(name)}</th>' for name, columns in groups) + "</tr>",
+            "<tr>" + "".join(f"<th>{esc(c)}</th>" for _, columns in groups for c in columns) + "</tr>"]
+
+
 # -- main table ----------------------------------------------------------------------------------------
 def _failures_note(cell: dict) -> tuple[str, str]:
     """(tooltip text, visible marker) for the failed / refused / empty rows behind a cell (issue #20 item 4)."""
@@ -101,9 +108,7 @@ def main_table(rset) -> str:
         return '<p class="note">No scorable result files.</p>'
     rows = [(m, {(r["metric"], r["mode"]): r for r in rset.estimates if r["model"] == m}) for m in rset.models()]
     metrics = list(dict.fromkeys(metric for metric, _ in columns))
-    head = ['<tr><th class="name" rowspan="2">Model</th>' +
-            "".join(f'<th colspan="{sum(c[0] == m for c in columns)}">{esc(names.metric(m))}</th>' for m in metrics)
-            + "</tr>", "<tr>" + "".join(f"<th>{esc(mode)}</th>" for _, mode in columns) + "</tr>"]
+    head = model_head([(names.metric(m), [mode for metric, mode in columns if metric == m]) for m in metrics])
     # the highest point estimate per column among the non-baseline models (bold, as in the paper)
     best = [max((c["accuracy"] for m, cells in rows if m not in names.BASELINES for c in [cells.get(column)]
                  if c and not math.isnan(c["accuracy"])), default=None)
@@ -160,9 +165,7 @@ def gain_section(data, rset, figs, page_dir: str) -> str:
     if not rows:
         return heading + '<p class="note">No model has both 0-shot and ICL results.</p>'
     metrics = [m for m in names.METRICS if any(m in cells for _, cells in rows)]
-    head = ['<tr><th class="name" rowspan="2">Model</th>' +
-            "".join(f'<th colspan="2">{esc(names.metric(m))}</th>' for m in metrics) + "</tr>",
-            "<tr>" + "<th>ICL − 0-shot (pp)</th><th>p (adjusted)</th>" * len(metrics) + "</tr>"]
+    head = model_head([(names.metric(m), ["ICL − 0-shot (pp)", "p (adjusted)"]) for m in metrics])
     body = [f'<tr><td class="name">{names.html(model)}</td>' +
             "".join(_gain_cell(cells.get(m)) for m in metrics) + "</tr>" for model, cells in rows]
     adjustment = rset.gains[0].get("adjustment", f"Holm over the {len(rset.gains)} ICL − 0-shot comparisons")
@@ -261,12 +264,7 @@ def metric_table(data, metric: str) -> str:
     models = [m for m in data.models() if sum((lab, m, mode) in cells for lab in labels for mode in modes) > 0]
     if not models or not modes:
         return ""
-    per_mode = len(labels) * 2 - 1
-    head = ['<tr><th class="name" rowspan="2">Model</th>' +
-            "".join(f'<th colspan="{per_mode}">{esc(mode)}</th>' for mode in modes) + "</tr>",
-            "<tr>" + "".join("".join(f"<th>{esc(lab)}</th>" for lab in labels) +
-                             "".join(f"<th>{esc(lab)} − {esc(labels[0])} (pp)</th>" for lab in labels[1:])
-                             for _ in modes) + "</tr>"]
+    head = model_head([(mode, labels + [f"{lab} − {labels[0]} (pp)" for lab in labels[1:]]) for mode in modes])
     body = []
     for model in models:
         tds = "".join("".join(_estimate(cells.get((lab, model, mode))) for lab in labels) +
