@@ -43,7 +43,7 @@ def test_the_row_weighted_estimand_is_the_tables_difference_and_the_problem_one_
     # hand: S = (3, 0, 1): X² = 16 / 10; Durkalski: d = (3/4, 0, 1/2): X² = (5/4)² / (9/16 + 1/4) = 25/13
     assert row.statistic == pytest.approx(16 / 10) and problem.statistic == pytest.approx(25 / 13)
     assert row.p_value == pytest.approx(2 * (1 - NormalDist().cdf(math.sqrt(1.6))))
-    assert problem.method == bs.DURKALSKI and row.method == bs.SCORE_ROW
+    assert problem.method == bs.SCORE_PROBLEM and row.method == bs.SCORE_ROW
 
 
 @pytest.mark.parametrize("weight", ["row", "problem"])

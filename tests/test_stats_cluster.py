@@ -43,7 +43,7 @@ def test_durkalski_matches_the_papers_formula(seed):
     clusters = base_of(ids).tolist()
     expected = durkalski_reference(a, b, clusters)
     test = bs.paired_score(a, b, clusters, "problem")
-    assert test.method == bs.DURKALSKI
+    assert test.method == bs.SCORE_PROBLEM
     assert abs(test.p_value - expected) < 1e-9
     assert (test.only_a, test.only_b) == (int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum()))
 

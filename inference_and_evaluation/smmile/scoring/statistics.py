@@ -239,7 +239,7 @@ WILSON = "Wilson score, continuity-corrected"
 WILSON_DEFF = ("Wilson score, continuity-corrected, on the effective sample size (design effect from the ICC, "
                "t with K - 1 df)")
 SCORE_ROW = "cluster score statistic, row-weighted (weights n_k; Obuchowski 1998 estimand; asymptotic)"
-DURKALSKI = SCORE_PROBLEM = "cluster-adjusted McNemar (Durkalski 2003)"
+SCORE_PROBLEM = "cluster-adjusted McNemar (Durkalski 2003)"
 SCORE_IID = "McNemar score test (asymptotic)"
 SCORE_INTERVAL = "inverted score statistic (asymptotic; not a published interval away from 0)"
 MIN_MINORITY = 10  # fewer rows with the rarer outcome: the ICC is not estimated (rho = 1, conservative)
