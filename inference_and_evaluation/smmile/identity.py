@@ -97,8 +97,9 @@ def checkpoint_origin(folder: str | Path, hub_id: str, cache_dir: str | None = N
     if path.parent.name == "snapshots" and path.parent.parent.name == repo:
         return {"hub_id": hub_id, "revision": path.name, "recognised_by": "hub cache snapshot"}
     for record in sorted(path.glob("smmile_*.json")):
-        source, hashes = _conversion(record)
-        if source.get("hub_id") == hub_id and hashes:
+        data = read_json(record) or {}
+        source, hashes = data.get("source"), data.get("weights_sha256")
+        if isinstance(source, dict) and source.get("hub_id") == hub_id and isinstance(hashes, dict) and hashes:
             log.info(f"checking that {path} holds the weights {record.name} records (converted from {hub_id})")
             if weight_hashes(path) == hashes:
                 return {"hub_id": hub_id, "revision": source.get("revision"),
@@ -112,13 +113,6 @@ def checkpoint_origin(folder: str | Path, hub_id: str, cache_dir: str | None = N
 def weight_hashes(folder: str | Path) -> dict[str, str]:
     """``file name -> sha256`` of a checkpoint folder's weight files (what `smmile convert` records)."""
     return {f.name: _sha256(f) for f in sorted(Path(folder).iterdir()) if f.name.endswith(WEIGHT_SUFFIXES)}
-
-
-def _conversion(record: Path) -> tuple[dict, dict]:
-    """(source, weights sha256) a conversion record names ({} where it names none or cannot be read)."""
-    data = read_json(record) or {}
-    source, hashes = data.get("source"), data.get("weights_sha256")
-    return (source if isinstance(source, dict) else {}), (hashes if isinstance(hashes, dict) else {})
 
 
 def _cached_snapshots(repo: str, cache_dir: str | None) -> list[Path]:

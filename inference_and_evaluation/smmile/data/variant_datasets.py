@@ -35,11 +35,14 @@ def _write(problems: list[Problem], columns: list[str], source: dict, kind: str,
     params = {k: v for k, v in params.items() if v is not None}
     retrieval = notes[0].pop("retrieval", None) if notes else None  # demos: the encoder, once
     dropped = DROPS.get(kind) if params.get("fill", "none") == "none" else None
+    by_format: dict[str, list[str]] = {}  # problem ids per answer format (the analyses split by it)
+    for p in new:
+        by_format.setdefault(str(p.query.fields.get(FORMAT_COLUMN)), []).append(p.problem_id)
     manifest = {"generator": OWNER, "format": FORMAT_VERSION, "kind": label(kind, **params),
                 "transform": kind, "params": params, "images_dropped": dropped, "seed": seed,
                 "source": source, "counts": {"source_problems": len(problems), "problems": len(new),
                                              "rows": sum(len(p.rows) for p in new), **_tally(notes),
-                                             "by_format": _by_format(new)},
+                                             "by_format": by_format},
                 "mcqa_options": None if kind in OPTION_VARIANTS else f"the unmodified problem's, in column {RECORDED} (display "
                                                             "order seeded by the problem id)",
                 **({"retrieval": retrieval} if retrieval else {}),
@@ -57,14 +60,6 @@ def _tally(notes: list[dict]) -> dict:
     for key in ("gold_among_examples", "short", "image_referenced"):
         if any(key in n for n in notes):
             out[key] = [n["problem_id"] for n in notes if n.get(key)]
-    return out
-
-
-def _by_format(problems: list[Problem]) -> dict[str, list[str]]:
-    """Problem ids per answer format (the analyses split by it)."""
-    out: dict[str, list[str]] = {}
-    for p in problems:
-        out.setdefault(str(p.query.fields.get(FORMAT_COLUMN)), []).append(p.problem_id)
     return out
 
 
