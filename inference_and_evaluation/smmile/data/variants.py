@@ -25,6 +25,7 @@ from ..errors import UserError
 from ..protocol.items import SEED
 from ..protocol.options import RECORDED, fixed_options
 from ..protocol.problem import Problem, Row
+from .demos import check_demo_params, demos
 from .image_variants import FILLS, IMAGE_VARIANTS, reimage
 from .label_variants import LABEL_VARIANTS, relabel
 from .schema import base_id
@@ -192,8 +193,6 @@ def check_params(kind: str, **params) -> str:
     if fill is not None and fill not in FILLS:
         raise UserError(f"--fill {fill}: choose one of {', '.join(FILLS)}")
     if kind == "demos":
-        from .demos import check_demo_params
-
         check_demo_params(**{k: params.get(k) for k in PARAMS["demos"]})
     return kind
 
@@ -223,7 +222,5 @@ def transform(kind: str, problems: list[Problem], seed: int = 42, **params) -> t
     elif kind in IMAGE_VARIANTS:
         new, notes = reimage(kind, problems, seed, p.get("fill", "none"))
     else:
-        from .demos import demos
-
         new, notes = demos(problems, seed, **p)
     return keep_task(problems, new), notes
