@@ -16,6 +16,7 @@ import weakref
 from pathlib import Path
 from typing import Iterator
 
+from . import __version__
 from .environment import command_line
 from .errors import UserError
 
@@ -195,8 +196,6 @@ def prepare_output_dir(path: str | os.PathLike, owner: str, force: bool = False)
 
 def write_marker(path: str | os.PathLike, owner: str, *, stamp: bool = True, **extra) -> Path:
     """`stamp`: add the command line and time (left out where the bytes must depend on the content only)."""
-    from . import __version__
-
     info = {"owner": owner, "smmile_version": __version__}
     if stamp:
         info.update(command=" ".join(command_line()), written=time.strftime("%Y-%m-%dT%H:%M:%S%z"))

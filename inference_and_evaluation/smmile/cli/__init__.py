@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import sys
 
+from .. import __version__
 from . import common as fd
 
 # subcommand -> one-line description; `smmile <name>` runs smmile.cli.<name>.main, imported only then
@@ -44,8 +45,6 @@ def main(argv: list[str] | None = None) -> int:
         print(usage())
         return 0 if argv else 2
     if argv[0] in ("-V", "--version"):
-        from .. import __version__
-
         print(f"smmile {__version__}")
         return 0
     name, rest = argv[0], argv[1:]
