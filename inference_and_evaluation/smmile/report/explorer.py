@@ -295,14 +295,15 @@ def prompt_entry(prompt, strings: Strings, images: Images) -> dict:
     return entry
 
 
-def result_entries(rset, set_index: int, models: dict, strings: Strings, problems: dict,
-                   images: Images) -> tuple[list[dict], dict, dict, dict]:
-    """The set's result files (``results`` entries) and, per problem id, {result index: answer}, the question
-    and gold answer the files give, and {result index: prompt entry} (runs with a journal)."""
+def result_entries(rset, set_index: int, results: list, models: dict, strings: Strings, problems: dict,
+                   images: Images) -> tuple[dict, dict, dict]:
+    """The set's result files appended to ``results`` (the payload's entries, every set's) and, per problem id,
+    {result index: answer}, the question and gold answer the files give, and {result index: prompt entry} (runs
+    with a journal)."""
     by_source: dict = {}
     for record in rset.records:
         by_source.setdefault(record.source, (record, {}))[1][record.metric] = record.scores
-    results, answers, from_csv, prompts = [], {}, {}, {}
+    answers, from_csv, prompts = {}, {}, {}
     for source in sorted(by_source):
         record, scores = by_source[source]
         fmt, rows = record.result.fmt, first_rows(record.frame)
@@ -325,7 +326,7 @@ def result_entries(rset, set_index: int, models: dict, strings: Strings, problem
             answers.setdefault(pid, {})[index] = answer
         for pid, prompt in run_prompts(record.result, problems).items():
             prompts.setdefault(pid, {})[index] = prompt_entry(prompt, strings, images)
-    return results, answers, from_csv, prompts
+    return answers, from_csv, prompts
 
 
 def content_hash(path: str) -> str:
@@ -380,11 +381,7 @@ def build(sets: list, datasets: list | None, images: Images, loaded: list | None
     results, problems = [], []
     for index, (rset, dataset) in enumerate(zip(sets, datasets)):
         by_id = {p.problem_id: p for p in dataset}
-        found, answers, from_csv, prompts = result_entries(rset, index, models, strings, by_id, images)
-        offset = len(results)
-        results += found
-        answers = {pid: {k + offset: v for k, v in a.items()} for pid, a in answers.items()}
-        prompts = {pid: {k + offset: v for k, v in a.items()} for pid, a in prompts.items()}
+        answers, from_csv, prompts = result_entries(rset, index, results, models, strings, by_id, images)
         problems += set_problems(index, by_id, flags, answers, strings, images, from_csv, prompts)
     ordered = model_order([{"model": m} for m in models])
     first_seen = list(models)
