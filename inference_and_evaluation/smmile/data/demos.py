@@ -19,6 +19,7 @@ from dataclasses import replace
 from ..errors import UserError
 from ..protocol.options import RECORDED
 from ..protocol.problem import Problem, Row
+from .retrieval import Encoder, similarity
 from .schema import SPECIALITY_COLUMN, base_id
 
 POLICIES = ("experts", "random", "retrieved-last", "retrieved-first", "leave-one-out")
@@ -55,8 +56,6 @@ def _pool(problem: Problem, candidates: list[tuple[Problem, int, Row]], same_spe
 
 
 def _scores(problems: list[Problem], candidates: list, encoder: str, embed: str | None):
-    from .retrieval import Encoder, similarity
-
     model = Encoder(encoder)
     embed = embed or ("image" if model.clip else "text")
     if embed != "text" and not model.clip:
