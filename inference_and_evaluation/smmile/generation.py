@@ -64,8 +64,8 @@ class GenerationSettings(_Layer):
 
 @dataclass(frozen=True)
 class RunSettings(_Layer):
-    """How a run loads its model (local backends) or reaches its server (API backends); what a run sets is in its
-    manifest, and the fields of neither `ApiBackend.RUN_ONLY` are in its journal key."""
+    """How a run loads its model (local backends) or reaches its server (API backends). The fields a run sets are
+    in its manifest; those not in its backend's `RUN_ONLY`, in its journal key."""
 
     # local models (transformers, vLLM) and the families' script choice
     dtype: str | None = None

@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import replace
-from pathlib import Path
 
 from ..errors import UserError
-from ..generation import MAX_NEW_TOKENS, GenerationSettings, RunSettings
-from ..runner.run import RunSpec, parse_shard, run
+from ..generation import MAX_NEW_TOKENS, RunSettings
+from ..runner.run import RunSpec, run
 from . import common as fd
 
 
@@ -207,12 +206,9 @@ def _go(p, argv, preset: str, *, open_suffix=True, summary=None, backend=None):
         if path:  # as the original scripts: exported before the dataset is loaded
             os.environ.update(HF_HOME=path, TRANSFORMERS_CACHE=f"{path}/transformers",
                               HF_DATASETS_CACHE=f"{path}/datasets")
-        dataset, augmented, out = fd.dataset_and_output(a.dataset, a.output_dir)
-        spec = RunSpec(model=preset, mode=a.inference_mode, fmt=getattr(a, "task_format", "open"), dataset=dataset,
-                       revision=a.revision, augmented=augmented, output_dir=out, protocol=a.protocol,
-                       open_suffix=open_suffix, image_dir=Path(a.image_dir), shard=parse_shard(a.shard),
-                       backend=backend(a) if callable(backend) else backend, settings=run_settings(a),
-                       generation=GenerationSettings.from_flags(a, max_new_tokens="max_tokens"), summary=summary)
+        spec = fd.run_spec(a, preset, getattr(a, "task_format", "open"), a.dataset, open_suffix=open_suffix,
+                           backend=backend(a) if callable(backend) else backend, settings=run_settings(a),
+                           summary=summary)
         return dry_run(spec) if a.dry_run else run(spec).exit_code
 
     return fd.guarded(go, interrupted=fd.INTERRUPTED_RUN)

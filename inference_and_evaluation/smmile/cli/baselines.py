@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from ..runner.run import RunSpec, parse_shard, run
+from ..runner.run import run
 from . import common as fd
 
 
@@ -23,10 +21,6 @@ def main(argv: list[str] | None = None) -> int:
 
     def go() -> int:
         a = p.parse_args(argv)
-        dataset, augmented, out = fd.dataset_and_output(a.dataset, a.output_dir)
-        spec = RunSpec(model=a.baseline, mode=a.inference_mode, fmt=a.task_format, dataset=dataset,
-                       revision=a.revision, augmented=augmented, output_dir=out, protocol=a.protocol,
-                       open_suffix=False, image_dir=Path(a.image_dir), shard=parse_shard(a.shard))
-        return run(spec).exit_code
+        return run(fd.run_spec(a, a.baseline, a.task_format, a.dataset, open_suffix=False)).exit_code
 
     return fd.guarded(go, interrupted=fd.INTERRUPTED_RUN)

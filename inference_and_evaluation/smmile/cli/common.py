@@ -193,6 +193,21 @@ def dataset_and_output(dataset: str | None, output_dir: str,
     return (None if dataset == "augmented" else dataset), suffixed or dataset in ("demo-plusplus", "demo++"), out
 
 
+def run_spec(a: argparse.Namespace, model: str, fmt: str, dataset: str | None, augmented_flag: bool = False,
+             **fields):
+    """The `RunSpec` of an inference command line (`smmile run`, every front door): the flags all of them have, the
+    generation flags it has (read by their names), and `fields` (settings, backend, ...)."""
+    from ..generation import GenerationSettings
+    from ..runner.run import RunSpec, parse_shard
+
+    dataset, augmented, out = dataset_and_output(dataset, a.output_dir, augmented_flag)
+    return RunSpec(model=model, mode=a.inference_mode, fmt=fmt, dataset=dataset, revision=a.revision,
+                   augmented=augmented, output_dir=out, protocol=a.protocol, model_path=getattr(a, "model_path", None),
+                   image_dir=Path(getattr(a, "image_dir", "../missing_images")), shard=parse_shard(a.shard),
+                   batch_size=getattr(a, "batch_size", 1),
+                   generation=GenerationSettings.from_flags(a, max_new_tokens="max_tokens"), **fields)
+
+
 # Ctrl-C messages: a command passes the one that tells the truth about what it leaves behind.
 INTERRUPTED = "interrupted; files already written are complete (each is written whole or not at all)"
 INTERRUPTED_RUN = "interrupted: finished problems are kept in the journal; rerun the same command to resume"

@@ -5,16 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import replace
-from pathlib import Path
 
 from ..data.variant_datasets import refuse_dropped_images
 from ..errors import UserError
-from ..generation import MAX_NEW_TOKENS, GenerationSettings, RunSettings
+from ..generation import MAX_NEW_TOKENS, RunSettings
 from ..models.hf import preflight
 from ..models.hf.processor import IMAGE_BACKENDS
 from ..models.presets_hf import LLAVA_MODELS
 from ..protocol.items import Rngs
-from ..runner.run import RunSpec, parse_shard, run
+from ..runner.run import RunSpec, run
 from . import common as fd
 from .api_models import run_settings
 
@@ -23,6 +22,8 @@ FORMATS = ["open", "mcqa"]
 LLAVA_NAMES = list(LLAVA_MODELS)  # the --model_name choices of the LLaVA scripts (spec §3.5)
 NOISY = ["AddOneExample-BySpeciality", "AddOneExample"]
 CACHE_HELP = "cache_dir for model and processor (the original's default was /home/.cache/; unset = HF default)"
+TOKENS_HELP = "generation length limit (original: 512)"
+CPU_HELP = "run without a CUDA GPU (inference_qwen/llama32v/medr1/llavamed*: the original required one)"
 IMAGE_BACKEND_HELP = ("image processor backend: pil (the slow processors the paper's transformers used), torchvision "
                       "(faster; slightly different resizing), auto (transformers' choice). Default: pil under "
                       "--protocol paper, auto under --protocol corrected")
@@ -37,7 +38,17 @@ def add_local_flags(p: argparse.ArgumentParser, *, qwen_pixels: bool = False, vl
         g.add_argument("--output-dir", default="../results",
                        help="the original wrote to ../results (../results_augmented with --dataset augmented)")
     if max_new_tokens:
-        g.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS, help="generation length limit (original: 512)")
+        g.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS, help=TOKENS_HELP)
+    model_flags(g, pixels=qwen_pixels)
+    if vllm:
+        g.add_argument("--backend", choices=["hf", "vllm"], default="hf",
+                       help="hf: transformers (faithful); vllm: one batched vLLM call (pip install -r "
+                            "requirements-vllm.txt)")
+        g.add_argument("--tensor-parallel-size", type=int, default=1, help="vLLM tensor parallelism")
+
+
+def model_flags(g, *, pixels: bool, cpu_help: str = CPU_HELP) -> None:
+    """How the model is loaded, for the front doors and `smmile run` (unset: the preset's, i.e. the original's)."""
     g.add_argument("--model-revision", default=None,
                    help="hub revision (commit, tag, branch) of the model; the resolved commit goes in the manifest")
     g.add_argument("--dtype", default=None, help="bfloat16 | float16 | float32 | auto (default: the original's)")
@@ -46,16 +57,10 @@ def add_local_flags(p: argparse.ArgumentParser, *, qwen_pixels: bool = False, vl
     g.add_argument("--attn-implementation", default=None, help="eager | sdpa | flash_attention_2 (default: "
                    "flash_attention_2 where the original used it and flash-attn is importable, else sdpa)")
     g.add_argument("--image-backend", choices=IMAGE_BACKENDS, default=None, help=IMAGE_BACKEND_HELP)
-    g.add_argument("--allow-cpu", action="store_true",
-                   help="run without a CUDA GPU (inference_qwen/llama32v/medr1/llavamed*: the original required one)")
-    if qwen_pixels:
+    g.add_argument("--allow-cpu", action="store_true", help=cpu_help)
+    if pixels:
         g.add_argument("--min-pixels", type=int, default=None, help="Qwen image processor min_pixels")
         g.add_argument("--max-pixels", type=int, default=None, help="Qwen image processor max_pixels (less memory)")
-    if vllm:
-        g.add_argument("--backend", choices=["hf", "vllm"], default="hf",
-                       help="hf: transformers (faithful); vllm: one batched vLLM call (pip install -r "
-                            "requirements-vllm.txt)")
-        g.add_argument("--tensor-parallel-size", type=int, default=1, help="vLLM tensor parallelism")
 
 
 def preflight_checks(a: argparse.Namespace, script: str) -> None:
@@ -74,14 +79,10 @@ def preflight_checks(a: argparse.Namespace, script: str) -> None:
 
 def spec_for(a: argparse.Namespace, model: str, fmt: str, *, dataset=None, augmented_flag=False, open_suffix=True,
              summary=None, script: str | None = None) -> RunSpec:
-    dataset, augmented, out = fd.dataset_and_output(dataset, a.output_dir, augmented_flag)
     vllm = getattr(a, "backend", "hf") == "vllm"
     settings = replace(run_settings(a), script=script, tensor_parallel_size=a.tensor_parallel_size if vllm else None)
-    return RunSpec(model=model, mode=a.inference_mode, fmt=fmt, dataset=dataset, revision=a.revision,
-                   augmented=augmented, output_dir=out, protocol=a.protocol, open_suffix=open_suffix,
-                   model_path=a.model_path, image_dir=Path(getattr(a, "image_dir", "../missing_images")),
-                   shard=parse_shard(a.shard), batch_size=a.batch_size, backend="vllm" if vllm else None,
-                   generation=GenerationSettings.from_flags(a), summary=summary, **engine_fields(a, settings, vllm))
+    return fd.run_spec(a, model, fmt, dataset, augmented_flag, open_suffix=open_suffix, summary=summary,
+                       backend="vllm" if vllm else None, **engine_fields(a, settings, vllm))
 
 
 def _common(p, *, mode_default="ICL", fmt_default="open", fmt=True) -> None:
@@ -161,7 +162,7 @@ def _llava_parser(description: str, *, mcqa_script: bool, llava: bool) -> argpar
     p.add_argument("--gpu-devices", default="0", help="exported as CUDA_VISIBLE_DEVICES")
     p.add_argument("--hf_cache_dir", dest="cache_dir", metavar="HF_CACHE_DIR", default=None, help=CACHE_HELP)
     if mcqa_script:
-        p.add_argument("--max_new_tokens", "--max-new-tokens", dest="max_new_tokens", type=int, default=512,
+        p.add_argument("--max_new_tokens", "--max-new-tokens", dest="max_new_tokens", type=int, default=MAX_NEW_TOKENS,
                        help="generation budget per problem (the original's flag)")
         p.add_argument("--augmented", choices=["augmented"], default=None, help="SMMILE++ (this script's switch)")
         fd.add_dataset_flag(p)  # smmile addition: demo / local datasets
@@ -226,18 +227,10 @@ def llavamed_mcqa_main(argv: list[str] | None = None) -> int:
 def add_local_model_flags(p: argparse.ArgumentParser) -> None:
     """Local-model settings for `smmile run` (unset = the preset's, i.e. the original's)."""
     g = p.add_argument_group("local models (transformers / vLLM; --backend hf|vllm)")
-    g.add_argument("--max-new-tokens", type=int, default=None, help="generation length limit (original: 512)")
-    g.add_argument("--model-revision", default=None,
-                   help="hub revision (commit, tag, branch) of the model; the resolved commit goes in the manifest")
-    g.add_argument("--dtype", default=None, help="bfloat16 | float16 | float32 | auto")
-    g.add_argument("--device-map", default=None, help="accelerate device map (default auto; 'none': one device)")
-    g.add_argument("--attn-implementation", default=None, help="eager | sdpa | flash_attention_2")
-    g.add_argument("--min-pixels", type=int, default=None, help="Qwen-family image processor min_pixels")
-    g.add_argument("--max-pixels", type=int, default=None, help="Qwen-family image processor max_pixels")
+    g.add_argument("--max-new-tokens", type=int, default=None, help=TOKENS_HELP)
+    model_flags(g, pixels=True, cpu_help="accepted as the front doors take it: smmile run never requires a "
+                "GPU (runs on CPU without)")
     g.add_argument("--tensor-parallel-size", type=int, default=None, help="vLLM tensor parallelism")
-    g.add_argument("--image-backend", choices=IMAGE_BACKENDS, default=None, help=IMAGE_BACKEND_HELP)
-    g.add_argument("--allow-cpu", action="store_true",
-                   help="accepted as the front doors take it: smmile run never requires a GPU (runs on CPU without)")
     g.add_argument("--gpu-devices", default=None, help="exported as CUDA_VISIBLE_DEVICES, as the front doors' "
                    "--gpu_devices (unset: left as it is)")
     g.add_argument("--hf-cache-dir", dest="cache_dir", metavar="HF_CACHE_DIR", default=None, help=CACHE_HELP)

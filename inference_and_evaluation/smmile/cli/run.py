@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..errors import UserError
-from ..generation import GenerationSettings
 from ..models import presets_api, registry
-from ..runner.run import RunSpec, parse_shard, run
+from ..runner.run import RunSpec, run
 from . import api_models
 from . import common as fd
 from .api_models import add_api_flags, run_settings
@@ -65,17 +62,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.backend and args.model.startswith(registry.MODEL_PREFIXES):
             raise UserError(f"--backend is not used with --model {args.model.split(':')[0]}:<id> "
                             "(the prefix names the backend: hf: transformers, vllm: vLLM)")
-        dataset, augmented, out = fd.dataset_and_output(args.dataset, args.output_dir)
         settings = run_settings(args)
         export_gpu_devices(args)
         vllm = args.model.startswith("vllm:") or args.backend == "vllm"
-        spec = RunSpec(model=args.model, mode=args.inference_mode, fmt=args.task_format, dataset=dataset,
-                       revision=args.revision, augmented=augmented, output_dir=out, protocol=args.protocol,
-                       open_suffix=not args.no_open_suffix, model_path=args.model_path,
-                       image_dir=Path(args.image_dir), shard=parse_shard(args.shard), batch_size=args.batch_size,
-                       backend=args.backend or _preset_backend(args.model),
-                       generation=GenerationSettings.from_flags(args, max_new_tokens="max_tokens"),
-                       **engine_fields(args, settings, vllm))
+        spec = fd.run_spec(args, args.model, args.task_format, args.dataset, open_suffix=not args.no_open_suffix,
+                           backend=args.backend or _preset_backend(args.model), **engine_fields(args, settings, vllm))
         if args.score_options:
             _can_score_options(spec)
         if args.backend == "openai-compatible":

@@ -60,7 +60,8 @@ class ApiBackend(Backend):
         corrected = getattr(spec, "protocol", "paper") == "corrected"
         self.max_image_side = (self.generation.max_image_side or self.default_max_image_side) if corrected else None
         self.check_limits = corrected
-        self.meter = CostMeter(price_for(self.model, s.price, s.prices), None if s.max_cost is None else float(s.max_cost))
+        max_cost = None if s.max_cost is None else float(s.max_cost)
+        self.meter = CostMeter(price_for(self.model, s.price, s.prices), max_cost)
         if s.prices:
             self.meter.prices_date = f"{table(s.prices).date} ({s.prices})"
         self.scrub = Scrubber()

@@ -126,7 +126,8 @@ class HFBackend(Backend):
 
         from . import processor as proc_mod
 
-        hub = {k: v for k, v in (("cache_dir", self.settings.cache_dir), ("revision", self.settings.model_revision)) if v}
+        s = self.settings
+        hub = {k: v for k, v in (("cache_dir", s.cache_dir), ("revision", s.model_revision)) if v}
         requested = self.image_backend()
         self.processor = proc_mod.load_processor(self.path, image_backend=requested,
                                                  min_pixels=self.generation.min_pixels,
