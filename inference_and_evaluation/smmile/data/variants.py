@@ -97,7 +97,8 @@ def _pick_donor(problem: Problem, pool: list[Problem], rng: random.Random) -> tu
 def _add_one(problems: list[Problem], kind: str, seed: int) -> tuple[list[Problem], list[dict]]:
     """AddOneExample[-BySpeciality]: an ICL example of another problem (``noise-targeted``: one sharing the
     speciality, else the image type, else any) inserted at a seeded position (0 = first)."""
-    tiers, out, notes = TARGET_TIERS if kind == "noise-targeted" else TARGET_TIERS[-1:], [], []
+    tiers = TARGET_TIERS if kind == "noise-targeted" else TARGET_TIERS[-1:]  # noise-random: any other problem
+    out, notes = [], []
     for problem in problems:
         rng = random.Random(f"{seed}:{kind}:{problem.problem_id}")  # a problem's draws do not depend on the others
         position = rng.randint(0, len(problem.examples))
