@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from smmile.cli import judge as judge_cli
+from smmile.models.base import Backend
 from smmile.runner.csv_writer import csv_text
 from smmile.scoring import judge_run
 from smmile.scoring import scores as stats
@@ -60,7 +61,7 @@ def test_published_judgements_are_all_used(published, tmp_path, capsys):
     assert len(judged) == len(list(published.glob("*_evaluationllm.json")))
 
 
-class Judge:
+class Judge(Backend):
     def __init__(self, reply):
         self.reply, self.calls = reply, 0
 
