@@ -63,9 +63,10 @@ def test_judge_reads_a_long_answer(long_answer, monkeypatch, capsys):
     d, long_id, _ = long_answer
     prompts = []
 
-    class Judge:
+    from smmile.models.base import Backend, Response
+
+    class Judge(Backend):
         def generate(self, work, on_done):
-            from smmile.models.base import Response
             for key, request in work:
                 prompts.append(request.messages[0]["content"])
                 on_done(key, Response(text="0"))
