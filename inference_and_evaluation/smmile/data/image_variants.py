@@ -26,10 +26,6 @@ _REFERS = re.compile(r"\b(this|these|the|above|following|shown|attached)\s+(\w+\
                      r"photograph|radiograph|x-ray|scan|slide|figure|film|ecg|tracing|fundus)\b", re.I)
 
 
-def refers_to_image(question: str) -> bool:
-    return bool(_REFERS.search(question or ""))
-
-
 def _fill_image(image: ImageRef | None, fill: str, rng: random.Random) -> ImageRef | None:
     """A blank or seeded noise PNG of ``image``'s size (256 x 256 without one); None for ``none``."""
     if fill == "none":
@@ -49,7 +45,7 @@ def _fill_image(image: ImageRef | None, fill: str, rng: random.Random) -> ImageR
 
 def _shown(row: Row, image: ImageRef | None, dropped: bool) -> Row:
     fields = {**row.fields, **({DROPPED: "true"} if dropped else {})}
-    if refers_to_image(row.question):
+    if _REFERS.search(row.question or ""):  # kept as written: it may refer to an image no longer shown
         fields[REFERENCED] = "true"
     return replace(row, image=image, fields=fields)
 
