@@ -11,8 +11,8 @@ import json
 import shutil
 
 import pandas as pd
-import pytest
 
+from smmile import logs
 from smmile.cli import judge as judge_cli
 from smmile.models.base import Backend
 from smmile.runner.csv_writer import csv_text
@@ -50,13 +50,15 @@ def test_published_judgement_beside_other_rows_is_refused(tmp_path, published, c
     cells = [c.strip() for c in table_line(tmp_path, "gpt-4o").split(" & ")]
     assert cells[2] == "-" and cells[4] == f"{em:.2f}"  # LLM ICL empty; EM ICL from the new rows
 
-    records = stats.load_records(str(tmp_path), warn=lambda m: None)
+    records = stats.load_records(str(tmp_path))
     assert [(r.metric, len(r.scores)) for r in records] == [("EM", 24), ("NOANS", 24)]  # EM (and the no-answer rate) kept, the judge refused
 
 
 def test_published_judgements_are_all_used(published, tmp_path, capsys):
     """Every published judgement matches its CSV: nothing is refused and the table is unchanged."""
-    records = stats.load_records(str(published), warn=lambda m: pytest.fail(m))
+    with logs.kept_warnings() as said:
+        records = stats.load_records(str(published))
+    assert not said
     judged = {r.source for r in records if r.metric == "LLM"}
     assert len(judged) == len(list(published.glob("*_evaluationllm.json")))
 
