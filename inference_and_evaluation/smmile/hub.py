@@ -44,17 +44,15 @@ def offline_mode() -> Iterator[None]:
     """Hub clients in offline mode (cached files only, no request, no retry). huggingface_hub and datasets read
     HF_HUB_OFFLINE once, at import: their module flags are switched too, and restored after."""
     os.environ["HF_HUB_OFFLINE"], before = "1", os.environ.get("HF_HUB_OFFLINE")
-    switched = []
-    for module, name in (("huggingface_hub.constants", "HF_HUB_OFFLINE"), ("datasets.config", "HF_HUB_OFFLINE")):
-        mod = sys.modules.get(module)
-        if mod is not None and hasattr(mod, name):
-            switched.append((mod, name, getattr(mod, name)))
-            setattr(mod, name, True)
+    imported = [sys.modules.get(name) for name in ("huggingface_hub.constants", "datasets.config")]
+    switched = [(module, module.HF_HUB_OFFLINE) for module in imported if hasattr(module, "HF_HUB_OFFLINE")]
+    for module, _ in switched:
+        module.HF_HUB_OFFLINE = True
     try:
         yield
     finally:
-        for mod, name, value in switched:
-            setattr(mod, name, value)
+        for module, value in switched:
+            module.HF_HUB_OFFLINE = value
         if before is None:
             os.environ.pop("HF_HUB_OFFLINE", None)
         else:
