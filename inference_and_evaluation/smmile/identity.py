@@ -178,10 +178,8 @@ def display(key: str) -> str:
 
 def key_for_scoring(name: str) -> str:
     """The row key of a stratify / evaluate_EM model name (``llava_7B`` -> ``llava_7b``)."""
-    for known in list(_learned.values()) + list(PAPER_MODELS.values()):
-        if known.scoring_name == name:
-            return known.key
-    return name
+    return next((known.key for known in [*_learned.values(), *PAPER_MODELS.values()] if known.scoring_name == name),
+                name)
 
 
 def valid_identity(value) -> ModelIdentity | None:
