@@ -175,13 +175,13 @@ def iter_records(source: Source, batch_rows: int = 64) -> Iterator[list[dict]]:
         try:  # a buffered stream without pre-buffering: a row group is read a page at a time, not whole
             handle = pq.ParquetFile(f, pre_buffer=False, buffer_size=1 << 20)
         except Exception as exc:  # pyarrow raises several types for corrupt files
-            raise UserError(f"cannot read parquet file {f}: {str(exc).splitlines()[0]}") from None
+            raise UserError(f"cannot read parquet file {f}: {_first_line(exc)}") from None
         check_columns(handle.schema_arrow.names, str(f))
         try:
             for batch in handle.iter_batches(batch_size=batch_rows):
                 yield batch.to_pylist()
         except Exception as exc:
-            raise UserError(f"cannot read parquet file {f}: {str(exc).splitlines()[0]}") from None
+            raise UserError(f"cannot read parquet file {f}: {_first_line(exc)}") from None
 
 
 def fingerprint(problems: list[Problem]) -> str:
