@@ -107,19 +107,15 @@ def _ids(result_set: ResultSet, by_base: bool) -> set[str]:
     return set(statistics.base_problem_ids(sorted(ids))) if by_base else ids
 
 
-def _permuted(result_set: ResultSet) -> bool:
-    return any(statistics.has_permutations(r.scores.index) for r in result_set.records)
-
-
 def check_sets(kind: str, sets: dict[str, ResultSet], pairs: list[tuple[str, str]]) -> None:
     for variant, reference in pairs:
         shown = f"{variant!r} ({sets[variant].path})"
         if variant in OPTION_VARIANTS and variant not in ACCEPTS[kind]:
             raise UserError(f"result set {shown} is a {variant} variant; the {kind} analysis compares "
                             f"{' / '.join(ACCEPTS[kind])} sets with the original")
-        if kind == "permutation" and not _permuted(sets[variant]):
+        if kind == "permutation" and not sets[variant].permuted:
             raise UserError(f"result set {shown} has no <id>_perm_<k> rows: not a permuted (SMMILE++) set")
-        if kind == "noise" and _permuted(sets[variant]) and not _permuted(sets[reference]):
+        if kind == "noise" and sets[variant].permuted and not sets[reference].permuted:
             raise UserError(f"result set {shown} holds permuted <id>_perm_<k> rows and the original does not; "
                             "use `smmile analyze permutation`")
         if not _ids(sets[variant], kind == "permutation") & _ids(sets[reference], False):

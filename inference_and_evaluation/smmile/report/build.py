@@ -17,7 +17,7 @@ from smmile.record import original
 from smmile.record.run_record import scan
 from smmile.report import analyses as analyses_mod
 from smmile.report import manifests, names
-from smmile.scoring import estimates as est, metrics, statistics, stratify, tables
+from smmile.scoring import estimates as est, metrics, stratify, tables
 from smmile.scoring.scores import ResultSet, load_records
 from smmile.scoring.stats_run import dataset_versions, with_costs
 
@@ -41,10 +41,6 @@ class ReportSet(ResultSet):
     stratification: dict = field(default_factory=dict)  # "em"/"llm" -> stratify JSON
     strat_ci: dict = field(default_factory=dict)  # "em"/"llm" -> {key: {flag: {label: interval entry}}}
     variance_table: str | None = None  # variance_analysis's evaluation_results.txt, verbatim
-
-    @property
-    def permuted(self) -> bool:
-        return any(statistics.has_permutations(r.scores.index) for r in self.records)
 
     def models(self) -> list[str]:
         return model_order(self.estimates)
@@ -114,8 +110,7 @@ def load_stratification(results_dir: str, warnings: list, permuted: bool = False
 
 
 def default_label(records: list, taken: set, results_dir: str) -> str:
-    permuted = any(statistics.has_permutations(r.scores.index) for r in records)
-    label = "SMMILE++" if permuted else "SMMILE"
+    label = "SMMILE++" if ResultSet("", Path(results_dir), records).permuted else "SMMILE"
     if label in taken:
         label = os.path.basename(os.path.abspath(results_dir)) or label
     while label in taken:

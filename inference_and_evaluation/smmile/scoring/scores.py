@@ -20,7 +20,7 @@ from smmile.fsguard import atomic_write_text
 from smmile.record import naming
 from smmile.record.result_csv import ResultFileError
 from smmile.record.run_record import MODES, RunRecord, judge_only, read, scan
-from smmile.scoring import metrics
+from smmile.scoring import metrics, statistics
 
 log = logging.getLogger(__name__)
 
@@ -272,6 +272,11 @@ class ResultSet:
 
     def index(self) -> dict[tuple[str, str, str], Record]:
         return {(r.model, r.metric, r.mode): r for r in self.records}
+
+    @property
+    def permuted(self) -> bool:
+        """Whether its rows are SMMILE++ permutations (``<id>_perm_<k>``)."""
+        return any(statistics.has_permutations(r.scores.index) for r in self.records)
 
 
 def records_of(path: str | os.PathLike) -> list[Record]:
