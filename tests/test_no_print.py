@@ -21,7 +21,6 @@ FAITHFUL = {
     },
     "scoring/em_run.py": {
         "score_file": "evaluate_EM's per-file report and 'Results saved to:' line",
-        "run_em": "evaluate_EM's closing line: how many files were skipped",
     },
     "scoring/comparison.py": {
         "report_comparison": "evaluate_EM's comparison summary and 'Comparison results saved to:' line",
@@ -29,17 +28,17 @@ FAITHFUL = {
     "scoring/judge_run.py": {
         "_print_report": "evaluate_LLMJudge's per-file report and its request counts",
         "visualize_file": "evaluate_LLMJudge's 'Skipping: <path>' and per-file report",
-        "run_judge": "evaluate_LLMJudge's closing line: how many files were skipped",
     },
     "scoring/scores.py": {
         "find_result_files": "the scoring scripts' 'No result files found matching the criteria.' block",
         "refuse_if_none_known": "the scoring scripts' 'Skipping: <path>' lines",
         "screened": "the scoring scripts' 'Skipping: <path>' lines",
+        "Outcome.finish": "the scoring scripts' closing line: how many files were skipped",
     },
     "scoring/stratify_run.py": {
         "load_dataset_problems": "stratify's 'Number of problems in the dataset' line",
         "write_outputs": "stratify's 'Stratification results saved to:' line",
-        "run_stratify": "stratify's per-flag tables and closing line",
+        "run_stratify": "stratify's per-flag tables",
     },
     "scoring/variance.py": {
         "analyse_file": "variance_analysis's 'Processing <file>' and per-cell lines",

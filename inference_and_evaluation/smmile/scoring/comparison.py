@@ -118,16 +118,14 @@ def result_keys(text: str) -> set[tuple[str, str]]:
 def report_comparison(results: Mapping[str, Mapping], results_dir: str | os.PathLike, filename: str,
                       label: str = EM_LABEL) -> str | None:
     """With more than one result: print the console summary and write the comparison file (spec §4.6) unless
-    an existing one holds a result this one lacks; that warning goes to stderr and is returned (the caller
-    then exits with status 1), else None."""
+    an existing one holds a result this one lacks; that warning is returned (the caller says it and exits with
+    status 1), else None."""
     if len(results) <= 1:
         return None
     print(format_console_summary(results, label))
     path = os.path.join(os.fspath(results_dir), filename)
     keys = {(stats["model"], stats["inference_mode"]) for stats in results.values()}
     kept = replace_output(path, format_comparison_file(results), keys, result_keys, "result(s)")
-    if kept:
-        log.warning(kept)
-        return kept
-    print(f"Comparison results saved to: {path}")
-    return None
+    if not kept:
+        print(f"Comparison results saved to: {path}")
+    return kept

@@ -70,7 +70,5 @@ def run_em(results_dir: str | os.PathLike, *, model: str | None = None, mode: st
     kept = comparison.report_comparison(results, results_dir,
                                         comparison.comparison_filename("model_comparison", model, mode))
     if kept:
-        outcome.warn(kept, printed=True)
-    if outcome.summary():
-        print(outcome.summary())
-    return outcome.exit_code
+        outcome.warn(kept)
+    return outcome.finish()

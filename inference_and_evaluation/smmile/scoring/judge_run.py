@@ -380,6 +380,4 @@ def run_judge(results_dir: str | os.PathLike, settings: JudgeSettings, *, model:
         "model_comparison_llm", model, mode), LABEL)
     if kept:
         outcome.warn(kept)
-    if outcome.summary():
-        print(outcome.summary())
-    return outcome.exit_code
+    return outcome.finish()

@@ -112,19 +112,20 @@ class Outcome:
         log.error(f"error: {message}")
         self.failed.append(message)
 
-    def warn(self, message: str, printed: bool = False) -> None:
-        """A warning that also makes the exit status 1 (logged unless ``printed`` already)."""
-        if not printed:
-            log.warning(message)
+    def warn(self, message: str) -> None:
+        """A warning that also makes the exit status 1."""
+        log.warning(message)
         self.failed.append(message)
 
     @property
     def exit_code(self) -> int:
         return 1 if self.failed else 0
 
-    def summary(self) -> str | None:
-        n = len(self.failed)
-        return f"{n} file(s) skipped or output(s) kept because of errors (see above)." if n else None
+    def finish(self) -> int:
+        """The exit status, the count of what was skipped or kept printed first when there is any."""
+        if self.failed:
+            print(f"{len(self.failed)} file(s) skipped or output(s) kept because of errors (see above).")
+        return self.exit_code
 
 
 def datasets_named(results) -> set[tuple[str, str | None]]:

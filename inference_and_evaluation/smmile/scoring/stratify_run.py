@@ -110,6 +110,4 @@ def run_stratify(results_dir: str | os.PathLike, eval_type: str, *, model: str |
             print(format_flag_table(flag, results))
         write_outputs(results, flags, os.path.join(os.fspath(results_dir), f"model_stratification_{eval_type}"),
                       outcome)
-    if outcome.summary():
-        print(outcome.summary())
-    return outcome.exit_code
+    return outcome.finish()
