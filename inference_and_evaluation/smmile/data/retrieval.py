@@ -21,11 +21,6 @@ OPEN_CLIP = "open_clip:"
 BATCH = 16
 
 
-def cache_dir() -> Path:
-    root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "smmile" / "embeddings"
-    return Path(os.environ.get("SMMILE_EMBEDDING_DIR", root))
-
-
 def _key(item) -> str:
     return hashlib.sha256(item.data if isinstance(item, ImageRef) else str(item).encode()).hexdigest()
 
@@ -43,7 +38,7 @@ class Encoder:
             self.model, _, self.preprocess = open_clip.create_model_and_transforms(ref[len(OPEN_CLIP):])
             self.tokenizer, self.clip = open_clip.get_tokenizer(ref[len(OPEN_CLIP):]), "open_clip"
         else:
-            from transformers import AutoConfig, AutoModel, AutoTokenizer
+            from transformers import AutoConfig, AutoImageProcessor, AutoModel, AutoTokenizer
 
             try:
                 config = AutoConfig.from_pretrained(ref)
@@ -53,8 +48,6 @@ class Encoder:
             self.model = AutoModel.from_pretrained(ref).eval()
             self.tokenizer = AutoTokenizer.from_pretrained(ref)
             if self.clip:
-                from transformers import AutoImageProcessor
-
                 self.preprocess = AutoImageProcessor.from_pretrained(ref)
         self.fingerprint = self._fingerprint()
 
@@ -91,7 +84,8 @@ class Encoder:
 
     def embed(self, modality: str, items: list) -> np.ndarray:
         """L2-normalised vectors of ``items`` (ImageRefs or texts), read from / added to the disk cache."""
-        path = cache_dir() / f"{self.fingerprint}-{modality}.npz"
+        root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "smmile" / "embeddings"
+        path = Path(os.environ.get("SMMILE_EMBEDDING_DIR", root)) / f"{self.fingerprint}-{modality}.npz"
         cached = dict(np.load(path)) if path.is_file() else {}
         keys = [_key(x) for x in items]
         todo = list(dict.fromkeys(k for k in keys if k not in cached))
