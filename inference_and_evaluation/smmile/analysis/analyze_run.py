@@ -15,6 +15,10 @@ from ..scoring.stats_run import dataset_versions
 from . import diagnostics, option_probs, variants
 from .result_sets import fmt, load_sets, output_folder, write_tables
 
+# the analyses of `smmile analyze`: modules with ANALYSES and analyse(kind, sets, settings, notes) -> variants.Report
+MODULES = (variants, diagnostics)
+ANALYSES = tuple(kind for module in MODULES for kind in module.ANALYSES)
+
 log = logging.getLogger(__name__)
 
 
@@ -75,7 +79,8 @@ def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", for
         notes: list[str] = []
         diagnosing = analysis in diagnostics.ANALYSES
         try:
-            report = (diagnostics if diagnosing else variants).analyse(analysis, sets, settings, notes)
+            module = next(m for m in MODULES if analysis in m.ANALYSES)
+            report = module.analyse(analysis, sets, settings, notes)
         finally:  # what was left out is said even when nothing could be compared
             for note in notes:
                 log.warning(f"warning: {note}")

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..analysis import diagnostics, variants
-from ..analysis.analyze_run import run_analyze
+from ..analysis.analyze_run import ANALYSES, run_analyze
 from . import common as fd
 from . import stats as fd_stats
 
@@ -13,7 +12,7 @@ from . import stats as fd_stats
 def build_parser() -> argparse.ArgumentParser:
     p = fd.parser("Paired comparison of each model's accuracy on the original dataset and on its variants (noise, "
                   "order/recency, permutations).", prog="smmile analyze")
-    p.add_argument("analysis", choices=variants.ANALYSES + diagnostics.ANALYSES + ("variance-components",),
+    p.add_argument("analysis", choices=ANALYSES + ("variance-components",),
                    help="noise | order | permutation; the ICL diagnostics shots | flip | images | diagnostics; "
                         "policies: each demonstration policy against the experts' examples; variance-components: "
                         "problem and order shares, order sensitivity and the minimum detectable difference of one "

@@ -10,7 +10,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from smmile.analysis import diagnostics, variants
+from smmile.analysis.analyze_run import ANALYSES
 from smmile.report.html import pick
 
 SECTIONS = (("noise", "Noise: an unrelated example added"),
@@ -25,7 +25,6 @@ SECTIONS = (("noise", "Noise: an unrelated example added"),
             ("variance_components", "Variance components (SMMILE++): problem and order shares, order sensitivity, "
                                     "minimum detectable difference (smmile analyze variance-components)"),
             ("other", "Other analysis files"))
-ANALYSES = variants.ANALYSES + diagnostics.ANALYSES  # the analyses of `smmile analyze`
 PER_PROBLEM = ("flips", "by_problem", "items", "reviewed_cells")
 MAX_ROWS = 200
 IMAGE_EXTS = (".png", ".svg")
