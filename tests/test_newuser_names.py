@@ -62,6 +62,22 @@ def hub_cache(root: Path, hub_id: str, revision: str, files: dict[str, bytes]) -
 WEIGHTS = {"model-00001-of-00002.safetensors": b"\x01" * 64, "model-00002-of-00002.safetensors": b"\x02" * 32}
 
 
+@pytest.mark.parametrize("variable, cache", [("XDG_CACHE_HOME", "xdg/huggingface/hub"), ("HF_HOME", "home/hub"),
+                                             ("HF_HUB_CACHE", "hub-cache")])
+def test_the_weights_are_recognised_in_the_cache_huggingface_hub_uses(tmp_path, monkeypatch, variable, cache):
+    """No --hf-cache-dir: the cache is where huggingface_hub puts it (HF_HUB_CACHE, else HF_HOME/hub, else
+    $XDG_CACHE_HOME/huggingface/hub)."""
+    for name in ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, str(tmp_path / cache.split("/")[0]))
+    hub_cache(tmp_path / cache, "Qwen/Qwen2.5-VL-3B-Instruct", "66285546d2b8", WEIGHTS)
+    copy = tmp_path / "qwen3b"
+    copy.mkdir()
+    for name, data in WEIGHTS.items():
+        (copy / name).write_bytes(data)
+    assert Runner(RunSpec(model="qwen3B", model_path=str(copy))).checkpoint["revision"] == "66285546d2b8"
+
+
 def test_a_copy_of_the_presets_weights_keeps_the_papers_name_and_records_the_revision(tmp_path):
     cache = tmp_path / "cache"
     hub_cache(cache, "Qwen/Qwen2.5-VL-3B-Instruct", "66285546d2b8", {**WEIGHTS, "config.json": b"{}"})

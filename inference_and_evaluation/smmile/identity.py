@@ -117,7 +117,8 @@ def weight_hashes(folder: str | Path) -> dict[str, str]:
 
 def _cached_snapshots(repo: str, cache_dir: str | None) -> list[Path]:
     roots = [Path(cache_dir).expanduser()] if cache_dir else []
-    hf_home = os.environ.get("HF_HOME") or os.path.expanduser("~/.cache/huggingface")
+    cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    hf_home = os.environ.get("HF_HOME") or os.path.join(cache_home, "huggingface")  # huggingface_hub's order
     roots.append(Path(os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
                       or Path(hf_home) / "hub"))
     return sorted(s for root in roots if (root / repo / "snapshots").is_dir()
