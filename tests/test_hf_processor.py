@@ -40,9 +40,10 @@ def test_hub_layout_fallback(tmp_path):
 
 
 def test_attention_choice():
-    from smmile.models.hf.backend import choose_attention, flash_attn_usable
+    from smmile.environment import flash_attn_unusable
+    from smmile.models.hf.backend import choose_attention
 
     impl, why = choose_attention("flash_attention_2", explicit=False)
-    assert impl == ("flash_attention_2" if flash_attn_usable() else "sdpa") and why
+    assert impl == ("flash_attention_2" if not flash_attn_unusable() else "sdpa") and why
     assert choose_attention("eager", explicit=True)[0] == "eager"
     assert choose_attention(None, explicit=False)[0] == "sdpa"

@@ -89,13 +89,19 @@ def accelerator() -> dict:
             "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else []}
 
 
-def attention_in_use() -> str:
-    """What the presets that asked for flash_attention_2 run with on this machine (as models/hf/backend.py decides)."""
+def flash_attn_unusable() -> str:
+    """Why flash_attention_2 cannot run on this machine ("" when it can): models/hf/backend.py falls back to sdpa."""
     if importlib.util.find_spec("flash_attn") is None:
-        return "sdpa (flash-attn is not installed)"
+        return "flash-attn is not installed"
     if not accelerator().get("cuda_available"):
-        return "sdpa (flash-attn is installed, but no CUDA GPU is visible)"
-    return f"flash_attention_2 (flash-attn {version('flash-attn')})"
+        return "flash-attn is installed, but no CUDA GPU is visible"
+    return ""
+
+
+def attention_in_use() -> str:
+    """What the presets that asked for flash_attention_2 run with on this machine."""
+    why = flash_attn_unusable()
+    return f"sdpa ({why})" if why else f"flash_attention_2 (flash-attn {version('flash-attn')})"
 
 
 def same_release(installed: str, pinned: str) -> bool:

@@ -8,11 +8,11 @@ A batch that fails is retried one problem at a time, so an error (CUDA OOM inclu
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import logging
 import time
 from typing import Any
 
+from ...environment import flash_attn_unusable
 from ...errors import UserError
 from ..base import Backend, Response
 from . import preflight
@@ -37,18 +37,12 @@ def report_image_processor(info: dict) -> None:
             f"{info['class']} ({info['backend']}) for this checkpoint; pixel values may differ from the paper's")
 
 
-def flash_attn_usable() -> bool:
-    import torch
-
-    return importlib.util.find_spec("flash_attn") is not None and torch.cuda.is_available()
-
-
 def choose_attention(requested: str | None, explicit: bool) -> tuple[str, str]:
     """(implementation, why). The original's flash_attention_2 falls back to sdpa when flash-attn is unusable."""
     if explicit and requested:
         return requested, "requested with --attn-implementation"
     if requested == "flash_attention_2":
-        if flash_attn_usable():
+        if not flash_attn_unusable():
             return requested, "as the original"
         return "sdpa", "the original used flash_attention_2, but flash-attn is not importable or no CUDA device"
     return requested or "sdpa", "default"
