@@ -9,7 +9,7 @@ from ...errors import UserError
 from ...generation import MAX_NEW_TOKENS
 from .accounting import anthropic_image_tokens
 from .backend import ApiBackend, NoContent
-from .request import ChatRequest, Encoded, import_sdk
+from .request import ChatRequest, Encoded, import_sdk, sent_content
 from .retry import Failure, status_failure
 from .secrets import public_url
 
@@ -36,10 +36,7 @@ class AnthropicBackend(ApiBackend):
                                         timeout=self.timeout)
 
     def render(self, req: ChatRequest, images: dict[int, Encoded]) -> dict:
-        def part(p: dict) -> dict:
-            if p.get("type") != "image":
-                return p
-            enc = images[id(p["ref"])]
+        def part(enc: Encoded) -> dict:
             return {"type": "image", "source": {"type": "base64", "media_type": enc.media_type, "data": enc.b64}}
 
         system, messages = None, []
@@ -49,8 +46,7 @@ class AnthropicBackend(ApiBackend):
                     raise UserError("the Anthropic Messages API has no system turns inside a conversation")
                 system = m["content"] if isinstance(m["content"], str) else "".join(p["text"] for p in m["content"])
                 continue
-            content = [part(p) for p in m["content"]] if isinstance(m["content"], list) else m["content"]
-            messages.append({"role": m["role"], "content": content})
+            messages.append({"role": m["role"], "content": sent_content(m["content"], images, part)})
         wire = {"model": self.model, "messages": messages, "max_tokens": self.output_cap(req)}
         if system is not None:
             wire["system"] = system

@@ -9,7 +9,7 @@ import os
 from ...errors import UserError
 from .accounting import openai_image_tokens
 from .backend import ApiBackend, NoContent
-from .request import ChatRequest, Encoded, import_sdk
+from .request import ChatRequest, Encoded, import_sdk, sent_content
 from .retry import Failure, status_failure
 from .egress import Egress
 from .secrets import host_of, public_url, url_has_credentials
@@ -45,15 +45,11 @@ class OpenAIChatBackend(ApiBackend):
         return public_url(self.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_ENDPOINT)
 
     def render(self, req: ChatRequest, images: dict[int, Encoded]) -> dict:
-        def part(p: dict) -> dict:
-            if p.get("type") != "image":
-                return p
-            enc = images[id(p["ref"])]
+        def part(enc: Encoded) -> dict:
             return {"type": "image_url",
                     "image_url": {"url": f"data:{enc.media_type};base64,{enc.b64}", "detail": self.detail}}
 
-        messages = [{"role": m["role"], "content": [part(p) for p in m["content"]]
-                     if isinstance(m["content"], list) else m["content"]} for m in req.messages]
+        messages = [{"role": m["role"], "content": sent_content(m["content"], images, part)} for m in req.messages]
         return {"model": self.model, "messages": messages, **req.sampling("max_tokens"), **req.options}
 
     def image_tokens(self, size: tuple[int, int]) -> int | None:

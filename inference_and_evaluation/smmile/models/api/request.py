@@ -30,6 +30,13 @@ def image_part(ref: ImageRef) -> dict:
     return {"type": "image", "ref": ref}
 
 
+def sent_content(content, images: dict[int, Encoded], image: Callable[[Encoded], dict]):
+    """A message's content as a backend sends it: each image part replaced by `image(its encoding)`."""
+    if not isinstance(content, list):
+        return content
+    return [image(images[id(p["ref"])]) if p.get("type") == "image" else p for p in content]
+
+
 @dataclass
 class ChatRequest:
     messages: list[dict]
