@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..analysis.analyze_run import ANALYSES, run_analyze
+from ..analysis import analyze_run
 from . import common as fd
 from . import stats as fd_stats
 
@@ -12,7 +12,7 @@ from . import stats as fd_stats
 def build_parser() -> argparse.ArgumentParser:
     p = fd.parser("Paired comparison of each model's accuracy on the original dataset and on its variants (noise, "
                   "order/recency, permutations).", prog="smmile analyze")
-    p.add_argument("analysis", choices=ANALYSES + ("variance-components",),
+    p.add_argument("analysis", choices=analyze_run.ANALYSES + ("variance-components",),
                    help="noise | order | permutation; the ICL diagnostics shots | flip | images | diagnostics; "
                         "policies: each demonstration policy against the experts' examples; variance-components: "
                         "problem and order shares, order sensitivity and the minimum detectable difference of one "
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         return fd.guarded(lambda: print(run_variance_components(a.results, out=a.out, force=a.force,
                                                                 n_boot=a.n_boot, seed=a.seed, level=a.level)) or 0,
                           interrupted="interrupted: smmile analyze stopped; nothing half-written")
-    return fd.guarded(lambda: print(run_analyze(a.analysis, a.results, out=a.out, force=a.force, n_boot=a.n_boot,
-                                                seed=a.seed, level=a.level, weight=a.weight, failures=a.failures,
-                                                include_gold_mismatch=a.include_gold_mismatch)) or 0,
+    return fd.guarded(lambda: print(analyze_run.run_analyze(
+        a.analysis, a.results, out=a.out, force=a.force, n_boot=a.n_boot, seed=a.seed, level=a.level, weight=a.weight,
+        failures=a.failures, include_gold_mismatch=a.include_gold_mismatch)) or 0,
                       interrupted="interrupted: smmile analyze stopped; nothing half-written")

@@ -54,7 +54,7 @@ def metric(name: str) -> str:
 
 def rater(label) -> str:
     """A judge's rater label, ``backend:model``, as the explorer shows it: ``model (backend)``; reviewers as named."""
-    from smmile.models.presets_api import BACKENDS
+    from smmile.models.registry import BACKENDS
 
     backend, sep, model = str(label).partition(":")
     return f"{model.split('@')[0]} ({backend})" if sep and backend in BACKENDS else str(label)

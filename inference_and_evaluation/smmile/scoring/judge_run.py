@@ -200,12 +200,13 @@ def _print_report(stats, judged, sent: int, per_judge=None) -> None:
 
 
 def judge_backends() -> tuple[str, ...]:
-    """`--judge-backend` choices: one name per API backend of `presets_api.BACKENDS` (aliases left out)."""
-    from smmile.models.presets_api import BACKENDS
+    """`--judge-backend` choices: one name per backend of the registry (aliases and local models left out)."""
+    from smmile.models import presets_hf, registry
 
     first: dict[str, str] = {}
-    for name, path in BACKENDS.items():
-        first.setdefault(path, name)
+    for name, path in registry.BACKENDS.items():
+        if name not in presets_hf.BACKENDS:
+            first.setdefault(path, name)
     return tuple(first.values())
 
 
