@@ -8,6 +8,7 @@ counts come from the responses below, not from anything the suite produced."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pandas as pd
 import pytest
@@ -114,3 +115,15 @@ def test_the_no_answer_metric_reads_the_raw_response(tmp_path, capsys):
     from smmile.report import sections
 
     assert "Refused or failed to answer" in sections.main_section(data, data.sets[0], {}, str(tmp_path))
+
+
+def test_the_reports_set_changes_count_transport_failures_as_its_estimates_do(tmp_path):
+    """One default rule (estimates.FAILURES): the report's later-vs-first changes leave transport failures out, as
+    its estimates and `smmile stats` do (they were scored wrong there)."""
+    first = _run_record(tmp_path / "a")
+    shutil.copytree(first, tmp_path / "b")
+    data = build.gather([("a", str(first)), ("b", str(tmp_path / "b"))], settings=build.Settings(n_boot=20))
+    (change,) = [r for r in data.changes if r["metric"] == "EM"]
+    (row,) = [r for r in data.sets[0].estimates if r["metric"] == "EM"]
+    assert (change["failures"], change["n_failed_reference"]) == ("exclude", 2)
+    assert change["n_pairs"] == row["n_rows"] == 6 - 2  # p2 failed (journal), p5 (its CSV's ERROR row)

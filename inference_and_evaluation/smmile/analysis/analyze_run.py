@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..errors import MissingDependency
 from ..scoring import signflip
-from ..scoring.estimates import check_resampling
+from ..scoring.estimates import FAILURES, check_resampling
 from ..scoring.statistics import DEFAULT_LEVEL, DEFAULT_N_BOOT
 from ..scoring.stats_run import dataset_versions
 from . import diagnostics, option_probs, variants
@@ -67,7 +67,7 @@ def console(report: variants.Report) -> str:
 
 def run_analyze(analysis: str, results: list[str], *, out: str = "analysis", force: bool = False,
                 n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL,
-                include_gold_mismatch: bool = False, weight: str = "row", failures: str = "wrong") -> str:
+                include_gold_mismatch: bool = False, weight: str = "row", failures: str = FAILURES) -> str:
     """Write the tables of ``analysis`` on ``results`` (``[LABEL=]PATH``) to ``out``; returns the console text."""
     check_resampling(n_boot, level)
     settings = {"n_boot": n_boot, "seed": seed, "level": level, "include_gold_mismatch": include_gold_mismatch,

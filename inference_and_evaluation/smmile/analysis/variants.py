@@ -13,7 +13,7 @@ from ..data.schema import base_id
 from ..data.variants import OPTION_VARIANTS
 from ..errors import UserError
 from ..scoring import signflip, statistics
-from ..scoring.estimates import apply_family, paired
+from ..scoring.estimates import FAILURES, apply_family, paired
 from ..scoring.scores import Record
 from .result_sets import ORIGINAL, ResultSet
 
@@ -35,7 +35,7 @@ class Report:
 
 def compare(reference: Record, variant: Record, by_base: bool, n_boot: int, seed: int, level: float,
             include_gold_mismatch: bool = False, notes: list | None = None, weight: str = "row",
-            failures: str = "wrong") -> tuple[dict, pd.DataFrame]:
+            failures: str = FAILURES) -> tuple[dict, pd.DataFrame]:
     """The row of variant − reference (``by_base``: ``<id>_perm_<k>`` pairs with ``<id>``, clustered by base
     problem) and the per-problem flip table; what the pairing left out is appended to ``notes``."""
     label = f"{variant.model} {variant.metric} {variant.mode}"

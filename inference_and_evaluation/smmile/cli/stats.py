@@ -44,7 +44,7 @@ def add_estimand_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weight", choices=estimates.WEIGHT_CHOICES, default="row",
                         help="row: every row (SMMILE++ order) counts, as in the paper's tables (default); problem: "
                              "every base problem counts once (test: cluster-adjusted McNemar, Durkalski 2003)")
-    parser.add_argument("--failures", choices=estimates.FAILURE_CHOICES, default="exclude",
+    parser.add_argument("--failures", choices=estimates.FAILURE_CHOICES, default=estimates.FAILURES,
                         help="transport failures (connection errors, timeouts, 5xx after retries): exclude = not "
                              "answers, left out (default; rerun the same command to fill them); wrong = scored "
                              "wrong, the paper's rule. Refused (content filter) and empty responses are the "

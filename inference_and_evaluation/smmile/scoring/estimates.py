@@ -23,7 +23,8 @@ METRICS = tuple(metrics.METRICS)  # LLM, EM, MCQA (then NOANS): the tables' colu
 COMPARED = tuple(name for name, m in metrics.METRICS.items() if m.paper)  # NOANS is estimated, not compared
 CLUSTER_CHOICES = ("auto", "none", "base")
 WEIGHT_CHOICES = statistics.WEIGHTS  # row (default, the paper's tables), problem
-FAILURE_CHOICES = ("exclude", "wrong")  # exclude: transport failures left out (default); wrong: the paper's rule
+FAILURE_CHOICES = ("exclude", "wrong")  # exclude: transport failures left out; wrong: the paper's rule
+FAILURES = "exclude"  # the default of every command and function that scores or compares
 EXCLUDED_KINDS = ("failed",)  # transport failures (connection errors, timeouts, 5xx after retries): not answers
 OTHER_RULE = {"exclude": "wrong", "wrong": "exclude"}
 SHOW_OTHER_PP = 1.0  # the other rule's result is printed beside one that differs by more than this
@@ -91,7 +92,7 @@ def _under(scores: pd.Series, record: Record, failures: str) -> pd.Series:
 
 
 def estimate(record: Record, n_boot: int, seed: int, cluster: str, level: float, weight: str = "row",
-             failures: str = "exclude") -> dict:
+             failures: str = FAILURES) -> dict:
     """One row of ``stats_estimates``: the ``weight``-ed accuracy with its Wilson interval on the effective
     sample size, se and the bootstrap se in percent; n_rows, n_problems, n_eff; failure counts (of the
     whole result), the rule applied to them and the accuracy under the other rule."""
@@ -146,7 +147,7 @@ def _against(record: Record, gold: pd.Series) -> list[str]:
 
 
 def estimates(records: list[Record], n_boot: int, seed: int, cluster: str, level: float, weight: str = "row",
-              failures: str = "exclude", gold: pd.Series | None = None) -> list[dict]:
+              failures: str = FAILURES, gold: pd.Series | None = None) -> list[dict]:
     """Estimates in table order: model rows as in evaluation_results.txt, then metric, then mode; each with the
     number of its problems whose gold answer differs from the folder's usual one and, with the dataset's
     answers ``gold``, from the dataset's (named in a logged warning)."""
@@ -277,7 +278,7 @@ def weighted_mean(values: np.ndarray, clusters, weight: str) -> float:
 
 def paired(a: Record, b: Record, label: str, *, key=None, cluster: str = "auto", weight: str = "row",
            level: float = statistics.DEFAULT_LEVEL, n_boot: int = statistics.DEFAULT_N_BOOT, seed: int = 0,
-           include_gold_mismatch: bool = False, failures: str = "exclude",
+           include_gold_mismatch: bool = False, failures: str = FAILURES,
            notes: list | None = None) -> tuple[dict, pd.DataFrame]:
     """The one paired comparison (``smmile stats``, ``smmile analyze``): A − B in percentage points, with
     ``statistics.paired_score``'s interval and test.
@@ -375,7 +376,7 @@ def apply_family(rows: list[dict], frames: list[pd.DataFrame], level: float, clu
 
 def comparisons(records: list[Record], compare: str, n_boot: int, seed: int, cluster: str, level: float,
                 include_gold_mismatch: bool = False, weight: str = "row",
-                failures: str = "exclude", adjust: str = "minP", n_flips: int = signflip.DEFAULT_N_FLIPS) -> list[dict]:
+                failures: str = FAILURES, adjust: str = "minP", n_flips: int = signflip.DEFAULT_N_FLIPS) -> list[dict]:
     """The rows of ``stats_comparisons``, each kind its own family (``apply_family``); pairing warnings are
     logged (the first ``MAX_NOTES`` in full, then a count)."""
     notes: list[str] = []

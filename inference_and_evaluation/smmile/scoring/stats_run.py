@@ -14,8 +14,8 @@ import pandas as pd
 from smmile import fsguard, logs
 from smmile.errors import UserError
 from smmile.scoring import metrics, signflip, statistics, tables
-from smmile.scoring.estimates import (FAILURE_CHOICES, COMPARISON_FAMILIES, OTHER_RULE, SHOW_OTHER_PP, WEIGHT_CHOICES,
-                                      check_resampling, comparisons, dataset_gold, em_only_records,
+from smmile.scoring.estimates import (COMPARISON_FAMILIES, FAILURE_CHOICES, FAILURES, OTHER_RULE, SHOW_OTHER_PP,
+                                      WEIGHT_CHOICES, check_resampling, comparisons, dataset_gold, em_only_records,
                                       estimates)
 from smmile.scoring.scores import SCORED_FROM_JSON, datasets_named, load_records
 
@@ -141,7 +141,7 @@ class StatsSettings:
     compare: str = "icl"
     include_gold_mismatch: bool = False
     weight: str = "row"
-    failures: str = "exclude"
+    failures: str = FAILURES
     adjust: str = "minP"
     n_flips: int = signflip.DEFAULT_N_FLIPS
     dataset: str | None = None  # the dataset whose answers each estimate's gold answers are checked against
