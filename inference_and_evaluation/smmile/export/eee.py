@@ -139,7 +139,7 @@ def instance_lines(records, aggregate: dict, found: list[S.Item]) -> list[dict]:
                 "metadata": _strings({"outcome": outcome(item, score, metric),
                                       **({"judge_reply": item.judge_reply[0], "judge_status": item.judge_reply[1],
                                           "judge_verdicts": item.verdicts or None}
-                                         if record.metric == "LLM" and item.judge_reply else {}), **item.extra})})
+                                         if metric.source == "judge" and item.judge_reply else {}), **item.extra})})
     return lines
 
 

@@ -38,7 +38,7 @@ def _score(Score, item: S.Item, metric: str, judge: str):
     value = item.scores[metric]
     meta = {"failure": item.failure} if item.failure else {}
     explanation = None
-    if metric == "LLM":
+    if metrics.judged(metric):
         meta.update(judge=judge, verdicts=item.verdicts or None)
         if item.judge_reply is not None:
             explanation = f"judge reply: {item.judge_reply[0]!r} ({item.judge_reply[1]})"
@@ -85,12 +85,12 @@ def eval_log(records):
     found = S.items(records)
     ids = [it.problem_id for it in found]
     manifest, dataset = result.manifest or {}, dataset_of(result)
-    judge = judge_label(result)
+    judged = any(metrics.judged(r.metric) for r in records)
+    judge = judge_label(result) if judged else None
     model = f"smmile/{records[0].model}"
     metadata = {"smmile_version": __version__, "source": os.path.basename(result.csv), "dataset": dataset,
                 "failure_rule": FAILURE_RULES[FAILURES], "manifest": manifest or None,
-                "judge": judge if any(r.metric == "LLM" for r in records) else None,
-                "judge_prompt": JUDGE_PROMPT if any(r.metric == "LLM" for r in records) else None}
+                "judge": judge, "judge_prompt": JUDGE_PROMPT if judged else None}
     git = manifest.get("smmile_git_revision")
     spec = ilog.EvalSpec(
         created=created_at(result).isoformat(), task=task_name(result, ids), task_version=manifest.get("protocol") or "paper",

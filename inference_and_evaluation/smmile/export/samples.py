@@ -67,7 +67,7 @@ def items(records: list[Record]) -> list[Item]:
     frame = frame.rename(columns={k: v for k, v in ALIASES.items() if k in frame and v not in frame})
     question = question_column(frame.columns)
     journaled = result.journal or {}
-    judged = any(r.metric == "LLM" for r in records)
+    judged = any(metrics.judged(r.metric) for r in records)
     replies, verdicts = (result.replies, result.verdicts) if judged else ({}, {})
     failures = next((r.failures for r in records if r.failures is not None), None)  # by problem id
     out, seen = [], set()

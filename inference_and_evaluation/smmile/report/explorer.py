@@ -24,7 +24,7 @@ from smmile.record.result_csv import ResultFileError, csv_sha256
 from smmile.report.build import model_order
 from smmile.report.explorer_prompts import StoredImage, run_prompts
 from smmile.scoring import statistics, stratify
-from smmile.scoring.metrics import METRICS
+from smmile.scoring.metrics import METRICS, judged
 
 THUMB_SIZE = 320  # longest side, pixels
 THUMB_QUALITY = 82
@@ -310,9 +310,10 @@ def result_entries(rset, set_index: int, results: list, models: dict, strings: S
         if fmt == "mcqa":
             found, judges = mcqa_answers(rows, scores, strings), []
         else:
+            by_judge = any(judged(metric) for metric in scores)
             found = open_answers(None if record.frame is None else rows, scores, record.result.replies, strings,
-                                 record.result.jury if "LLM" in scores else None)
-            judges = (record.result.judges() or [UNRECORDED_JUDGE]) if "LLM" in scores else []
+                                 record.result.jury if by_judge else None)
+            judges = (record.result.judges() or [UNRECORDED_JUDGE]) if by_judge else []
         for pid, pair in asked(rows).items():
             from_csv.setdefault(pid, pair)
         index = len(results)

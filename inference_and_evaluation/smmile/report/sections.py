@@ -14,6 +14,7 @@ from smmile.record import original
 from smmile.report import analyses, build, manifests, names
 from smmile.report.html import DASH, anchor, details, esc, figure, fmt_ci, fmt_number, fmt_p, table, typed_table
 from smmile.scoring import stats_run
+from smmile.scoring.metrics import judged
 
 
 def figures_at(figs, place: tuple, page_dir: str) -> str:
@@ -68,10 +69,10 @@ def _failures_note(cell: dict) -> tuple[str, str]:
 
 def jury_ties(rset, source: str, metric: str) -> int:
     """Problems of a jury-judged result on which the jury tied (no majority: counted wrong)."""
-    if metric != "LLM":
+    if not judged(metric):
         return 0
     record = next((r for r in rset.records if os.path.basename(r.source) == os.path.basename(source)
-                   and r.metric == "LLM" and r.result is not None), None)
+                   and r.metric == metric and r.result is not None), None)
     votes = [[m.get("value") for m in ms] for ms in (record.result.jury.values() if record else [])]
     return sum(0 < v.count(1) == v.count(0) for v in votes)
 
@@ -356,7 +357,7 @@ def reviews_section(data, paths, strict: bool = False) -> str:
         with logs.silenced():  # the page leaves fractional scores out without a word
             cells = rv.review_table(reviews, rset.records)
         rows = []
-        for record in (r for r in rset.records if r.metric == "LLM"):
+        for record in (r for r in rset.records if judged(r.metric)):
             found = rv.rescored(record, cells, data.settings.level)
             if found is not None:
                 accuracy, reviewed, changed, low, high = found

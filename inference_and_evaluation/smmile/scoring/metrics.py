@@ -66,6 +66,12 @@ def get_metric(metric: Metric | str) -> Metric:
         raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}") from None
 
 
+def judged(name: str) -> bool:
+    """Whether the metric named `name` is the judge's (scored from its verdicts, not from the CSV)."""
+    metric = METRICS.get(name)
+    return metric is not None and metric.source == "judge"
+
+
 def metrics_for(fmt: str, paper: bool = True) -> tuple[Metric, ...]:
     """The metrics of format ``fmt`` (``paper``: the paper's only), scored from the CSV before the judge's: the
     order variance_analysis consumes its random stream (EM before LLM)."""
