@@ -17,6 +17,7 @@ from report_fixtures import N_BOOT, rendered_pt, svg_texts
 from smmile.cli import main as smmile
 from smmile.identity import BY_KEY
 from smmile.report import build, manifests, names
+from smmile.scoring.statistics import Resampling
 from smmile.scoring import estimates as stats, tables
 from smmile.scoring.scores import load_records
 
@@ -372,7 +373,7 @@ def test_ctrl_c(reports, tmp_path, monkeypatch, capsys):
 
 def test_published_report(published, tmp_path):
     """The paper's outputs: display names only, Text only* first rows, every model of the paper."""
-    data = build.gather([(None, str(published))], settings=build.Settings(n_boot=200))
+    data = build.gather([(None, str(published))], settings=Resampling(n_boot=200))
     assert not data.warnings
     models = data.sets[0].models()
     assert models[:3] == list(tables.PRIORITY_MODELS)

@@ -126,7 +126,7 @@ def test_side_by_side_figure_draws_the_tables_paired_change(reports, tmp_path):
     from smmile.analysis.variants import compare
 
     data = build.gather([(None, str(reports["res"])), ("SMMILE++", str(reports["pp"]))],
-                        settings=build.Settings(n_boot=int(N_BOOT)))
+                        settings=statistics.Resampling(n_boot=int(N_BOOT)))
     planned = {fig.key: job for fig, job in figures.plan(data, str(tmp_path), ("svg",))}
     job = planned["sets_em"]
     spec = job["spec"]

@@ -15,6 +15,7 @@ import pytest
 
 from smmile.cli import stats as stats_cli
 from smmile.report import build
+from smmile.scoring.statistics import Resampling
 from smmile.record import run_record
 
 HEADER = "problem_id,final_question,true_answer,generated_answer\n"
@@ -85,7 +86,7 @@ def test_without_a_run_record_the_csv_text_decides(tmp_path):
 
 
 def test_the_report_shows_the_journals_counts(tmp_path):
-    data = build.gather([(None, str(_run_record(tmp_path / "r")))], settings=build.Settings(n_boot=20))
+    data = build.gather([(None, str(_run_record(tmp_path / "r")))], settings=Resampling(n_boot=20))
     (row,) = [r for r in data.sets[0].estimates if r["metric"] == "EM"]
     assert (row["n_refused"], row["n_failed"], row["n_empty"]) == (1, 2, 1)
     assert "result_mine_ICL.csv" in data.sets[0].runs
@@ -109,7 +110,7 @@ def test_the_no_answer_metric_reads_the_raw_response(tmp_path, capsys):
                                                    '"text": "Red", "error": null, "extra": {"finish_reason": '
                                                    '"content_filter"}'))
     assert _no_answer(folder, tmp_path / "b") == pytest.approx(100 * 5 / 6)
-    data = build.gather([(None, str(folder))], settings=build.Settings(n_boot=20))
+    data = build.gather([(None, str(folder))], settings=Resampling(n_boot=20))
     (row,) = [r for r in data.sets[0].estimates if r["metric"] == "NOANS"]
     assert row["accuracy"] == pytest.approx(100 * 5 / 6)
     from smmile.report import sections
@@ -122,7 +123,7 @@ def test_the_reports_set_changes_count_transport_failures_as_its_estimates_do(tm
     its estimates and `smmile stats` do (they were scored wrong there)."""
     first = _run_record(tmp_path / "a")
     shutil.copytree(first, tmp_path / "b")
-    data = build.gather([("a", str(first)), ("b", str(tmp_path / "b"))], settings=build.Settings(n_boot=20))
+    data = build.gather([("a", str(first)), ("b", str(tmp_path / "b"))], settings=Resampling(n_boot=20))
     (change,) = [r for r in data.changes if r["metric"] == "EM"]
     (row,) = [r for r in data.sets[0].estimates if r["metric"] == "EM"]
     assert (change["failures"], change["n_failed_reference"]) == ("exclude", 2)

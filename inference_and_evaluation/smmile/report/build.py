@@ -19,15 +19,8 @@ from smmile.report import analyses as analyses_mod
 from smmile.report import manifests, names
 from smmile.scoring import estimates as est, metrics, stratify, tables
 from smmile.scoring.scores import ResultSet, load_records
+from smmile.scoring.statistics import Resampling
 from smmile.scoring.stats_run import dataset_versions, with_costs
-
-
-@dataclass
-class Settings:
-    n_boot: int = 10_000
-    seed: int = 0
-    level: float = 0.95
-    cluster: str = "auto"
 
 
 @dataclass
@@ -49,7 +42,7 @@ class ReportSet(ResultSet):
 @dataclass
 class ReportData:
     title: str
-    settings: Settings
+    settings: Resampling
     sets: list = field(default_factory=list)  # ReportSet
     changes: list = field(default_factory=list)  # per-model change of a set from the first one
     analysis_views: list = field(default_factory=list)  # analyses.AnalysisView
@@ -134,7 +127,7 @@ def _for_the_page(warnings: list):
             warnings += [message.removeprefix("warning: ") for message in said]
 
 
-def gather_set(label: str | None, results_dir: str, index: int, settings: Settings, warnings: list,
+def gather_set(label: str | None, results_dir: str, index: int, settings: Resampling, warnings: list,
                taken: set) -> ReportSet:
     if not os.path.isdir(results_dir):
         raise UserError(f"results directory {results_dir} not found")
@@ -157,7 +150,7 @@ def gather_set(label: str | None, results_dir: str, index: int, settings: Settin
     return found
 
 
-def set_changes(sets: list[ReportSet], settings: Settings) -> list[dict]:
+def set_changes(sets: list[ReportSet], settings: Resampling) -> list[dict]:
     """For every later set and (model, metric, mode) it shares with the first: later − first, paired by base
     problem."""
     from smmile.analysis.variants import compare
@@ -176,14 +169,14 @@ def set_changes(sets: list[ReportSet], settings: Settings) -> list[dict]:
     return rows
 
 
-def gather(specs: list[tuple[str | None, str]], analyses_dirs=(), settings: Settings | None = None,
+def gather(specs: list[tuple[str | None, str]], analyses_dirs=(), settings: Resampling | None = None,
            title: str | None = None) -> ReportData:
     """Everything the report shows for ``specs`` (``(label or None, path)``, the first is the reference) and
     the analysis output folders."""
     for directory in analyses_dirs:
         if not os.path.isdir(directory):
             raise UserError(f"analyses directory {directory} not found")
-    settings = settings or Settings()
+    settings = settings or Resampling()
     data = ReportData(title or "", settings)
     for index, (label, path) in enumerate(specs):
         found = gather_set(label, path, index, settings, data.warnings, {s.label for s in data.sets})

@@ -31,22 +31,19 @@ DATA_NAME = "report_data.json"
 
 
 @dataclass(frozen=True, kw_only=True)
-class FigureFlags:
+class FigureFlags(statistics.Resampling):
     """The flags ``smmile report`` and ``smmile figures`` share: resampling, and the figures' files and workers."""
 
-    n_boot: int = statistics.DEFAULT_N_BOOT
-    seed: int = 0
-    level: float = statistics.DEFAULT_LEVEL
-    cluster: str = "auto"
     formats: str = "png,svg"
     figure_size: str = "page"  # plotting.SIZES: page (as the page shows them), paper (one column), slide (16:9)
     jobs: int = field(default_factory=workers.default_workers)
     force: bool = False
 
-    def checked(self) -> tuple[build.Settings, tuple[str, ...]]:
+    def checked(self) -> tuple[statistics.Resampling, tuple[str, ...]]:
         """The resampling settings and the figure formats; a UserError for a value out of range."""
         check_resampling(self.n_boot, self.level)
-        return build.Settings(self.n_boot, self.seed, self.level, self.cluster), formats_from(self.formats)
+        resampling = statistics.Resampling(n_boot=self.n_boot, seed=self.seed, level=self.level, cluster=self.cluster)
+        return resampling, formats_from(self.formats)
 
 
 @dataclass(frozen=True)

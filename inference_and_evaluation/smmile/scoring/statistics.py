@@ -22,6 +22,17 @@ _MAX_CATEGORIES = 64  # data with at most this many distinct values uses the mul
 NAN = float("nan")
 
 
+@dataclass(frozen=True, kw_only=True)
+class Resampling:
+    """The bootstrap settings `smmile stats`, the report and its figures share (their flags --n-boot, --seed,
+    --level, --cluster)."""
+
+    n_boot: int = DEFAULT_N_BOOT
+    seed: int = 0
+    level: float = DEFAULT_LEVEL
+    cluster: str = "auto"
+
+
 def _chunks(n_boot: int, row_size: int):
     """(start, stop) blocks of the ``n_boot`` replicates, each drawing at most ``_CHUNK_ELEMENTS`` indices."""
     rows = max(1, _CHUNK_ELEMENTS // row_size)

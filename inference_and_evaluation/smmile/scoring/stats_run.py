@@ -131,13 +131,9 @@ def _failures(row: dict) -> str:
 
 
 @dataclass(frozen=True)
-class StatsSettings:
-    """How ``run_stats`` estimates and compares (recorded in its outputs, in this order)."""
+class StatsSettings(statistics.Resampling):
+    """How ``run_stats`` estimates and compares (recorded in its outputs, in this order: the resampling first)."""
 
-    n_boot: int = statistics.DEFAULT_N_BOOT
-    seed: int = 0
-    level: float = statistics.DEFAULT_LEVEL
-    cluster: str = "auto"
     compare: str = "icl"
     include_gold_mismatch: bool = False
     weight: str = "row"
