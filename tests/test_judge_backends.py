@@ -117,27 +117,6 @@ def test_concurrency_defaults_to_auto_for_api_judges_and_fixed_for_ollama(env, t
         assert 4 < api.max_in_flight <= 8  # the fixed level (8), more than auto starts with; timing may lose one
 
 
-def test_a_note_without_a_progress_bar_is_a_log_warning(env, capsys):
-    """models/api/backend.py logs its notes (the CLI's logging puts them on stderr, the same text)."""
-    import logging
-
-    from smmile.cli.common import configure_logging
-
-    backend = judge_run.build_backend(JudgeSettings(backend="openai-compatible", base_url="http://127.0.0.1:9/v1"))
-    seen = []
-    handler = logging.Handler()
-    handler.emit = seen.append
-    logger = logging.getLogger("smmile.models.api.backend")
-    logger.addHandler(handler)
-    try:
-        configure_logging()
-        backend._note("rate limited: waiting 5s")
-    finally:
-        logger.removeHandler(handler)
-    assert [(r.levelno, r.getMessage()) for r in seen] == [(logging.WARNING, "rate limited: waiting 5s")]
-    assert capsys.readouterr().err == "rate limited: waiting 5s\n"
-
-
 def test_secrets_are_scrubbed(env, tmp_path, capsys):
     env.setenv("OPENAI_COMPATIBLE_API_KEY", SENTINEL)
 

@@ -66,3 +66,26 @@ def test_a_terminal_gets_a_bar(monkeypatch):
     bar.close()
     text = out.getvalue()
     assert "\r" in text and "3/3" in text and "1 failed" in text
+
+
+def test_log_lines_go_above_the_bar_and_the_handlers_come_back(monkeypatch, capsys):
+    """A warning logged while the bar runs (a rate limit, the budget) is written on a line of its own, the bar cleared
+    first and drawn again below it; after the bar the ``smmile`` log is as it was."""
+    import re
+    import sys
+
+    from smmile.cli.common import configure_logging
+
+    configure_logging()
+    root = logging.getLogger("smmile")
+    before = list(root.handlers)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    bar = Progress(2, 0, "run", stream=sys.stderr)
+    bar.update()
+    logging.getLogger("smmile.models.api.limiter").warning("rate limited: waiting 6s before the next request")
+    bar.update()
+    bar.close()
+    assert root.handlers == before
+    err = capsys.readouterr().err
+    assert re.search(r"\r\s*\rrate limited: waiting 6s before the next request\n", err), repr(err)
+    assert err.count("rate limited") == 1 and "2/2" in err.rsplit("rate limited", 1)[1]

@@ -47,7 +47,6 @@ class Backend:
     info: dict | None = None  # what `describe` records, for a backend that completes it as it runs
     RUN_ONLY: tuple[str, ...] = ()  # settings that change how requests are sent, not what: not in the journal key
     SCORES_OPTIONS = False  # `--score-options`: can score MCQA option letters instead of generating
-    note: Callable[[str], None] | None = None  # set by the runner: one-line messages that go with the progress
     progress_detail: Callable[[], str] | None = None  # what the progress line shows besides the counts
 
     def __init__(self, preset=None, spec=None, settings: RunSettings | None = None,

@@ -26,8 +26,12 @@ class Progress:
         if getattr(self.stream, "isatty", lambda: False)():
             from tqdm import tqdm
 
+            from tqdm.contrib.logging import logging_redirect_tqdm
+
             self.bar = tqdm(total=total, initial=done, desc=desc, unit="problem", file=self.stream,
                             dynamic_ncols=True, smoothing=0.1)
+            self.redirect = logging_redirect_tqdm([logging.getLogger("smmile")])  # lines above the bar, not through it
+            self.redirect.__enter__()
         elif done < total:
             self._line(f"{done}/{total} problems done, {total - done} to run")
 
@@ -48,6 +52,7 @@ class Progress:
 
     def close(self) -> None:
         if self.bar is not None:
+            self.redirect.__exit__(None, None, None)
             self.bar.close()
         elif self.done > self.last_done:
             self._status(self.clock())
@@ -63,13 +68,6 @@ class Progress:
             text += f", {ran} in {_duration(elapsed)}"
         self._line(f"{text}, {self.failed} failed" + (f", {self.detail()}" if self.detail else ""))
         self.last_time, self.last_done = now, self.done
-
-    def note(self, text: str) -> None:
-        """A line at once (e.g. a long wait the server asked for), above the bar."""
-        if self.bar is not None:
-            self.bar.write(f"{self.desc}: {text}", file=self.stream)
-        else:
-            self._line(text)
 
     def _line(self, text: str) -> None:
         log.info(f"{self.desc}: {text}")

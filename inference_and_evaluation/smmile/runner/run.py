@@ -154,7 +154,6 @@ class Runner:
         pending = len(executor.pending)
         bar = Progress(total=len(self._items), done=len(self._items) - pending, desc=self.stem,
                        detail=backend.progress_detail)
-        backend.note = bar.note  # a backend's one-line messages (rate limits, budget) go with the progress
         hint = CrawlHint(self.generation.max_new_tokens)
         try:
             executor.run(backend, lambda record: (bar.update(record["status"] == "error"), hint.check()))

@@ -53,7 +53,7 @@ class ApiBackend(Backend):
         self.base_url = s.base_url
         level = s.concurrency or self.default_concurrency
         self.concurrency = level if level == "auto" else max(1, int(level))
-        self.limiter = Limiter(None if level == "auto" else self.concurrency, note=self._note)
+        self.limiter = Limiter(None if level == "auto" else self.concurrency)
         self.fatal: str | None = None  # why the run stopped at once (a refused key, a very long Retry-After)
         self.timeout = float(self.setting("timeout"))
         self.policy = RetryPolicy(max_retries=int(self.setting("max_retries")))
@@ -193,9 +193,6 @@ class ApiBackend(Backend):
     def output_cap(self, req: ChatRequest) -> int | None:
         """The output-token cap sent with `req` (None: none, the server decides)."""
         return req.max_tokens or self.default_max_tokens
-
-    def _note(self, text: str) -> None:
-        (self.note or log.warning)(text)
 
     batch_run = None  # the BatchRun of --batch: its progress is batches, not requests in flight
 
@@ -350,14 +347,14 @@ class ApiBackend(Backend):
             raise UserError(f"{self.fatal}; stopped at once, {left} {self.unit} not started")
         if self.unreachable_streak >= self.breaker and left:
             self.stats["not_started_unreachable"] = left
-            self._note(f"{self.unreachable_streak} {self.unit} in a row failed after all retries at {self.endpoint()} "
+            log.warning(f"{self.unreachable_streak} {self.unit} in a row failed after all retries at {self.endpoint()} "
                        f"(last error: {self.last_failure}): server unreachable or overloaded? Stopped launching new "
                        f"requests; {left} {self.unit} not started")
         if over:
             self.meter.stopped = True
             self.stats["not_started_max_cost"] = left
             m = self.meter
-            self._note(f"--max-cost {m.max_cost:g} USD reached: {m.spent:.4f} USD spent on this output "
+            log.warning(f"--max-cost {m.max_cost:g} USD reached: {m.spent:.4f} USD spent on this output "
                        f"({m.spent_before:.4f} before this run), {max(m.left, 0):.4f} USD left, less than the next "
                        f"request's at-most estimate of {over[0]:.4f} USD; stopped launching new requests, {left} "
                        f"{self.unit} not started (rerun with a larger --max-cost to continue)")
@@ -373,12 +370,12 @@ class ApiBackend(Backend):
         if not work:
             return
         if self.meter.max_cost is not None and self.meter.price is None:
-            self._note(f"warning: no price known for {self.model!r}; --max-cost cannot be enforced "
+            log.warning(f"warning: no price known for {self.model!r}; --max-cost cannot be enforced "
                        "(use --price IN:OUT)")
         if self.meter.max_cost is not None and self.meter.exhausted():
             self.meter.stopped = True
             self.stats["not_started_max_cost"] = len(work)
-            self._note(f"--max-cost {self.meter.max_cost:g} USD reached: {self.meter.spent:.4f} USD already spent on "
+            log.warning(f"--max-cost {self.meter.max_cost:g} USD reached: {self.meter.spent:.4f} USD already spent on "
                        f"this output, 0 USD left; {len(work)} {self.unit} not started")
             return
         with one_line(self.scrub, self.failure_line):

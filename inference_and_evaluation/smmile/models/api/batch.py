@@ -215,7 +215,7 @@ class BatchRun:
         m = self.meter
         m.stopped = True
         self.backend.stats["not_started_max_cost"] = len(self.deferred)
-        self.backend._note(f"--max-cost {m.max_cost:g} USD: {m.spent:.4f} USD spent on this output "
+        log.warning(f"--max-cost {m.max_cost:g} USD: {m.spent:.4f} USD spent on this output "
                            f"({m.spent_before:.4f} before this run), {max(m.left, 0):.4f} USD left, less than the "
                            f"at-most estimate of the next batch, {estimate:.4f} USD at the batch price; submitted "
                            f"nothing more, {len(self.deferred)} {self.backend.unit} not started (rerun with a "

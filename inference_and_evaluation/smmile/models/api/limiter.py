@@ -12,9 +12,12 @@ OpenAI's x-ratelimit-remaining-*, Anthropic's anthropic-ratelimit-*), pauses eve
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 from datetime import datetime
+
+log = logging.getLogger(__name__)
 
 START = 16
 MAXIMUM = 64
@@ -62,7 +65,7 @@ def exhausted_for(headers) -> float | None:
 
 
 class Limiter:
-    def __init__(self, fixed: int | None = None, start: int = START, maximum: int = MAXIMUM, note=None):
+    def __init__(self, fixed: int | None = None, start: int = START, maximum: int = MAXIMUM):
         self.fixed = fixed
         self.level = float(fixed or start)
         self.maximum = fixed or maximum
@@ -75,7 +78,6 @@ class Limiter:
         self.epoch = 0  # bumped at each cut
         self.paused_until = 0.0
         self.pause_reason = ""
-        self.note = note or (lambda text: None)
         self._cond: asyncio.Condition | None = None
 
     @property
@@ -125,8 +127,8 @@ class Limiter:
                 wait, why = retry_after, f"the server asked for Retry-After {retry_after:g}s"
             if wait and time.monotonic() + wait > self.paused_until:
                 self.paused_until, self.pause_reason = time.monotonic() + wait, why
-                self.note(f"rate limited: waiting {wait:.0f}s before the next request ({why}); "
-                          f"concurrency {int(self.level)}")
+                log.warning(f"rate limited: waiting {wait:.0f}s before the next request ({why}); "
+                            f"concurrency {int(self.level)}")
             self.cond.notify_all()
 
     def adapt(self, epoch: int, status: int | None) -> None:
