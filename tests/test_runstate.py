@@ -18,7 +18,7 @@ from smmile.generation import GenerationSettings, RunSettings
 from smmile.models import registry
 from smmile.models.base import Backend, Response, resolve_settings
 from smmile.runner.run import RunSpec, Runner, run
-from test_safety_guarded import SLOW_RUN
+from test_cli_guarded import SLOW_RUN
 
 CALLS: list[str] = []
 

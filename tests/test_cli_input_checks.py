@@ -15,7 +15,7 @@ import pytest
 
 from smmile import cli
 from smmile.cli.judge import main as judge_main
-from test_newuser_refusals import ORIGINAL, one_error_line, png, row, run_baseline, write_open, write_parquet
+from test_data_malformed_datasets import ORIGINAL, one_error_line, png, row, run_baseline, write_open, write_parquet
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -5,7 +5,7 @@ to, not the plain --dataset value."""
 from __future__ import annotations
 
 from smmile import cli
-from test_newuser_refusals import ORIGINAL, write_open
+from test_data_malformed_datasets import ORIGINAL, write_open
 
 PERMUTED = {f"{pid}_perm_{k}": ok for pid, ok in ORIGINAL.items() for k in range(2)}
 

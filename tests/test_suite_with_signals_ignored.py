@@ -18,7 +18,7 @@ def _ignore_interrupts() -> None:
 
 def test_the_signal_tests_pass_when_the_suite_ignores_sigint_and_sigterm():
     """Their children get default dispositions (tests/childproc.py): before that fix the SIGINT cases timed out."""
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_safety_guarded.py",
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_cli_guarded.py",
            "-k", "real_signal or whole_process_group"]
     proc = subprocess.run(cmd, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240,
                           preexec_fn=_ignore_interrupts)

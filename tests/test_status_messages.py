@@ -9,8 +9,8 @@ import json
 
 from smmile import cli
 from smmile.cli import judge as judge_cli
+from test_data_malformed_datasets import ORIGINAL, write_open
 from test_judge_unit import _results_dir, fake_judge  # noqa: F401 (a fixture)
-from test_newuser_refusals import ORIGINAL, write_open
 
 
 def run_random(dataset, out, *extra) -> int:
