@@ -87,6 +87,17 @@ def test_a_bad_flag_is_one_line_and_points_to_help(argv, prog, capsys):
     assert "usage:" not in captured.err and not captured.out
 
 
+@pytest.mark.parametrize("main", ["openai_main", "anthropic_main", "textonly_main", "textonly_mcqa_main"])
+@pytest.mark.parametrize("flag", [["--model-path", "weights"], ["--batch-size", "4"]])
+def test_an_api_front_door_has_no_weights_to_load_or_batch(main, flag, capsys):
+    """--model-path would rename an API model's results (and change its journal keys); both are refused."""
+    from smmile.cli import api_models
+
+    argv = (["--model", "gpt-4o"] if main == "openai_main" else []) + flag
+    assert code(getattr(api_models, main), argv) == 2
+    assert f"unrecognized arguments: {' '.join(flag)}" in capsys.readouterr().err
+
+
 def test_a_front_doors_bad_flag_is_one_line_and_its_original_flags_still_work(tmp_path, capsys):
     assert code(baselines_main, ["--baseline", "random", "--bogus"]) == 2
     lines = [x for x in capsys.readouterr().err.splitlines() if x.strip()]

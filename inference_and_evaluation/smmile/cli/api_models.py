@@ -216,7 +216,7 @@ def _go(p, argv, preset: str, *, open_suffix=True, summary=None, backend=None):
 
 def _fixed_output(p) -> None:
     p.add_argument("--hf_cache_dir", default=None, help="exports HF_HOME, TRANSFORMERS_CACHE, HF_DATASETS_CACHE")
-    fd.add_run_flags(p)
+    fd.add_run_flags(p, model=False)  # an API model has no weights to load or batch
     p.add_argument("--output-dir", default="../results", help="smmile addition: the original wrote to ../results "
                    "(../results_augmented with --dataset augmented)")
     add_api_flags(p)
@@ -246,7 +246,7 @@ def anthropic_main(argv: list[str] | None = None) -> int:
 def _textonly_parser(description: str, fmt_choices, fmt_default: str):
     p = _parser(description, fmt_default=fmt_default, fmt_choices=fmt_choices)
     p.add_argument("--output-dir", default="../results", help="with --dataset augmented: <output-dir>_augmented")
-    fd.add_run_flags(p)
+    fd.add_run_flags(p, model=False)
     add_api_flags(p)
     return p
 
