@@ -99,6 +99,23 @@ def test_jury_majority_ties_and_kappas(folder, tmp_path, capsys):
     assert (out_dir / "agreement_judges.png").stat().st_size > 0
 
 
+def test_a_jury_recorded_before_its_members_were_is_the_same_jury(folder, capsys):
+    """Until 2026-12-03 a jury's record named it by a comma-joined "model"; that folder is judged again from the
+    journals, and a different judge is told what differs."""
+    with FakeApi(reply=reply) as api:
+        assert judge_cli.main([str(folder), "--jury", *jury(api.url)]) == 0
+        record = folder / f"{STEM}_evaluationllm.manifest.json"
+        data = json.loads(record.read_text())
+        data["judge"]["model"] = ", ".join(member["backend"] + ":" + member["model"] for member in data["judge"]["jury"])
+        record.write_text(json.dumps(data))
+        assert judge_cli.main([str(folder), "--jury", *jury(api.url)]) == 0
+        assert len(api.requests()) == 18  # nothing sent again
+        capsys.readouterr()
+        assert judge_cli.main([str(folder), "--jury", *jury(api.url)[:2]]) == 2
+    said = capsys.readouterr().err
+    assert "was written by another judge (jury [" in said and "--overwrite" in said
+
+
 def test_a_jury_of_one_is_that_judge(folder, tmp_path):
     alone = tmp_path / "alone"
     alone.mkdir()
