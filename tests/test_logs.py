@@ -63,3 +63,16 @@ def test_warnings_kept_unshown_are_said_later_by_the_command(seen):
     child.warning("shown again")
     assert kept == ["warning: x.csv skipped", "broken"]
     assert seen == ["progress", "broken", "shown again"]
+
+
+def test_kept_warnings_are_still_shown_where_no_logging_is_configured():
+    """A library call (a notebook, a script) has no handler: Python's last resort shows warnings, kept ones too."""
+    import subprocess
+    import sys
+
+    code = ("import logging; from smmile import logs; log = logging.getLogger('smmile.x'); log.warning('outside')\n"
+            "with logs.kept_warnings() as kept: log.warning('inside')\n"
+            "with logs.kept_warnings(shown=False): log.warning('hidden')\n"
+            "log.warning('after'); print(kept)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stderr.splitlines() == ["outside", "inside", "after"] and done.stdout == "['inside']\n"

@@ -34,18 +34,22 @@ def kept_warnings(shown: bool = True):
     hidden = [] if shown else [h for h in ROOT.handlers if not isinstance(h, _Keep)]
     for other in hidden:
         other.addFilter(later)
-    ROOT.addHandler(handler)
+    # with no logging configured (a library call), Python's last resort would print them, but not beside a handler
+    shown_by = [logging.lastResort] if shown and not ROOT.hasHandlers() and logging.lastResort else []
+    for added in (handler, *shown_by):
+        ROOT.addHandler(added)
     try:
         yield kept
     finally:
-        ROOT.removeHandler(handler)
+        for added in (handler, *shown_by):
+            ROOT.removeHandler(added)
         for other in hidden:
             other.removeFilter(later)
 
 
 @contextmanager
 def silenced():
-    """Warnings logged under ``smmile`` while the block runs are neither shown nor kept (errors still are)."""
+    """What is logged under ``smmile`` below ERROR while the block runs is neither shown nor kept (info, warnings)."""
     level = ROOT.level
     ROOT.setLevel(logging.ERROR)
     try:
