@@ -155,6 +155,8 @@ def test_unknown_answers_refused_with_a_count_and_strict_exit_2(folder, tmp_path
                             "50", "--formats", "png"]) in (0, 1)
     page = (page_dir / "index.html").read_text()
     assert "10 review(s) from 3 file(s)" in page and "4 of 14 review(s) refused" in page
+    said = [line for line in capsys.readouterr().err.splitlines() if "review(s) refused" in line]
+    assert len(said) == 1 and said[0].startswith("warning: 4 of 14")  # once, its prefix once
     assert report_cli.main([str(folder), "--out", str(tmp_path / "r2"), "--reviews", *files, "--strict"]) == 2
 
 

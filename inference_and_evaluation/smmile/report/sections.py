@@ -346,7 +346,7 @@ def reviews_section(data, paths, strict: bool = False) -> str:
     records = [r for rset in data.sets for r in rset.records]
     with logs.kept_warnings(shown=False) as said:  # said with the page's other warnings
         reviews = rv.screen(rv.read_reviews(paths), records, strict)
-    data.warnings += said
+    data.warnings += [s.removeprefix("warning: ") for s in said]
     parts = ['<h2 id="reviews">Reviewed answers</h2>',
              f'<p class="note">{len(reviews)} review(s) from {len(paths)} file(s). '
              "Re-scored: the judge's accuracy with each reviewed problem's verdict replaced by the reviewers' "
