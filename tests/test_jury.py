@@ -68,8 +68,11 @@ def test_jury_majority_ties_and_kappas(folder, tmp_path, capsys):
                                                     "openai-compatible:em": 2}
     assert record["judge"]["backend"] == "jury" and len(record["judge"]["jury"]) == 3
     assert "model" not in record["judge"] and record["judge"]["rule"].startswith("strict majority")  # no fake judge
-    assert manifests.judge_text(manifests.run_info(str(folder / f"{STEM}.csv")).judge).startswith(
+    info = manifests.run_info(str(folder / f"{STEM}.csv")).judge
+    assert manifests.judge_text(info).startswith(
         "scored by jury:openai-compatible:yes, openai-compatible:no, openai-compatible:em (paper); 6 rows")
+    # the report's record of the replies names the members, not the first row's votes
+    assert info["replies"]["jury"] == [{"judge": f"openai-compatible:{m}"} for m in ("yes", "no", "em")]
     rows = [json.loads(x) for x in (folder / f"{STEM}_judgements.jsonl").read_text().splitlines()]
     assert [r["jury_outcome"] for r in rows] == ["majority"] * 4 + ["tie"] * 2
     assert [m["reply"] for m in rows[4]["jury"]] == ["1", "0", "maybe"]

@@ -72,6 +72,8 @@ def run_info(csv_path: str) -> RunInfo:
         "rows": len(judged["rows"]),
         "unparseable": sum(r.get("status") in (UNPARSEABLE, NO_MAJORITY) for r in judged["rows"])}})
     replies = original.replies_summary(csv_path, JUDGE_FIELDS)
+    if replies and replies.get("backend") == JURY:  # the members' names, not the first row's votes
+        replies["jury"] = [{"judge": name} for name in judges(replies)]
     scored = judged is not None or evaluationllm_json_path(csv_path).exists()
     traced = record is not None or replies is not None or scored
     judge = {"record": record, "replies": replies, "scored": scored} if traced else None
