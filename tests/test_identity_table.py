@@ -57,7 +57,7 @@ def test_models_outside_the_paper():
     assert identity.identity_for_model_id("///").key == "model"
     from smmile.models import presets_api
 
-    # what presets_api.served_model builds for `smmile run --backend openai-compatible --model "acme/VL 7B"`
+    # what registry.served_model builds for `smmile run --backend openai-compatible --model "acme/VL 7B"`
     served = registry.Preset("acme/VL 7B", identity.model_token("acme/VL 7B"), presets_api.CHAT,
                              presets_api.BACKENDS["openai-compatible"], "acme/VL 7B")
     assert served.tag == "acme-VL-7B" and served.identity == identity.identity_for_model_id("acme/VL 7B")

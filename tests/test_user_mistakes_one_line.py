@@ -154,3 +154,12 @@ def test_good_api_flags_still_parse():
     assert api_models.run_settings(args).as_dict() == {"max_retries": 0, "max_cost": 0.0, "price": "2.5:10",
                                                        "timeout": 0.5}
     assert p.parse_args(["--price", "3"]).price == "3"
+
+
+@pytest.mark.parametrize("backend", ["nosuch", "nosuch:Backend", "smmile.models.api.openai_backend:Nope"])
+def test_an_unknown_backend_is_one_line_naming_the_known_ones(backend, tmp_path, capsys):
+    assert smmile(["run", "--model", "gpt-4o", "--backend", backend, "--dataset", "demo",
+                   "--output-dir", str(tmp_path)]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert f"unknown backend {backend!r}" in line and "openai-compatible" in line and "module:Class" in line
+    assert not list(tmp_path.iterdir())

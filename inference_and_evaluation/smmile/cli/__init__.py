@@ -19,7 +19,7 @@ COMMANDS = {
     "judge": "LLM-as-a-judge scoring (evaluate_LLMJudge.py)",
     "stratify": "accuracy by problem flag (stratify.py)",
     "variance": "bootstrap table and LaTeX table of the paper (variance_analysis.py)",
-    "stats": "estimates with 95% CIs, paired comparisons (cluster-aware for SMMILE++), Holm",
+    "stats": "estimates with 95% CIs, paired comparisons (cluster-aware for SMMILE++), step-down minP",
     "figures": "figures alone: accuracy bars with CIs, ICL gain, stratification heatmaps (PNG + SVG)",
     "report": "self-contained HTML report: tables with CIs, figures, analyses, SMMILE vs SMMILE++, problem explorer",
     "analyze": "compare accuracy on the original vs noise/order/permutation variants",

@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--strict", action="store_true",
                         help="exit 2 when --reviews holds a review of an answer the results do not have")
     add_figure_flags(parser, "smmile report", "worker processes for figures and thumbnails (1: draw in this process)",
-                     "interval level; significance is Holm-adjusted p < 1 - level with the interval excluding 0")
+                     "interval level; significance is the step-down minP-adjusted p < 1 - level, the interval excluding 0")
     return parser
 
 

@@ -56,7 +56,14 @@ def backend_path(name: str | None) -> str | None:
 
 
 def backend_class(name: str) -> type:
-    return load_symbol(backend_path(name))
+    path = backend_path(name)
+    try:
+        return load_symbol(path)
+    except (ModuleNotFoundError, AttributeError) as exc:
+        module = str(path).partition(":")[0]
+        if isinstance(exc, ModuleNotFoundError) and not module.startswith(exc.name or "\0"):
+            raise  # the backend's module is there; something it imports is not
+        raise UserError(f"unknown backend {name!r}: a short name ({', '.join(BACKENDS)}) or module:Class") from None
 
 
 def build_family(preset: Preset, settings, protocol: str):

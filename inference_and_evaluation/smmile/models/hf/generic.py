@@ -2,7 +2,7 @@
 
 The canonical conversation with the API chat scripts' system prompt, ICL examples as user (image, question) and
 assistant (answer) turns, typed content parts for every role; Template A + E2 as served models
-(`presets_api.served_model`); greedy, at most 512 new tokens; images RGB, transparency on white. The layout comes
+(`registry.served_model`); greedy, at most 512 new tokens; images RGB, transparency on white. The layout comes
 from the capability probe (`probe.py`); names from the model id or folder name (`identity_for_model_id`).
 """
 
