@@ -9,6 +9,10 @@ compatibility layer, the Ray cluster connection, the run record, the sign-flip s
 the batch API's egress guard, ledger intents, budget and admin commands, the ICL label/input conditions,
 demonstration policies, retrieval and option probabilities, the inspect / Every Eval Ever / matrix exports, and the
 blind multi-reviewer queue. Issue #30's shrink is still owed against this figure.
+
+Lowered on 2026-12-03 to 20,350 / 812, the size after issue #30's registry, typed settings, logging and naming
+work and the simplifications that came with them (20,440 / 812 before). The 1,000 lines issue #30 asks for are
+not reached: its own commits, all rounds together, have removed fewer lines than they added.
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ from pathlib import Path
 
 LIBRARY = Path(__file__).resolve().parents[1] / "inference_and_evaluation" / "smmile"
 GOAL = 14_300  # issue #19
-PYTHON_BUDGET = 20_500
-ASSETS_BUDGET = 820
+PYTHON_BUDGET = 20_350
+ASSETS_BUDGET = 812
 
 
 def lines(paths) -> int:
