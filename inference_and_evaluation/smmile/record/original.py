@@ -18,6 +18,7 @@ from smmile.record.naming import (evaluation_json_path, evaluationllm_json_path,
                                   judgements_path)
 from smmile.record.result_csv import (ResultFileError, content_sha256, exclude_problems, read_csv_bytes,
                                       read_result_csv)
+from smmile.record.verdicts import JURY
 from smmile.runner.executor import Journal
 
 EXPORTS = {"em": evaluation_json_path, "llm": evaluationllm_json_path}
@@ -51,7 +52,11 @@ def exported(csv_path: str | os.PathLike, kind: str = "llm") -> dict | None:
 def judge_record(csv_path: str | os.PathLike) -> dict | None:
     """Which judge wrote ``<stem>_evaluationllm.json`` (from which journals, on which CSV content), or None."""
     record = read_json(judge_record_path(csv_path))
-    return record if isinstance(record, dict) and isinstance(record.get("judge"), dict) else None
+    if not isinstance(record, dict) or not isinstance(record.get("judge"), dict):
+        return None
+    if record["judge"].get("backend") == JURY:  # until 2026-12-03 a jury also had a comma-joined "model"
+        record["judge"].pop("model", None)
+    return record
 
 
 def reply_records(csv_path: str | os.PathLike) -> Iterator[dict]:

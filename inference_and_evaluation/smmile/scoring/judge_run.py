@@ -90,8 +90,6 @@ def other_judge(job: FileJob, identity: dict) -> str | None:
     recorded = (original.judge_record(job.csv_path) or {}).get("judge")
     if recorded is None:
         return f"{path.name} was written by an unrecorded judge (e.g. the published outputs)"
-    if recorded.get("backend") == "jury":  # before its members were recorded as such, a jury had a joined "model"
-        recorded = {k: v for k, v in recorded.items() if k != "model"}
     if recorded == identity:
         return None
     diff = ", ".join(f"{k} {recorded.get(k)!r} vs {identity.get(k)!r}" for k in dict.fromkeys([*identity, *recorded])
