@@ -20,6 +20,7 @@ from ..record.verdicts import JURY
 from ..scoring.estimates import clusters_for
 from ..scoring.kappa import (NAN, cohen_kappa, fleiss_agreement, fleiss_kappa, majority, pair_agreement,
                              pairwise_percent, pearson, percent_agreement)
+from ..scoring.metrics import judged
 from ..scoring.scores import MODES, Record
 
 ITEM = ["model", "mode", "problem_id"]
@@ -166,7 +167,7 @@ def human_tables(labels: pd.DataFrame, records: list[Record], judge_rater: str) 
         raise UserError("the labels hold no human rater (every row is the judge)")
     with logs.silenced():  # em_tables says the judge's fractional scores
         from_results = [{"model": r.model, "mode": r.mode, "problem_id": str(pid), "label": int(v)}
-                        for r in records if r.metric == "LLM"
+                        for r in records if judged(r.metric)
                         for pid, v in binary_scores(r.scores, f"{r.source} (judge)").items()]
     judge = pd.concat([pd.DataFrame(from_results, columns=ITEM + ["label"]),
                        labels[labels["rater"] == judge_rater][ITEM + ["label"]]])
@@ -210,7 +211,7 @@ def judge_frame(records: list) -> pd.DataFrame:
     """One row per judged cell: model, mode, format, problem_id, em (0/1 or NaN) and one column per judge."""
     em = {r.source: binary_scores(r.scores, f"{r.source} (exact match)") for r in records if r.metric == "EM"}
     frames = []
-    for r in (r for r in records if r.metric == "LLM" and r.result is not None):
+    for r in (r for r in records if judged(r.metric) and r.result is not None):
         found = r.result.verdicts
         if not found:
             continue
