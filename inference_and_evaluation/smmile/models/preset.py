@@ -27,19 +27,27 @@ class Lazy(str):
         return getattr(importlib.import_module(self.module), self.name)
 
 
+class UnknownSymbol(LookupError):
+    """A ``module:Attr`` text naming no module or no attribute."""
+
+
 def load_symbol(path: str):
     """The class a preset names: a ``Lazy``, or a ``module:Attr`` text (``--backend``, a manifest), the module
-    relative to smmile.models, or absolute when it is not found there."""
+    relative to smmile.models, or absolute when it is not found there. UnknownSymbol: no such module or attribute."""
     if isinstance(path, Lazy):
         return path.load()
     module, _, attr = path.partition(":")
-    try:
-        mod = importlib.import_module(PACKAGE + module)
-    except ModuleNotFoundError as exc:
-        if exc.name is None or not (PACKAGE + module).startswith(exc.name):
-            raise
-        mod = importlib.import_module(module)
-    return getattr(mod, attr)
+    for name in (PACKAGE + module, module):
+        try:
+            found = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not name.startswith(exc.name):
+                raise  # the module is there; something it imports is not
+            continue
+        if hasattr(found, attr):
+            return getattr(found, attr)
+        break
+    raise UnknownSymbol(path)
 
 
 @dataclass(frozen=True)
