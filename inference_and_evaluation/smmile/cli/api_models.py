@@ -194,7 +194,7 @@ def _parser(description: str, *, fmt_default: str, fmt_choices=("open", "mcqa"))
     if fmt_choices:
         p.add_argument("--task_format", choices=list(fmt_choices), default=fmt_default, help=fd.FORMAT_HELP)
     fd.add_dataset_flag(p)
-    p.add_argument("--image-dir", default="../missing_images", help="folder of manually downloaded images "
+    p.add_argument("--image-dir", default=fd.MISSING_IMAGES, help="folder of manually downloaded images "
                    "(unused by the original; used under --protocol corrected)")
     return p
 

@@ -14,7 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--inference_mode", choices=["ICL"], default="ICL", help="baselines need ICL examples")
     p.add_argument("--task_format", choices=["open", "mcqa"], default="open", help=fd.FORMAT_HELP)
     p.add_argument("--output-dir", default="../results", help="with --dataset augmented: <output-dir>_augmented")
-    p.add_argument("--image-dir", default="../missing_images", help="folder of manually downloaded images "
+    p.add_argument("--image-dir", default=fd.MISSING_IMAGES, help="folder of manually downloaded images "
                    "(unused by the original; used under --protocol corrected)")
     fd.add_dataset_flag(p)
     fd.add_run_flags(p, model=False)

@@ -165,6 +165,9 @@ def add_dataset_flag(p: argparse.ArgumentParser) -> None:
                         "environment), or a local parquet file/folder in the SMMILE schema")
 
 
+MISSING_IMAGES = "../missing_images"  # the original's folder of manually downloaded images
+
+
 def add_run_flags(p: argparse.ArgumentParser, *, image_dir: str | None = "--image-dir", model: bool = True) -> None:
     """Flags smmile adds to every inference front door (`model=False`: no model to load, as for the baselines)."""
     g = p.add_argument_group("smmile additions")
@@ -181,7 +184,7 @@ def add_run_flags(p: argparse.ArgumentParser, *, image_dir: str | None = "--imag
                        help="load the preset's model from this local folder instead of its hub id")
         g.add_argument("--batch-size", type=positive_int, default=1, help="problems per generate call (local models)")
     if image_dir and image_dir not in p._option_string_actions:
-        g.add_argument(image_dir, default="../missing_images",
+        g.add_argument(image_dir, default=MISSING_IMAGES,
                        help="folder of manually downloaded images (used under --protocol corrected)")
 
 
@@ -203,7 +206,7 @@ def run_spec(a: argparse.Namespace, model: str, fmt: str, dataset: str | None, a
     dataset, augmented, out = dataset_and_output(dataset, a.output_dir, augmented_flag)
     return RunSpec(model=model, mode=a.inference_mode, fmt=fmt, dataset=dataset, revision=a.revision,
                    augmented=augmented, output_dir=out, protocol=a.protocol, model_path=getattr(a, "model_path", None),
-                   image_dir=Path(getattr(a, "image_dir", "../missing_images")), shard=parse_shard(a.shard),
+                   image_dir=Path(a.image_dir), shard=parse_shard(a.shard),
                    batch_size=getattr(a, "batch_size", 1),
                    generation=GenerationSettings.from_flags(a, max_new_tokens="max_tokens"), **fields)
 

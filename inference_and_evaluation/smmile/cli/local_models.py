@@ -119,7 +119,7 @@ def _fixed_dir_main(argv, *, script: str, description: str, model: str, mode_def
     p = fd.parser(description + vllm_note)
     _common(p, mode_default=mode_default, fmt_default=fmt_default)
     fd.add_dataset_flag(p)
-    p.add_argument("--image_dir", default="../missing_images", help="folder of manually downloaded images "
+    p.add_argument("--image_dir", default=fd.MISSING_IMAGES, help="folder of manually downloaded images "
                    "(the original's recovery had no effect; used under --protocol corrected)")
     p.add_argument("--gpu_devices", default=gpu_default, help="exported as CUDA_VISIBLE_DEVICES")
     p.add_argument("--hf_cache_dir", dest="cache_dir", metavar="HF_CACHE_DIR", default=None, help=CACHE_HELP)
