@@ -118,7 +118,7 @@ def slug(label: str, index: int) -> str:
 
 
 @contextmanager
-def _for_the_page(warnings: list):
+def for_the_page(warnings: list):
     """The warnings logged in the block go to ``warnings`` (without their ``warning: ``), said after the page."""
     with logs.kept_warnings(shown=False) as said:
         try:
@@ -131,7 +131,7 @@ def gather_set(label: str | None, results_dir: str, index: int, settings: Resamp
                taken: set) -> ReportSet:
     if not os.path.isdir(results_dir):
         raise UserError(f"results directory {results_dir} not found")
-    with _for_the_page(warnings):
+    with for_the_page(warnings):
         records = load_records(results_dir)
     warnings += [message.removeprefix("warning: ") for message in dataset_versions(records)]
     label = label or default_label(records, taken, results_dir)
@@ -139,7 +139,7 @@ def gather_set(label: str | None, results_dir: str, index: int, settings: Resamp
     s = settings
     found.estimates = with_costs(est.estimates(records, s.n_boot, s.seed, s.cluster, s.level), records)
     paper = [r for r in records if metrics.get_metric(r.metric).paper]  # the paper's metrics' ICL gains
-    with _for_the_page(warnings):
+    with for_the_page(warnings):
         found.gains = est.comparisons(paper, "icl", s.n_boot, s.seed, s.cluster, s.level)
     names.learn(r.result.identity for r in records if r.result is not None)
     with logs.silenced():  # the scan load_records made, its warnings already kept

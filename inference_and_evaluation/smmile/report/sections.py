@@ -344,15 +344,16 @@ def reviews_section(data, paths, strict: bool = False) -> str:
     if not paths:
         return ""
     records = [r for rset in data.sets for r in rset.records]
-    with logs.kept_warnings(shown=False) as said:  # said with the page's other warnings
+    before = len(data.warnings)
+    with build.for_the_page(data.warnings):  # said with the page's other warnings
         reviews = rv.screen(rv.read_reviews(paths), records, strict)
-    data.warnings += [s.removeprefix("warning: ") for s in said]
+    said = data.warnings[before:]
     parts = ['<h2 id="reviews">Reviewed answers</h2>',
              f'<p class="note">{len(reviews)} review(s) from {len(paths)} file(s). '
              "Re-scored: the judge's accuracy with each reviewed problem's verdict replaced by the reviewers' "
              "majority label (correct, wrong; in older files agree: the verdict shown, disagree: its opposite; unsure, "
              "gold flags and ties leave the judge's verdict). The main table is unchanged."
-             + "".join(f" {esc(s.removeprefix('warning: '))}." for s in said) + "</p>"]
+             + "".join(f" {esc(s)}." for s in said) + "</p>"]
     for rset in data.sets:
         with logs.silenced():  # the page leaves fractional scores out without a word
             cells = rv.review_table(reviews, rset.records)
