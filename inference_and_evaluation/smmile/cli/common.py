@@ -21,6 +21,7 @@ from ..fsguard import NO_SPACE
 MODE_HELP = "0-shot: the query alone; ICL: the solved examples first, then the query"
 FORMAT_HELP = "open: free-text answer; mcqa: options from the problem's answers, a letter is extracted"
 OUTPUT_HELP = "where result files go (with --dataset augmented: <output-dir>_augmented)"
+MISSING_IMAGES = "../missing_images"  # the original's folder of manually downloaded images
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -163,9 +164,6 @@ def add_dataset_flag(p: argparse.ArgumentParser) -> None:
                    help="'augmented' for SMMILE++ (as the original), 'demo' / 'demo-plusplus' for the generated demo "
                         "data, a Hugging Face dataset id (default smmile/SMMILE; HF_TOKEN is read from the "
                         "environment), or a local parquet file/folder in the SMMILE schema")
-
-
-MISSING_IMAGES = "../missing_images"  # the original's folder of manually downloaded images
 
 
 def add_run_flags(p: argparse.ArgumentParser, *, image_dir: str | None = "--image-dir", model: bool = True) -> None:

@@ -27,13 +27,9 @@ class Lazy(str):
         return getattr(importlib.import_module(self.module), self.name)
 
 
-class UnknownSymbol(LookupError):
-    """A ``module:Attr`` text naming no module or no attribute."""
-
-
 def load_symbol(path: str):
     """The class a preset names: a ``Lazy``, or a ``module:Attr`` text (``--backend``, a manifest), the module
-    relative to smmile.models, or absolute when it is not found there. UnknownSymbol: no such module or attribute."""
+    relative to smmile.models, or absolute when it is not found there. None: no such module or attribute."""
     if isinstance(path, Lazy):
         return path.load()
     module, _, attr = path.partition(":")
@@ -47,7 +43,7 @@ def load_symbol(path: str):
         if hasattr(found, attr):
             return getattr(found, attr)
         break
-    raise UnknownSymbol(path)
+    return None
 
 
 @dataclass(frozen=True)

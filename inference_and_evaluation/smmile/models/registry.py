@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..errors import UserError
 from ..identity import ModelIdentity, identity_for_model_id, identity_for_tag, model_token, valid_identity
 from . import presets_api, presets_hf  # tables only; they import no heavy package
-from .preset import Lazy, Preset, UnknownSymbol, load_symbol
+from .preset import Lazy, Preset, load_symbol
 
 MODEL_PREFIXES = tuple(presets_hf.PREFIXES)  # `--model hf:<hub id or path>`: presets made on first use
 BACKENDS = {**presets_api.BACKENDS, **presets_hf.BACKENDS}  # `--backend` short names
@@ -57,10 +57,10 @@ def backend_path(name: str | None) -> str | None:
 
 def backend_class(name: str) -> type:
     path = backend_path(name)
-    try:
-        return load_symbol(path)
-    except UnknownSymbol:
-        raise UserError(f"unknown backend {name!r}: a short name ({', '.join(BACKENDS)}) or module:Class") from None
+    found = load_symbol(path)
+    if found is None:
+        raise UserError(f"unknown backend {name!r}: a short name ({', '.join(BACKENDS)}) or module:Class")
+    return found
 
 
 def build_family(preset: Preset, settings, protocol: str):

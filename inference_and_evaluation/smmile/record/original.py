@@ -54,8 +54,8 @@ def judge_record(csv_path: str | os.PathLike) -> dict | None:
     record = read_json(judge_record_path(csv_path))
     if not isinstance(record, dict) or not isinstance(record.get("judge"), dict):
         return None
-    if record["judge"].get("backend") == JURY:  # until 2026-12-03 a jury also had a comma-joined "model"
-        record["judge"].pop("model", None)
+    if record["judge"].get("backend") == JURY:
+        record["judge"].pop("model", None)  # until 2026-12-03 a jury also had a comma-joined "model"
     return record
 
 
